@@ -1,0 +1,93 @@
+// Package config owns mcproxy's configuration file: its types, loading with
+// ${VAR} expansion, defaults and validation. It also holds the plain tool
+// types (Tool, ToolMetadata) the index and the encoding arms share. It is a
+// leaf: it starts nothing, opens no connection and logs nothing.
+package config
+
+// Config is the whole configuration file. The mcpServers map has the shape
+// Claude Desktop, Cursor and VS Code users already have, so theirs can be
+// pasted in unchanged; every other key is mcproxy's own.
+type Config struct {
+	// MCPServers maps a server name to how to reach it. Names are
+	// [A-Za-z0-9_-]+ (they prefix tool ids as "name:tool").
+	MCPServers map[string]ServerConfig `json:"mcpServers"`
+
+	// Listen is the HTTP address for streamable HTTP (/mcp) and SSE
+	// (/sse, /message). Empty means DefaultListen (loopback only).
+	Listen string `json:"listen,omitempty"`
+	// DataDir holds the index, sessions and logs. Empty means DefaultDataDir.
+	DataDir string `json:"data_dir,omitempty"`
+	// Mode is ModeRetrieve (meta tools; the default when empty) or ModeDirect
+	// (every upstream tool exposed as server__tool).
+	Mode string `json:"mode,omitempty"`
+	// RetrieveLimit is how many matches retrieve_tools returns when the call
+	// gives no limit. Zero means DefaultRetrieveLimit.
+	RetrieveLimit int `json:"retrieve_limit,omitempty"`
+	// Arm is the encoding arm that renders retrieve_tools answers and shapes
+	// what the index ingests. Empty means DefaultArm.
+	Arm string `json:"arm,omitempty"`
+	// Tokenizer names the BPE used to count tokens ("cl100k_base" or
+	// "o200k_base"). Empty means DefaultTokenizer.
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// InitTimeout bounds connecting to and initializing one upstream. Zero
+	// means DefaultInitTimeout. A server may override it.
+	InitTimeout Duration `json:"init_timeout,omitempty"`
+	// CallTimeout bounds one tools/call. Zero means DefaultCallTimeout. A
+	// server may override it.
+	CallTimeout Duration `json:"call_timeout,omitempty"`
+	// AuthToken, when set, is the bearer token every HTTP request must carry.
+	// Empty means no authentication (loopback binding still applies).
+	AuthToken string `json:"auth_token,omitempty"`
+	// LogLevel is a zap level name (debug, info, warn, error). Empty = info.
+	LogLevel string `json:"log_level,omitempty"`
+}
+
+// ServerConfig says how to reach one upstream MCP server: either a command to
+// launch (stdio) or a URL (streamable HTTP or legacy SSE).
+type ServerConfig struct {
+	// Command and Args launch a stdio server. Env adds to (and overrides)
+	// mcproxy's own environment for the child; Cwd is its working directory
+	// (empty = mcproxy's).
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+
+	// URL reaches a remote server; Headers are sent with every request.
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Transport is TransportStreamableHTTP (default for a URL) or
+	// TransportSSE. Type is accepted as an alias because Claude Code and
+	// VS Code configs spell it "type" ("stdio", "http", "sse").
+	Transport string `json:"transport,omitempty"`
+	Type      string `json:"type,omitempty"`
+
+	// Enabled, when false, keeps the server configured but not started.
+	// nil means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// AllowedTools, when non-empty, is the only tools exposed from this
+	// server. DisabledTools are hidden. Both take exact tool names.
+	AllowedTools  []string `json:"allowed_tools,omitempty"`
+	DisabledTools []string `json:"disabled_tools,omitempty"`
+
+	// InitTimeout and CallTimeout override the top-level values; zero means
+	// inherit.
+	InitTimeout Duration `json:"init_timeout,omitempty"`
+	CallTimeout Duration `json:"call_timeout,omitempty"`
+}
+
+// Modes, transports and defaults.
+const (
+	ModeRetrieve = "retrieve"
+	ModeDirect   = "direct"
+
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+
+	DefaultListen        = "127.0.0.1:8765"
+	DefaultDataDir       = "~/.mcproxy"
+	DefaultRetrieveLimit = 5
+	DefaultArm           = "compact_sig"
+	DefaultTokenizer     = "cl100k_base"
+)
