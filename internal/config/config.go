@@ -2,6 +2,27 @@
 // ${VAR} expansion, defaults and validation. It also holds the plain tool
 // types (Tool, ToolMetadata) the index and the encoding arms share. It is a
 // leaf: it starts nothing, opens no connection and logs nothing.
+//
+// # Variables
+//
+// Every string value in the file (command, args, env values, cwd, url,
+// header values, listen, data_dir, auth_token, durations, ...; not object
+// keys) may use environment variables:
+//
+//	${VAR}            VAR's value; an error naming the field if VAR is unset
+//	${VAR:-default}   VAR's value if set and non-empty, else default (which
+//	                  may itself use ${...})
+//	$$                a literal $, so $${VAR} is the literal text ${VAR}
+//
+// Any other $ is literal. Expansion happens once, while loading: a value
+// that expands to text containing ${...} is not expanded again.
+//
+// # Strictness
+//
+// Unknown keys, duplicate keys, values of the wrong JSON type and durations
+// given as numbers are errors, each reported with the field's path, e.g.
+// `mcpServers.git.comand: unknown key (did you mean "command"?)`. All problems
+// are reported at once.
 package config
 
 // Config is the whole configuration file. The mcpServers map has the shape
@@ -71,7 +92,7 @@ type ServerConfig struct {
 	DisabledTools []string `json:"disabled_tools,omitempty"`
 
 	// InitTimeout and CallTimeout override the top-level values; zero means
-	// inherit.
+	// inherit (ApplyDefaults copies the top-level values into zero ones).
 	InitTimeout Duration `json:"init_timeout,omitempty"`
 	CallTimeout Duration `json:"call_timeout,omitempty"`
 }

@@ -1,0 +1,13 @@
+// Package bench is the discovery-effectiveness profiler behind `mcproxy
+// bench`: it loads frozen tool corpora (or captures one from live upstreams),
+// renders them with every encoding arm, counts tokens, builds the production
+// search index from each arm's index metadata, scores graded query sets, and
+// writes a versioned report (report.json, report.md, report.svg) that anyone
+// can regenerate byte for byte, timestamp aside.
+//
+// The package owns no production behaviour: nothing imports it, and it may
+// import anything internal. Query sets live in bench/queries; the frozen
+// corpora are read from ../shared/datasets relative to the repository root
+// unless a flag or MCPROXY_DATASETS says otherwise, and are never copied into
+// the tree.
+package bench

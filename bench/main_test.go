@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
+)
+
+// runMain runs Main and returns its exit code, stdout and stderr.
+func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestMainUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantText string // in stdout or stderr
+	}{
+		{"help", []string{"help"}, 0, "usage: mcproxy bench"},
+		{"run -h", []string{"run", "-h"}, 0, "-tokenizer"},
+		{"unknown subcommand", []string{"bogus"}, 2, `unknown subcommand "bogus"`},
+		{"unknown flag", []string{"run", "--bogus"}, 2, "flag provided but not defined"},
+		{"bad tokenizer", []string{"--tokenizer", "p50k_base"}, 2, "--tokenizer"},
+		{"unknown arm", []string{"--arms", "compact_sig,nope"}, 2, `unknown arm "nope"`},
+		{"stray argument", []string{"run", "extra"}, 2, "unexpected arguments"},
+		{"capture without flags", []string{"capture"}, 2, "--config and --out are both required"},
+		{"missing corpus", []string{"--corpus", "/nonexistent/c.json", "--fixtures", "none"}, 1, "reading corpus"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runMain(t, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", code, tc.wantCode, errs)
+			}
+			if !strings.Contains(out+errs, tc.wantText) {
+				t.Errorf("output does not mention %q:\nstdout: %s\nstderr: %s", tc.wantText, out, errs)
+			}
+		})
+	}
+}
+
+func TestMainQueriesMustMatchACorpus(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.json")
+	if err := os.WriteFile(q, []byte(`{"corpus_version":"other@1","queries":[{"id":"a","query":"x","labels":[{"tool_id":"s:t","relevance":2}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain(t, "--corpus", filepath.Join(testDatasets(t), CorpusV2File), "--queries", q, "--fixtures", "none", "--quiet")
+	if code != 1 || !strings.Contains(errs, `grades corpus_version "other@1"`) {
+		t.Fatalf("got code %d, stderr %q; want 1 and a corpus_version mismatch", code, errs)
+	}
+	// Labels naming tools the corpus lacks are refused too.
+	if err := os.WriteFile(q, []byte(`{"corpus_version":"corpus_v2@2026-07-14","queries":[{"id":"a","query":"x","labels":[{"tool_id":"git:git_push","relevance":2}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runMain(t, "--corpus", filepath.Join(testDatasets(t), CorpusV2File), "--queries", q, "--fixtures", "none", "--quiet")
+	if code != 1 || !strings.Contains(errs, `unknown tool "git:git_push"`) {
+		t.Fatalf("got code %d, stderr %q; want 1 and an unknown tool", code, errs)
+	}
+}
+
+// TestRunReport runs the profiler on corpus_v2 twice, end to end with the
+// real tokenizer, index and MCP front, and checks the report's content and
+// that the two runs agree byte for byte but for the timestamp.
+func TestRunReport(t *testing.T) {
+	ds := testDatasets(t)
+	base := t.TempDir()
+	var reports [2]map[string][]byte
+	var progress string
+	for i := range reports {
+		out := filepath.Join(base, []string{"a", "b"}[i])
+		code, stdout, stderr := runMain(t, "run", "--corpus", "corpus_v2="+filepath.Join(ds, CorpusV2File),
+			"--fixtures", filepath.Join(ds, ResultFixturesFile), "--out", out)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\nstderr: %s", i, code, stderr)
+		}
+		if !strings.Contains(stdout, "report.json") {
+			t.Errorf("stdout %q does not name the written files", stdout)
+		}
+		progress = stderr
+		reports[i] = map[string][]byte{}
+		for _, f := range []string{"report.json", "report.md", "report.svg"} {
+			data, err := os.ReadFile(filepath.Join(out, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reports[i][f] = data
+		}
+	}
+	if !strings.Contains(progress, "bench: corpus_v2: compact_sig: retrieval quality") {
+		t.Errorf("no progress on stderr:\n%s", progress)
+	}
+	for f := range reports[0] {
+		a, b := dropTimestamp(reports[0][f]), dropTimestamp(reports[1][f])
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs", f)
+		}
+	}
+
+	var rep Report
+	if err := json.Unmarshal(reports[0]["report.json"], &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SchemaVersion != SchemaVersion || rep.Tokenizer != "cl100k_base" || rep.GeneratedAt == "" {
+		t.Errorf("header: got schema %d tokenizer %q generated %q", rep.SchemaVersion, rep.Tokenizer, rep.GeneratedAt)
+	}
+	wantArms := []string{arms.BaselineName, arms.CompactName, arms.ToonListingName, arms.TronName, arms.TSCGName}
+	if len(rep.Arms) != len(wantArms) {
+		t.Fatalf("got %d arm rows, want %d", len(rep.Arms), len(wantArms))
+	}
+	for i, a := range rep.Arms {
+		if a.Name != wantArms[i] || a.Corpus != "corpus_v2" {
+			t.Errorf("row %d: got %s/%s, want %s/corpus_v2", i, a.Name, a.Corpus, wantArms[i])
+		}
+		if a.Status == StatusUnavailable {
+			if a.UnavailableReason == "" {
+				t.Errorf("%s: skipped without a reason", a.Name)
+			}
+			continue
+		}
+		if a.Tools != 45 || a.ListingTokens <= 0 || a.TotalTokens <= 0 {
+			t.Errorf("%s: got %d tools, listing %d, total %d", a.Name, a.Tools, a.ListingTokens, a.TotalTokens)
+		}
+		if a.Quality == nil || a.Quality.Queries != 103 || a.QualityBySplit[SplitTune].Queries+a.QualityBySplit[SplitHeldout].Queries != 103 {
+			t.Errorf("%s: quality missing or incomplete: %+v %+v", a.Name, a.Quality, a.QualityBySplit)
+		}
+	}
+	// TSCG's runtime is not installed here: the row must say so.
+	if tscg, _ := rep.row("corpus_v2", arms.TSCGName); tscg.Status != StatusUnavailable || !strings.Contains(tscg.UnavailableReason, "unavailable") {
+		t.Errorf("tscg row: got status %q reason %q, want an unavailable row with its reason", tscg.Status, tscg.UnavailableReason)
+	}
+	// The issue's bar for the default arm.
+	if c, _ := rep.row("corpus_v2", arms.CompactName); c.ListingSavingsPct < 50 {
+		t.Errorf("compact_sig listing savings on corpus_v2: got %.1f%%, want at least 50%%", c.ListingSavingsPct)
+	}
+	if b, _ := rep.row("corpus_v2", arms.BaselineName); b.SavingsPct != 0 || b.ListingTokens != b.BaselineListingTokens {
+		t.Errorf("baseline row: savings %.2f, listing %d vs %d; want 0 and equal", b.SavingsPct, b.ListingTokens, b.BaselineListingTokens)
+	}
+	if len(rep.Discovery) != 4 {
+		t.Errorf("discovery rows: got %d, want one per available listing arm (4)", len(rep.Discovery))
+	}
+	for _, d := range rep.Discovery {
+		if d.MenuTokens <= 0 || d.UpfrontTokens <= d.MenuTokens || len(d.Answers) != 2 || d.Answers[0].P50 <= 0 || d.Answers[1].Mean < d.Answers[0].Mean {
+			t.Errorf("discovery %s: implausible figures %+v", d.Arm, d)
+		}
+	}
+	if rep.ToonResults == nil || len(rep.ToonResults.Rows) != 2 {
+		t.Errorf("toon_results: got %+v, want two rows", rep.ToonResults)
+	}
+	md := string(reports[0]["report.md"])
+	for _, want := range []string{"## Tokens: corpus_v2", "## Retrieval quality: corpus_v2", "## Discovery cost: corpus_v2", "TOON vs compact JSON", "| tscg | — |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	svg := string(reports[0]["report.svg"])
+	if !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, "compact_sig") || !strings.HasSuffix(svg, "</svg>\n") {
+		t.Errorf("report.svg is not a complete SVG naming the arms")
+	}
+}
+
+// dropTimestamp removes the one line that may differ between runs.
+func dropTimestamp(data []byte) []byte {
+	var keep [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.Contains(line, []byte(`"generated_at"`)) || bytes.HasPrefix(line, []byte("Generated ")) {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return bytes.Join(keep, []byte("\n"))
+}
+
+// TestCapture captures the reference memory server's tools through the real
+// upstream manager and checks they load back as a canonical corpus.
+func TestCapture(t *testing.T) {
+	root := filepath.Dir(mustWD(t))
+	bin := filepath.Join(root, "node_modules", ".bin", "mcp-server-memory")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run npm ci in the repository root (%v)", bin, err)
+	}
+	dir := t.TempDir()
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"memory": map[string]any{"command": bin, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}},
+		},
+		"data_dir": filepath.Join(dir, "data"),
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "captured.json")
+	code, stdout, stderr := runMain(t, "capture", "--config", cfgPath, "--out", out, "--version", "memory@test")
+	if code != 0 {
+		t.Fatalf("capture: exit %d\nstderr: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "captured") {
+		t.Errorf("stdout %q does not report the capture", stdout)
+	}
+	c, err := LoadCorpus(out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != "memory@test" || len(c.Servers()) != 1 || c.Servers()[0] != "memory" {
+		t.Errorf("got version %q servers %v, want memory@test and [memory]", c.Version, c.Servers())
+	}
+	if !c.IDs()["memory:create_entities"] || !c.IDs()["memory:read_graph"] {
+		t.Errorf("captured tools %v lack the memory server's create_entities/read_graph", c.IDs())
+	}
+	for _, tool := range c.Tools {
+		if len(tool.Schema) == 0 {
+			t.Errorf("%s: captured without its input schema", tool.ID)
+		}
+	}
+	// The captured corpus can be profiled like a frozen one.
+	code, _, stderr = runMain(t, "--corpus", out, "--fixtures", "none", "--no-discovery", "--arms", "compact_sig", "--quiet", "--out", filepath.Join(dir, "report"))
+	if code != 0 {
+		t.Fatalf("profiling the captured corpus: exit %d\nstderr: %s", code, stderr)
+	}
+}

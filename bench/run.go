@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
+)
+
+// Profile is one profiler run's inputs. Everything it reads is already in
+// memory, so a run is a pure function of these values (and of the code).
+type Profile struct {
+	// Corpora are measured in order.
+	Corpora []*Corpus
+	// QuerySets maps a corpus name to its graded queries; a corpus without
+	// one gets token figures only.
+	QuerySets map[string]NamedQuerySet
+	// Arms are the arm names to measure, in report order. baseline_json is
+	// always measured first, whether listed or not.
+	Arms []string
+	// Registry resolves arm names; an unavailable arm becomes a skipped row.
+	Registry *arms.Registry
+	// Counter counts tokens; TokenizerName is what the report calls it.
+	Counter       arms.TokenCounter
+	TokenizerName string
+	// Fixtures, when set, adds the toon_results rows.
+	Fixtures *arms.ResultFixtureSet
+	// Front builds mcproxy's MCP front for the discovery measurement; nil
+	// skips it (with a note in the report).
+	Front FrontFactory
+	// Progress receives one line per step; nil discards.
+	Progress io.Writer
+}
+
+// NamedQuerySet is a query set and the name the report gives it.
+type NamedQuerySet struct {
+	Name string
+	Set  *QuerySet
+}
+
+// missDepth is the rank within which a query's relevance-2 tool must be
+// found; the others are listed as misses.
+const missDepth = 5
+
+// Run measures every arm on every corpus and assembles the report. The
+// report's GeneratedAt is left empty for the caller to stamp.
+func (p *Profile) Run(ctx context.Context) (*Report, error) {
+	progress := p.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	names := armOrder(p.Arms)
+	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName}
+	for _, c := range p.Corpora {
+		qs, hasQueries := p.QuerySets[c.Name]
+		info := CorpusInfo{Name: c.Name, Version: c.Version, Tools: len(c.Tools), Servers: len(c.Servers())}
+		if hasQueries {
+			info.QuerySet = qs.Name
+			info.Queries = len(qs.Set.Queries)
+			info.TuneQueries = len(qs.Set.withSplit(SplitTune))
+			info.HeldoutQueries = len(qs.Set.withSplit(SplitHeldout))
+		}
+		rep.Corpora = append(rep.Corpora, info)
+
+		var listingArms []arms.Arm
+		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(progress, "bench: %s: %s: tokens\n", c.Name, name)
+			a, err := p.Registry.Resolve(name)
+			if err != nil {
+				if !errors.Is(err, arms.ErrArmUnavailable) {
+					return nil, err
+				}
+				fmt.Fprintf(progress, "bench: %s: %s: skipped: %v\n", c.Name, name, err)
+				rep.Arms = append(rep.Arms, ArmRow{Name: name, Corpus: c.Name, Status: StatusUnavailable, UnavailableReason: err.Error()})
+				continue
+			}
+			res, err := arms.Measure(a, p.Counter, c.Tools)
+			if err != nil {
+				return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+			}
+			row := armRow(c.Name, res)
+			if hasQueries && (a.IndexAltering() || name == arms.BaselineName) {
+				fmt.Fprintf(progress, "bench: %s: %s: retrieval quality over %d queries\n", c.Name, name, len(qs.Set.Queries))
+				rq, err := measureRetrieval(ctx, a, c, qs)
+				if err != nil {
+					return nil, fmt.Errorf("corpus %s: arm %s: %w", c.Name, name, err)
+				}
+				row.Quality = &rq.all
+				row.QualityBySplit = rq.bySplit
+				row.MissesAt5 = rq.misses
+				row.IndexSkipped = rq.skipped
+			}
+			rep.Arms = append(rep.Arms, row)
+			listingArms = append(listingArms, a)
+		}
+
+		if p.Front == nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: discovery cost not measured (no MCP front configured)", c.Name))
+		} else if hasQueries {
+			for _, a := range listingArms {
+				fmt.Fprintf(progress, "bench: %s: %s: retrieve_tools answers\n", c.Name, a.Name())
+				d, err := measureDiscovery(ctx, p.Front, p.Counter, a, c, qs.Set.Queries)
+				if err != nil {
+					return nil, fmt.Errorf("corpus %s: discovery under %s: %w", c.Name, a.Name(), err)
+				}
+				rep.Discovery = append(rep.Discovery, d)
+			}
+		}
+	}
+	if p.Fixtures != nil {
+		fmt.Fprintf(progress, "bench: %s: toon_results\n", p.Fixtures.FixtureID)
+		tr, err := arms.RunToonResults(p.Counter, p.Fixtures)
+		if err != nil {
+			return nil, fmt.Errorf("toon_results: %w", err)
+		}
+		rep.ToonResults = toonResultsReport(p.Fixtures.FixtureID, tr)
+	}
+	return rep, nil
+}
+
+// armOrder puts baseline_json first (every saving divides by it) and drops
+// repeats, keeping the caller's order otherwise.
+func armOrder(names []string) []string {
+	out := []string{arms.BaselineName}
+	seen := map[string]bool{arms.BaselineName: true}
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func armRow(corpus string, r arms.Result) ArmRow {
+	row := ArmRow{
+		Name:                  r.Name,
+		Corpus:                corpus,
+		Status:                StatusMeasured,
+		IndexAltering:         r.IndexAltering,
+		LowerBound:            r.LowerBound,
+		Tools:                 r.Items,
+		TotalTokens:           r.TotalTokens,
+		MeanTokens:            round2(r.MeanTokens),
+		P95Tokens:             r.P95Tokens,
+		ListingTokens:         r.ListingTokens,
+		BaselineTotalTokens:   r.BaselineTokens,
+		BaselineListingTokens: r.BaselineListingTokens,
+		SavingsPct:            round2(r.SavingsPct),
+		ListingSavingsPct:     round2(r.ListingSavingsPct),
+	}
+	for _, s := range r.Skipped {
+		row.Skipped = append(row.Skipped, SkippedTool{ToolID: s.ID, Reason: s.Reason})
+	}
+	for _, h := range r.Heaviest {
+		row.Heaviest = append(row.Heaviest, ToolTokens{ToolID: h.ID, Tokens: h.Tokens})
+	}
+	return row
+}
+
+type retrieval struct {
+	all     Quality
+	bySplit map[string]Quality
+	misses  []Miss
+	skipped []SkippedTool
+}
+
+// buildIndex builds an in-memory production index (internal/index) holding
+// each tool's metadata under arm a, one Upsert per server as the proxy does.
+// Tools whose metadata a cannot produce are left out and returned as skips.
+func buildIndex(a arms.Arm, tools []config.Tool) (*index.Index, []SkippedTool, error) {
+	ix, err := index.New(index.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating index: %w", err)
+	}
+	byServer := map[string][]config.ToolMetadata{}
+	var servers []string
+	var skipped []SkippedTool
+	for _, t := range tools {
+		m, err := a.EncodeIndexMetadata(t)
+		if err != nil {
+			skipped = append(skipped, SkippedTool{ToolID: t.ID, Reason: err.Error()})
+			continue
+		}
+		if _, ok := byServer[t.Server]; !ok {
+			servers = append(servers, t.Server)
+		}
+		byServer[t.Server] = append(byServer[t.Server], m)
+	}
+	sort.Strings(servers)
+	for _, s := range servers {
+		if err := ix.Upsert(s, byServer[s]); err != nil {
+			ix.Close()
+			return nil, nil, fmt.Errorf("indexing server %s: %w", s, err)
+		}
+	}
+	return ix, skipped, nil
+}
+
+func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet) (retrieval, error) {
+	ix, skipped, err := buildIndex(a, c.Tools)
+	if err != nil {
+		return retrieval{}, err
+	}
+	defer ix.Close()
+	queries := qs.Set.Queries
+	rankings := make([][]string, len(queries))
+	for i, q := range queries {
+		// The whole corpus as the limit gives a complete ranking for MAP.
+		hits, err := ix.Search(ctx, q.Query, len(c.Tools))
+		if err != nil {
+			return retrieval{}, fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		ranked := make([]string, len(hits))
+		for j, h := range hits {
+			ranked[j] = h.ID
+		}
+		rankings[i] = ranked
+	}
+	r := retrieval{all: Score(queries, rankings), skipped: skipped, bySplit: map[string]Quality{}}
+	for _, split := range []string{SplitTune, SplitHeldout} {
+		var sq []Query
+		var sr [][]string
+		for i, q := range queries {
+			if q.Split == split {
+				sq = append(sq, q)
+				sr = append(sr, rankings[i])
+			}
+		}
+		if len(sq) > 0 {
+			r.bySplit[split] = Score(sq, sr)
+		}
+	}
+	if len(r.bySplit) == 0 {
+		r.bySplit = nil
+	}
+	for i, q := range queries {
+		rank := rankOf(rankings[i], q.target())
+		if rank >= 1 && rank <= missDepth {
+			continue
+		}
+		top := rankings[i]
+		if len(top) > missDepth {
+			top = top[:missDepth]
+		}
+		r.misses = append(r.misses, Miss{QueryID: q.ID, Query: q.Query, Split: q.Split, Want: q.target(), Rank: rank, Top: append([]string{}, top...)})
+	}
+	return r, nil
+}
+
+// percentiles summarises answer sizes: nearest-rank p50 and p95, max, mean.
+func percentiles(values []int) Spread {
+	if len(values) == 0 {
+		return Spread{}
+	}
+	sum := 0
+	m := 0
+	for _, v := range values {
+		sum += v
+		if v > m {
+			m = v
+		}
+	}
+	return Spread{P50: arms.Percentile(values, 50), P95: arms.Percentile(values, 95), Max: m, Mean: round2(float64(sum) / float64(len(values)))}
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }

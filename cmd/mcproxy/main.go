@@ -1,0 +1,35 @@
+// Command mcproxy is an MCP proxy: one MCP endpoint (stdio, streamable HTTP,
+// legacy SSE) in front of many upstream MCP servers, with tool discovery
+// (retrieve_tools / call_tool) instead of every tool in the model's context.
+//
+// Usage:
+//
+//	mcproxy serve [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
+//	mcproxy search "QUERY" [--config F] [--limit N]
+//	mcproxy bench ...
+//	mcproxy version
+//
+// This package holds flags and wiring only: it loads the config, decides
+// where logs go, and connects internal/upstream, internal/index,
+// internal/arms and internal/server.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal starts a graceful shutdown, a second one
+		// gets the default behaviour: the process dies at once.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; when
+// empty, the module version and VCS revision from the build info are used.
+var version string
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed (bad config, upstream trouble)
+	exitUsage = 2 // the command line itself is wrong
+)
+
+const usage = `mcproxy - one MCP endpoint in front of many MCP servers, with tool search.
+
+Usage:
+  mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
+                 [--log-level L] [--log-file F]
+  mcproxy search "QUERY" [--config F] [--limit N]
+  mcproxy bench  ...          (the profiler; mcproxy bench --help)
+  mcproxy version
+  mcproxy help
+
+serve    Runs the proxy. With --stdio it speaks MCP on stdin/stdout (for clients
+         that launch it); otherwise it serves streamable HTTP at /mcp and legacy
+         SSE at /sse on the configured listen address (loopback by default).
+search   Connects to every configured server, indexes their tools, prints the
+         best matches for QUERY with scores and any server that is not working,
+         and exits. Run it first to check a config.
+
+The config file (default ~/.mcproxy/config.json) uses the "mcpServers" map of
+Claude Desktop, Cursor and VS Code; see configs/example.json.
+`
+
+// run is the whole program behind main, with its environment passed in so
+// tests can drive it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "search":
+		return runSearch(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "mcproxy", versionString())
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "mcproxy: unknown command %q\n\n%s", cmd, usage)
+	return exitUsage
+}
+
+// versionString is the version plus what the build info knows.
+func versionString() string {
+	v := version
+	var rev, modified string
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && info.Main.Version != "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = "+dirty"
+				}
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	out := v
+	if rev != "" {
+		out += " " + rev[:min(len(rev), 12)] + modified
+	}
+	return out + " " + runtime.Version()
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("search QUERY --config F"), returning the positionals in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagError reports a usage problem the way the flag package does.
+func flagError(stderr io.Writer, fs *flag.FlagSet, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "mcproxy %s: %v\n", fs.Name(), err)
+	return exitUsage
+}
+
+// newFlagSet makes a subcommand flag set that prints to stderr.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcproxy %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// oneLine flattens a possibly multi-line error for a status line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/server"
+)
+
+func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("search", `search "QUERY" [flags]`, stderr)
+	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file")
+	limit := fs.Int("limit", 0, "how many matches to print (default: the config's retrieve_limit)")
+	logLevel := fs.String("log-level", "error", "log level for connection messages on stderr: debug, info, warn or error")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagError(stderr, fs, err)
+	}
+	query := strings.TrimSpace(strings.Join(pos, " "))
+	if query == "" {
+		fmt.Fprintln(stderr, `mcproxy search: give a query, e.g. mcproxy search "read a file" --config ~/.mcproxy/config.json`)
+		return exitUsage
+	}
+	if *limit < 0 || *limit > 50 {
+		fmt.Fprintf(stderr, "mcproxy search: --limit must be 1 to 50, got %d\n", *limit)
+		return exitUsage
+	}
+
+	cfg, err := loadConfig(*cfgPath, func(c *config.Config) {
+		// search ranks tools; it never exposes them directly.
+		c.Mode = config.ModeRetrieve
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	log, closeLog, err := newLogger(*logLevel, "", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	defer closeLog()
+
+	// An in-memory index: a one-shot search must not contend with a running
+	// mcproxy for the on-disk one.
+	st, err := newStack(cfg, stackOptions{Version: versionString(), Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	defer st.close()
+	st.start(ctx)
+	if ctx.Err() != nil {
+		return exitError
+	}
+
+	statuses := st.status()
+	ready, tools := 0, 0
+	for _, s := range statuses {
+		if s.State == server.StateReady {
+			ready++
+			tools += s.Tools
+		}
+	}
+	matches, err := st.front.Retrieve(ctx, query, *limit)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	printMatches(stdout, query, matches, tools, ready)
+	printBroken(stdout, statuses, time.Now())
+	if ready == 0 && len(statuses) > 0 {
+		fmt.Fprintln(stderr, "mcproxy: no server is working; fix the servers above and run search again")
+		return exitError
+	}
+	return exitOK
+}
+
+// printMatches writes the ranked matches, one block per tool:
+//
+//  1. 12.41  filesystem:read_text_file(path: string, head?: number)
+//     Read the complete contents of a file from the file system as text.
+func printMatches(w io.Writer, query string, matches []server.Match, tools, servers int) {
+	fmt.Fprintf(w, "%d match(es) for %q among %d tools on %d server(s):\n", len(matches), query, tools, servers)
+	if len(matches) == 0 {
+		fmt.Fprintln(w, "  (none: try other words, e.g. the object the tool acts on)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, m := range matches {
+		fmt.Fprintf(tw, "%2d.\t%.2f\t%s(%s)\n", i+1, m.Score, m.Tool.ID, server.Signature(m.Tool.Schema))
+		if d := firstLine(m.Tool.Description, 100); d != "" {
+			fmt.Fprintf(tw, "\t\t%s\n", d)
+		}
+	}
+	tw.Flush()
+}
+
+// printBroken writes one line per server that is not working.
+func printBroken(w io.Writer, statuses []server.UpstreamStatus, now time.Time) {
+	n := 0
+	for _, s := range statuses {
+		if s.State == server.StateReady || s.State == "disabled" {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "\nServers not working (their tools are missing above):")
+		}
+		n++
+		line := fmt.Sprintf("  %s (%s): %s", s.Server, s.Transport, s.State)
+		if s.LastError != "" {
+			line += ": " + oneLine(s.LastError)
+		}
+		if !s.RetryAt.IsZero() {
+			line += fmt.Sprintf(" (mcproxy serve would retry in %s)", s.RetryAt.Sub(now).Round(time.Second))
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// firstLine is s's first line, cut to max runes.
+func firstLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	if r := []rune(s); len(r) > max {
+		return strings.TrimSpace(string(r[:max-1])) + "…"
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/netip"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/server"
+)
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", "serve [flags]", stderr)
+	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file")
+	stdio := fs.Bool("stdio", false, "speak MCP on stdin/stdout (for clients that launch mcproxy) instead of serving HTTP")
+	listen := fs.String("listen", "", "HTTP address, overriding the config's listen (e.g. 127.0.0.1:8765)")
+	mode := fs.String("mode", "", `"retrieve" (meta tools) or "direct" (every tool as server__tool), overriding the config's mode`)
+	logLevel := fs.String("log-level", "", "debug, info, warn or error, overriding the config's log_level")
+	logFile := fs.String("log-file", "", "append logs to this file instead of stderr")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagError(stderr, fs, err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "mcproxy serve: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+
+	cfg, err := loadConfig(*cfgPath, func(c *config.Config) {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+		if *mode != "" {
+			c.Mode = *mode
+		}
+		if *logLevel != "" {
+			c.LogLevel = *logLevel
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	level := cfg.LogLevel
+	if level == "" {
+		level = "info"
+	}
+	log, closeLog, err := newLogger(level, *logFile, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	defer closeLog()
+	defer func() { _ = log.Sync() }()
+
+	dataDir := config.ExpandHome(cfg.DataDir)
+	st, err := newStack(cfg, stackOptions{IndexDir: filepath.Join(dataDir, "index"), Version: versionString(), Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	defer func() {
+		if err := st.close(); err != nil {
+			log.Warn("stopping upstreams", zap.Error(err))
+		}
+	}()
+
+	// Bind before connecting upstreams, so a taken port fails fast.
+	var ln net.Listener
+	if !*stdio {
+		ln, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcproxy: listening on %s: %v (set another address with --listen or \"listen\" in the config)\n", cfg.Listen, err)
+			return exitError
+		}
+		defer ln.Close()
+	}
+
+	st.start(ctx)
+	for _, s := range st.status() {
+		fields := []zap.Field{zap.String("upstream", s.Server), zap.String("transport", s.Transport), zap.String("state", s.State), zap.Int("tools", s.Tools)}
+		if s.LastError != "" {
+			fields = append(fields, zap.String("last_error", oneLine(s.LastError)))
+			log.Warn("upstream not ready", fields...)
+			continue
+		}
+		log.Info("upstream", fields...)
+	}
+	log.Info("mcproxy ready", zap.String("mode", cfg.Mode), zap.String("arm", cfg.Arm), zap.Bool("stdio", *stdio))
+
+	if *stdio {
+		err = st.front.ServeStdio(ctx, stdin, stdout)
+	} else {
+		host, _, _ := net.SplitHostPort(cfg.Listen)
+		if !isLoopback(host) && cfg.AuthToken == "" {
+			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
+		}
+		err = st.front.Serve(ctx, ln, server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host})
+	}
+	if err != nil {
+		log.Error("serving", zap.Error(err))
+		return exitError
+	}
+	log.Info("mcproxy stopped")
+	return exitOK
+}
+
+// loadConfig loads path, applies command-line overrides and validates the
+// result again, so an override gets the same field-path errors as the file.
+func loadConfig(path string, override func(*config.Config)) (*config.Config, error) {
+	cfg, err := config.Load(config.ExpandHome(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no config file at %s: create one (configs/example.json is a start) or pass --config", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	override(cfg)
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
+	}
+	return cfg, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

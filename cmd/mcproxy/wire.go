@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+// stack is a wired proxy: upstream manager, index and MCP front.
+type stack struct {
+	mgr   *upstream.Manager
+	ix    *index.Index
+	front *server.Server
+}
+
+// stackOptions say how to wire a stack.
+type stackOptions struct {
+	// IndexDir is where the index lives; "" keeps it in memory.
+	IndexDir string
+	Version  string
+	Logger   *zap.Logger
+}
+
+// newStack wires cfg (already loaded and validated) into a stack. Nothing
+// connects until start.
+func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
+	log := opts.Logger
+	arm, err := arms.Resolve(cfg.Arm)
+	if err != nil {
+		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
+	}
+	ix, err := openIndex(opts.IndexDir, log)
+	if err != nil {
+		return nil, err
+	}
+
+	// The manager reports tool changes to the front, which exists only
+	// after the manager does; nothing is reported before start.
+	var front atomic.Pointer[server.Server]
+	mgr := upstream.New(cfg, upstream.Options{
+		Logger: log.Named("upstream"),
+		OnToolsChanged: func(name string, tools []config.Tool) {
+			if f := front.Load(); f != nil {
+				f.ToolsChanged(name, tools)
+			}
+		},
+	})
+	f, err := server.New(server.Deps{
+		Upstreams: upstreams{mgr},
+		Index:     searchIndex{ix},
+		Logger:    log.Named("server"),
+	}, server.Options{
+		Version:       opts.Version,
+		Mode:          cfg.Mode,
+		RetrieveLimit: cfg.RetrieveLimit,
+		Render:        server.ArmRenderer(arm.EncodeListing),
+		IndexMetadata: arm.EncodeIndexMetadata,
+	})
+	if err != nil {
+		_ = mgr.Close()
+		_ = ix.Close()
+		return nil, err
+	}
+	front.Store(f)
+	return &stack{mgr: mgr, ix: ix, front: f}, nil
+}
+
+// start connects every upstream (returning once each is up or has failed
+// its first attempt) and loads the front's catalog.
+func (s *stack) start(ctx context.Context) {
+	s.mgr.Start(ctx)
+	s.front.Resync()
+}
+
+// status reports every configured upstream.
+func (s *stack) status() []server.UpstreamStatus { return upstreams{s.mgr}.Status() }
+
+// close stops the upstreams (children stop in stages) and the index.
+func (s *stack) close() error {
+	return errors.Join(s.mgr.Close(), s.ix.Close())
+}
+
+// openIndex opens the on-disk index in dir, falling back to memory when
+// another mcproxy holds it: the index is rebuilt from the upstreams on every
+// start, so a private in-memory copy loses nothing.
+func openIndex(dir string, log *zap.Logger) (*index.Index, error) {
+	if dir == "" {
+		return index.New(index.Options{})
+	}
+	ix, err := index.New(index.Options{Dir: dir})
+	if err == nil {
+		return ix, nil
+	}
+	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", dir), zap.Error(err))
+	return index.New(index.Options{})
+}
+
+// upstreams adapts *upstream.Manager to server.Upstreams, translating its
+// errors into the front's.
+type upstreams struct{ m *upstream.Manager }
+
+func (u upstreams) Tools() []config.Tool { return u.m.Tools() }
+
+func (u upstreams) MCPTool(server, name string) (mcp.Tool, bool) { return u.m.MCPTool(server, name) }
+
+func (u upstreams) Call(ctx context.Context, srv, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	res, err := u.m.Call(ctx, srv, tool, args)
+	return res, translateError(err)
+}
+
+func (u upstreams) Status() []server.UpstreamStatus {
+	sts := u.m.Status()
+	out := make([]server.UpstreamStatus, len(sts))
+	for i, st := range sts {
+		out[i] = server.UpstreamStatus{
+			Server:    st.Server,
+			Transport: st.Transport,
+			State:     string(st.State),
+			LastError: st.LastError,
+			Tools:     st.Tools,
+			RetryAt:   st.RetryAt,
+		}
+	}
+	return out
+}
+
+// translateError maps upstream's error types onto the front's, keeping the
+// original in the chain.
+func translateError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var down *upstream.DownError
+	var timeout *upstream.TimeoutError
+	switch {
+	case errors.As(err, &down):
+		return &server.DownError{Server: down.Server, State: string(down.State), LastError: down.LastError, RetryAt: down.RetryAt}
+	case errors.As(err, &timeout):
+		return &server.TimeoutError{Server: timeout.Server, Tool: timeout.Tool, Limit: timeout.Limit}
+	case errors.Is(err, upstream.ErrUnknownServer):
+		return fmt.Errorf("%w: %w", server.ErrUnknownServer, err)
+	case errors.Is(err, upstream.ErrUnknownTool):
+		return fmt.Errorf("%w: %w", server.ErrUnknownTool, err)
+	}
+	return err
+}
+
+// searchIndex adapts *index.Index to server.Index.
+type searchIndex struct{ *index.Index }
+
+func (x searchIndex) Search(ctx context.Context, query string, limit int) ([]server.Hit, error) {
+	hits, err := x.Index.Search(ctx, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]server.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
+	}
+	return out, nil
+}
+
+// newLogger builds the process logger: human-readable lines on stderr, or
+// appended to file when one is given. Nothing ever goes to stdout.
+func newLogger(level, file string, stderr io.Writer) (*zap.Logger, func(), error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, nil, &config.FieldError{Path: "log_level", Message: fmt.Sprintf("%q is not a log level: want debug, info, warn or error", level)}
+	}
+	out := zapcore.Lock(zapcore.AddSync(stderr))
+	closeFn := func() {}
+	if file != "" {
+		path := config.ExpandHome(file)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("creating log directory: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening log file: %w", err)
+		}
+		out = zapcore.Lock(f)
+		closeFn = func() { _ = f.Sync(); _ = f.Close() }
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeLevel = zapcore.CapitalLevelEncoder
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, lvl)
+	return zap.New(core), closeFn, nil
+}

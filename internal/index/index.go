@@ -1,0 +1,452 @@
+// Package index is mcproxy's full-text index of tool metadata: the search
+// behind retrieve_tools. It is a Bleve index with an explicit mapping (tool
+// names split into words, English stemming, parameter names and
+// descriptions) scored with BM25 rather than Bleve's default TF-IDF. Tools
+// are replaced per server in one atomic batch, so a search never sees half
+// an update. The index lives in memory or in a directory; the directory is
+// a cache that New rebuilds from scratch when it is stale or damaged, which
+// is safe because upstream servers are the source of truth.
+//
+// The package starts no goroutines of its own, does no logging and knows
+// nothing about MCP.
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Options configures New.
+type Options struct {
+	// Dir is the directory holding the index (typically <data_dir>/index).
+	// It is created if missing. Empty means an in-memory index that
+	// disappears on Close.
+	Dir string
+}
+
+// Hit is one search result.
+type Hit struct {
+	// ID is the tool id, "server:tool".
+	ID string
+	// Server and Name are the two halves of ID.
+	Server, Name string
+	// Score is the BM25-based relevance: only comparable between hits of the
+	// same search.
+	Score float64
+}
+
+// Index is a searchable set of tools. All methods are safe for concurrent
+// use; a Search running during an Upsert sees the index either before or
+// after the whole batch.
+type Index struct {
+	mapping  *mapping.IndexMappingImpl
+	analyzer analysis.Analyzer // textAnalyzer, resolved once
+	plan     queryPlan
+
+	wmu sync.Mutex // serializes writers: the read-then-write of Upsert must not interleave
+
+	mu     sync.RWMutex // guards bleve against use after Close
+	bleve  bleve.Index
+	closed bool
+
+	// statsMu is held for reading by each search and for writing while a
+	// batch lands, so a search always pairs the index with its statistics.
+	statsMu sync.RWMutex
+	stats   map[string]serverStats // by server; persisted with each batch
+	bm25    *search.BM25Stats      // totals of stats, as Bleve takes them
+}
+
+// serverStats is what BM25 needs to know about one server's documents: how
+// many there are and how many tokens each field holds in total.
+type serverStats struct {
+	Docs   int            `json:"docs"`
+	Tokens map[string]int `json:"tokens"`
+}
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("index is closed")
+
+// Keys in the index's internal storage, written in the same batches as the
+// documents so they can never disagree with them.
+var (
+	internalStampKey = []byte("mcproxy.mapping") // mappingStamp
+	internalStatsKey = []byte("mcproxy.stats")   // map[server]serverStats as JSON
+)
+
+// boltTimeout bounds waiting for the lock on an on-disk index; without it a
+// second mcproxy on the same data_dir would hang forever.
+const boltTimeout = 2 * time.Second
+
+// New opens the index described by opts. With a Dir, an existing index is
+// reused when it was built with the current mapping; an index built with
+// another mapping, or one that cannot be opened, is deleted and recreated
+// empty. An index locked by another process is an error, never deleted.
+func New(opts Options) (*Index, error) {
+	m, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	a := m.AnalyzerNamed(textAnalyzer)
+	if a == nil {
+		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
+	}
+	ix := &Index{mapping: m, analyzer: a, plan: defaultPlan, stats: map[string]serverStats{}}
+	if opts.Dir == "" {
+		// Scorch, not bleve.NewMemOnly: the in-memory upsidedown store keeps
+		// no field statistics, and without them Bleve silently scores with
+		// TF-IDF.
+		ix.bleve, err = bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
+		if err != nil {
+			return nil, fmt.Errorf("creating in-memory index: %w", err)
+		}
+	} else {
+		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ix.bm25 = totals(ix.stats)
+	return ix, nil
+}
+
+// openOrCreate opens the index under dir, or creates it, and returns it with
+// its persisted statistics.
+func openOrCreate(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[string]serverStats, error) {
+	idx, stats, err := openExisting(dir, m)
+	if idx != nil || err != nil {
+		return idx, stats, err
+	}
+	path := filepath.Join(dir, "bleve")
+	stamp, err := mappingStamp(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err = bleve.NewUsing(path, m, scorch.Name, scorch.Name, map[string]any{"bolt_timeout": boltTimeout.String()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating index %s: %w", path, err)
+	}
+	if err := idx.SetInternal(internalStampKey, []byte(stamp)); err != nil {
+		_ = idx.Close()
+		return nil, nil, fmt.Errorf("stamping index %s: %w", path, err)
+	}
+	return idx, map[string]serverStats{}, nil
+}
+
+// openExisting opens the index under dir if there is a usable one. When
+// there is none, or it is stale or damaged (and then removed), it returns
+// nil and no error.
+func openExisting(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[string]serverStats, error) {
+	stamp, err := mappingStamp(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("creating index directory: %w", err)
+	}
+	path := filepath.Join(dir, "bleve")
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, nil
+	}
+	idx, err := bleve.OpenUsing(path, map[string]any{"bolt_timeout": boltTimeout.String()})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, nil, fmt.Errorf("opening index %s: locked by another process (is another mcproxy using this data_dir?)", path)
+	}
+	if err == nil {
+		if stats, ok := usable(idx, stamp); ok {
+			return idx, stats, nil
+		}
+		if err := idx.Close(); err != nil {
+			return nil, nil, fmt.Errorf("closing stale index %s: %w", path, err)
+		}
+	}
+	// Damaged, half-written or built by another version of mcproxy: the
+	// index is a cache, so start again.
+	if err := os.RemoveAll(path); err != nil {
+		return nil, nil, fmt.Errorf("removing stale index %s: %w", path, err)
+	}
+	return nil, nil, nil
+}
+
+// usable reports whether idx was built with the current mapping and has
+// readable statistics, and returns them.
+func usable(idx bleve.Index, stamp string) (map[string]serverStats, bool) {
+	got, err := idx.GetInternal(internalStampKey)
+	if err != nil || string(got) != stamp {
+		return nil, false
+	}
+	stats := map[string]serverStats{}
+	raw, err := idx.GetInternal(internalStatsKey)
+	if err != nil {
+		return nil, false
+	}
+	if raw != nil {
+		if err := json.Unmarshal(raw, &stats); err != nil {
+			return nil, false
+		}
+	}
+	var docs int
+	for _, s := range stats {
+		docs += s.Docs
+	}
+	if n, err := idx.DocCount(); err != nil || int(n) != docs {
+		return nil, false
+	}
+	return stats, true
+}
+
+// totals sums per-server statistics into the form Bleve's BM25 scorer takes.
+// Bleve divides FieldCardinality by DocCount to get the average field
+// length; left to itself it uses the number of distinct terms in the field,
+// which understates the average length and so punishes every document of
+// ordinary length, so we pass the true token totals.
+func totals(stats map[string]serverStats) *search.BM25Stats {
+	t := &search.BM25Stats{FieldCardinality: map[string]int{}}
+	for _, f := range textFields {
+		t.FieldCardinality[f] = 0
+	}
+	for _, s := range stats {
+		t.DocCount += float64(s.Docs)
+		for f, n := range s.Tokens {
+			t.FieldCardinality[f] += n
+		}
+	}
+	return t
+}
+
+// Upsert makes tools the complete set of documents for server: new tools
+// are added, changed ones replaced and tools no longer listed deleted, in
+// one batch. Every tool's ServerName must equal server. Invalid input
+// changes nothing.
+func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
+	if err := checkServer(server); err != nil {
+		return err
+	}
+	docs := make(map[string]map[string]any, len(tools))
+	for i, t := range tools {
+		switch {
+		case t.ServerName != server:
+			return fmt.Errorf("upserting %q: tool %d (%q) belongs to server %q", server, i, t.Name, t.ServerName)
+		case strings.TrimSpace(t.Name) == "":
+			return fmt.Errorf("upserting %q: tool %d has an empty name", server, i)
+		}
+		id := t.ID()
+		if _, dup := docs[id]; dup {
+			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
+		}
+		docs[id] = document(t)
+	}
+	return ix.replace(server, docs)
+}
+
+// Remove deletes every document of server. Removing a server the index
+// does not hold is not an error.
+func (ix *Index) Remove(server string) error {
+	if err := checkServer(server); err != nil {
+		return err
+	}
+	return ix.replace(server, nil)
+}
+
+func checkServer(server string) error {
+	if server == "" || strings.Contains(server, ":") {
+		return fmt.Errorf("invalid server name %q: want a non-empty name without ':'", server)
+	}
+	return nil
+}
+
+// replace swaps server's documents for docs in a single batch.
+func (ix *Index) replace(server string, docs map[string]map[string]any) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return ErrClosed
+	}
+
+	old, err := ix.serverDocIDs(server)
+	if err != nil {
+		return fmt.Errorf("listing documents of %q: %w", server, err)
+	}
+	batch := ix.bleve.NewBatch()
+	for _, id := range old {
+		if _, keep := docs[id]; !keep {
+			batch.Delete(id)
+		}
+	}
+	st := serverStats{Docs: len(docs), Tokens: map[string]int{}}
+	for id, doc := range docs {
+		if err := batch.Index(id, doc); err != nil {
+			return fmt.Errorf("indexing %q: %w", id, err)
+		}
+		for _, f := range textFields {
+			st.Tokens[f] += len(ix.analyzer.Analyze([]byte(doc[f].(string))))
+		}
+	}
+	if batch.Size() == 0 {
+		return nil
+	}
+	stats := make(map[string]serverStats, len(ix.stats)+1)
+	for k, v := range ix.stats {
+		stats[k] = v
+	}
+	if len(docs) == 0 {
+		delete(stats, server)
+	} else {
+		stats[server] = st
+	}
+	raw, err := json.Marshal(stats)
+	if err != nil {
+		return fmt.Errorf("encoding statistics: %w", err)
+	}
+	batch.SetInternal(internalStatsKey, raw)
+
+	ix.statsMu.Lock()
+	defer ix.statsMu.Unlock()
+	if err := ix.bleve.Batch(batch); err != nil {
+		return fmt.Errorf("writing documents of %q: %w", server, err)
+	}
+	ix.stats, ix.bm25 = stats, totals(stats)
+	return nil
+}
+
+// serverDocIDs returns the ids of every document of server.
+func (ix *Index) serverDocIDs(server string) ([]string, error) {
+	total, err := ix.bleve.DocCount()
+	if err != nil || total == 0 {
+		return nil, err
+	}
+	q := query.NewTermQuery(server)
+	q.SetField(fieldServer)
+	req := bleve.NewSearchRequestOptions(q, int(total), 0, false)
+	req.Score = "none"
+	res, err := ix.bleve.Search(req)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		ids[i] = h.ID
+	}
+	return ids, nil
+}
+
+// document is what the index stores for one tool.
+func document(t config.ToolMetadata) map[string]any {
+	params := paramsText(t.ParamsJSON)
+	return map[string]any{
+		fieldServer:      t.ServerName,
+		fieldName:        t.Name,
+		fieldDescription: t.Description,
+		fieldParams:      params,
+		fieldAll:         strings.Join([]string{t.ServerName, t.Name, t.Description, params}, "\n"),
+	}
+}
+
+// Search returns up to limit tools matching query, best first; equal scores
+// are ordered by ID so the answer is deterministic. A query that yields no
+// searchable words (only stop words, say) matches nothing.
+func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
+	if strings.TrimSpace(q) == "" {
+		return nil, errors.New(`empty query: pass a few words describing the tool you need, e.g. "read the contents of a file"`)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("invalid limit %d: want 1 or more", limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return nil, ErrClosed
+	}
+
+	terms := ix.analyze(q)
+	bq := ix.plan.build(terms)
+	if bq == nil {
+		return nil, nil
+	}
+	res, err := ix.search(ctx, bq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching %q: %w", q, err)
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		server, name, _ := config.SplitToolID(h.ID)
+		hits = append(hits, Hit{ID: h.ID, Server: server, Name: name, Score: h.Score})
+	}
+	return hits, nil
+}
+
+// search runs q with BM25 statistics that match the index exactly, ordered
+// by score, then id.
+func (ix *Index) search(ctx context.Context, q query.Query, limit int) (*bleve.SearchResult, error) {
+	ix.statsMu.RLock()
+	defer ix.statsMu.RUnlock()
+	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
+	req.Sort = search.SortOrder{&search.SortScore{Desc: true}, &search.SortDocID{}}
+	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: ix.bm25}
+	return ix.bleve.SearchInContext(ctx, req)
+}
+
+// analyze runs the query through textAnalyzer and returns its distinct
+// terms in order of first appearance.
+func (ix *Index) analyze(q string) []string {
+	seen := map[string]bool{}
+	var terms []string
+	for _, tok := range ix.analyzer.Analyze([]byte(q)) {
+		t := string(tok.Term)
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	}
+	return terms
+}
+
+// Count returns the number of tools in the index.
+func (ix *Index) Count() (int, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return 0, ErrClosed
+	}
+	n, err := ix.bleve.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("counting documents: %w", err)
+	}
+	return int(n), nil
+}
+
+// Close releases the index; an in-memory index is discarded. It waits for
+// running searches and writes. Calling it again returns nil.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	if err := ix.bleve.Close(); err != nil {
+		return fmt.Errorf("closing index: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+)
+
+// mappingVersion changes whenever analysis changes in a way the mapping's
+// JSON does not show (the code of identifierFilter, what goes into a field).
+// An on-disk index stamped with another version is rebuilt.
+const mappingVersion = 1
+
+// Field names. Every text field uses textAnalyzer, so one analysis of the
+// query serves all of them.
+const (
+	fieldServer      = "server"      // keyword: exact server name, for per-server replace and delete
+	fieldName        = "name"        // the tool name, identifier-split
+	fieldDescription = "description" // the tool description
+	fieldParams      = "params"      // parameter names and descriptions (see paramsText)
+	fieldAll         = "all"         // server, name, description and params together
+)
+
+// textFields are the analyzed fields, in a fixed order.
+var textFields = []string{fieldName, fieldDescription, fieldParams, fieldAll}
+
+// textAnalyzer: Unicode word segmentation, possessives dropped, identifiers
+// split into words, lower case, English stop words removed, Snowball English
+// stemming ("files", "filed" → "file").
+const textAnalyzer = "mcproxy_text"
+
+// newMapping returns the explicit, non-dynamic mapping: only the fields
+// above are indexed, nothing is stored (hits need only the document id),
+// and scoring is BM25 instead of Bleve's default TF-IDF.
+func newMapping() (*mapping.IndexMappingImpl, error) {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = bleveindex.BM25Scoring
+	err := im.AddCustomAnalyzer(textAnalyzer, map[string]any{
+		"type":      custom.Name,
+		"tokenizer": unicode.Name,
+		"token_filters": []any{
+			en.PossessiveName,
+			identifierFilterName,
+			lowercase.Name,
+			en.StopName,
+			en.SnowballStemmerName,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding analyzer: %w", err)
+	}
+	im.DefaultAnalyzer = textAnalyzer
+	im.IndexDynamic = false
+	im.StoreDynamic = false
+	im.DocValuesDynamic = false
+
+	doc := bleve.NewDocumentStaticMapping()
+	keywordField := bleve.NewKeywordFieldMapping()
+	keywordField.Analyzer = keyword.Name
+	keywordField.Store = false
+	keywordField.IncludeInAll = false
+	keywordField.DocValues = false
+	doc.AddFieldMappingsAt(fieldServer, keywordField)
+	for _, name := range textFields {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer = textAnalyzer
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = false
+		doc.AddFieldMappingsAt(name, f)
+	}
+	im.DefaultMapping = doc
+	if err := im.Validate(); err != nil {
+		return nil, fmt.Errorf("validating mapping: %w", err)
+	}
+	return im, nil
+}
+
+// mappingStamp identifies the mapping and analysis code an index was built
+// with: mappingVersion plus a hash of the mapping's JSON.
+func mappingStamp(m mapping.IndexMapping) (string, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encoding mapping: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return fmt.Sprintf("v%d-%s", mappingVersion, hex.EncodeToString(sum[:8])), nil
+}

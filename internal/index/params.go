@@ -1,0 +1,83 @@
+package index
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// paramsText turns a tool's parameter text into the words worth indexing.
+// For a JSON Schema it keeps each property's name, title, description and
+// string enum values, nested properties included, and drops the schema's own
+// vocabulary ("type", "string", "properties", "required", ...), which every
+// tool shares and which would otherwise add noise to every document. Text
+// that is not a JSON object (an arm's own rendering) is indexed as it is.
+func paramsText(params string) string {
+	trimmed := strings.TrimSpace(params)
+	if !strings.HasPrefix(trimmed, "{") {
+		return params
+	}
+	var schema map[string]any
+	if err := json.Unmarshal([]byte(trimmed), &schema); err != nil {
+		return params
+	}
+	var b strings.Builder
+	writeSchemaWords(&b, schema, 0)
+	return strings.TrimSpace(b.String())
+}
+
+// maxSchemaDepth bounds recursion into nested schemas; deeper levels rarely
+// carry words a query would use, and a cap keeps hostile schemas cheap.
+const maxSchemaDepth = 4
+
+func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int) {
+	if depth > maxSchemaDepth {
+		return
+	}
+	if props, ok := schema["properties"].(map[string]any); ok {
+		names := make([]string, 0, len(props))
+		for name := range props {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			b.WriteString(name)
+			b.WriteString(". ")
+			if sub, ok := props[name].(map[string]any); ok {
+				writePropertyWords(b, sub, depth)
+			}
+		}
+	}
+	for _, key := range []string{"items", "additionalProperties"} {
+		if sub, ok := schema[key].(map[string]any); ok {
+			writeSchemaWords(b, sub, depth+1)
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+		if list, ok := schema[key].([]any); ok {
+			for _, v := range list {
+				if sub, ok := v.(map[string]any); ok {
+					writeSchemaWords(b, sub, depth+1)
+				}
+			}
+		}
+	}
+}
+
+func writePropertyWords(b *strings.Builder, prop map[string]any, depth int) {
+	for _, key := range []string{"title", "description"} {
+		if s, ok := prop[key].(string); ok && s != "" {
+			b.WriteString(s)
+			b.WriteString(". ")
+		}
+	}
+	if enum, ok := prop["enum"].([]any); ok {
+		for _, v := range enum {
+			if s, ok := v.(string); ok {
+				b.WriteString(s)
+				b.WriteString(" ")
+			}
+		}
+	}
+	writeSchemaWords(b, prop, depth+1)
+}

@@ -1,0 +1,70 @@
+package index
+
+import (
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// queryPlan says which fields a query searches and with what boosts. Adding
+// a field to the mapping and a line here is all a new signal needs.
+//
+// Each query term becomes a disjunction of that term over the fields, and
+// the query is a disjunction over its terms. Bleve multiplies a
+// disjunction's summed score by the share of its clauses that matched
+// ("coord"), so the outer coord is the share of query terms a tool matches
+// anywhere. A tool matching most of the query therefore beats one whose
+// short name happens to contain a single generic query word ("get", "move",
+// "branch"): the failure of one boosted match query per field, where the
+// name clause's coord is all that a one-word name needs to win. (Boosts
+// must sit on the term queries: Bleve ignores a disjunction's own boost.)
+type queryPlan struct {
+	fields []fieldBoost
+}
+
+type fieldBoost struct {
+	field string
+	boost float64
+}
+
+// defaultPlan was chosen on the "tune" halves of the query sets in
+// bench/queries (52 corpus_v2 queries, 56 LiveMCPTool queries), never on
+// the held-back halves. Measured with this package's tuning harness, BM25
+// with true average field lengths (2026-11-29):
+//
+//	fields (boosts)                   cv2 recall@5  cv2 MRR  LMT hit@5  LMT MRR
+//	all                               0.609         0.460    0.643      0.478
+//	all, name .5, params .5           0.615         0.469    0.661      0.502  ← chosen
+//	all, name 1, params .5            0.615         0.451    0.679      0.503
+//	all, name .5, desc .5, params .5  0.599         0.449    0.643      0.530
+//	all, desc .5, params .5           0.615         0.487    0.589      0.465
+//
+// A flat disjunction of every (term, field) clause and one match query per
+// field scored within a point or two of these; the per-term shape is kept
+// for the reason above. The spread is small: vocabulary mismatch, not
+// weighting, is what the lexical index cannot fix (see issue 6).
+var defaultPlan = queryPlan{
+	fields: []fieldBoost{
+		{fieldAll, 1},
+		{fieldName, 0.5},
+		{fieldParams, 0.5},
+	},
+}
+
+// build returns the query for terms (already analyzed), or nil when there
+// are none.
+func (p queryPlan) build(terms []string) query.Query {
+	if len(terms) == 0 {
+		return nil
+	}
+	termQueries := make([]query.Query, 0, len(terms))
+	for _, t := range terms {
+		fq := make([]query.Query, 0, len(p.fields))
+		for _, f := range p.fields {
+			q := query.NewTermQuery(t)
+			q.SetField(f.field)
+			q.SetBoost(f.boost)
+			fq = append(fq, q)
+		}
+		termQueries = append(termQueries, query.NewDisjunctionQuery(fq))
+	}
+	return query.NewDisjunctionQuery(termQueries)
+}

@@ -1,0 +1,62 @@
+package noa
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchSession builds a tool-heavy history of about n messages with a
+// realistic share of it already compressed (every 40-message stretch but the
+// last 10% folded into tier-1 blocks, some consolidated into tier 2).
+func benchSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config) {
+	b.Helper()
+	c := newConvo(7)
+	for len(c.msgs) < n {
+		c.randomTurn("")
+	}
+	cfg := DefaultConfig(200000)
+	st := ProcessTurn(ProcessTurnInput{Messages: c.msgs, State: CreateInitialState("bench", "/a"), Config: cfg, TokenCount: 1}).State
+	arch := newMemArchiver()
+	for i := 1; i+40 < n*9/10; i += 40 {
+		view := ProjectView(c.msgs, st, cfg)
+		ar := ApplyCompression(ApplyInput{
+			Ranges:   []CompressRange{{StartRef: IndexToRef(i), EndRef: IndexToRef(i + 39), Summary: "summary of forty messages of tool work, facts kept, see archive for details"}},
+			Messages: view, State: st, Config: cfg, CallID: fmt.Sprintf("c%d", i), Archiver: arch,
+		})
+		st = ar.State
+	}
+	return c.msgs, st, cfg
+}
+
+func benchmarkProcessTurn(b *testing.B, n int) {
+	msgs, st, cfg := benchSession(b, n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ProcessTurn(ProcessTurnInput{Messages: msgs, State: st, Config: cfg})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(msgs)), "ns/msg")
+}
+
+func BenchmarkProcessTurn1k(b *testing.B)  { benchmarkProcessTurn(b, 1000) }
+func BenchmarkProcessTurn10k(b *testing.B) { benchmarkProcessTurn(b, 10000) }
+func BenchmarkProcessTurn50k(b *testing.B) { benchmarkProcessTurn(b, 50000) }
+
+func BenchmarkApplyCompression(b *testing.B) {
+	msgs, st, cfg := benchSession(b, 10000)
+	view := ProjectView(msgs, st, cfg)
+	arch := newMemArchiver()
+	start := len(msgs) * 9 / 10
+	in := ApplyInput{
+		Ranges:   []CompressRange{{StartRef: IndexToRef(start), EndRef: IndexToRef(start + 60), Summary: "summary of sixty messages of tool work, facts kept, see archive for details"}},
+		Messages: view, State: st, Config: cfg, CallID: "bench", Archiver: arch,
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ar := ApplyCompression(in)
+		if len(ar.BlocksCreated) != 1 {
+			b.Fatalf("got %d blocks, errors %v", len(ar.BlocksCreated), ar.Errors)
+		}
+	}
+}

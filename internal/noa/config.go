@@ -1,0 +1,254 @@
+package noa
+
+import (
+	"fmt"
+	"math"
+)
+
+// TierConfig controls multi-tier consolidation.
+type TierConfig struct {
+	Enabled bool
+	// MaxTier is the terminal level, 2 or 3 (default 3). It is a test lever,
+	// not an extension point: the tier prompts stop at 3.
+	MaxTier Tier
+	// Tier2Trigger is how many active tier-1 blocks trigger a tier-2 nudge.
+	Tier2Trigger int
+	// Tier3Trigger is how many active tier-2 blocks trigger a tier-3 nudge.
+	Tier3Trigger int
+}
+
+// NudgeConfig paces how often the model is asked to compress. Percentages
+// are fractions of Config.ModelContextLimit (0.75 = 75%).
+type NudgeConfig struct {
+	// MaxContextLimitPct is the bottom of the pressure band.
+	MaxContextLimitPct float64
+	// MinContextLimitPct is the first-sight floor and the usage floor for
+	// count-based tier triggers.
+	MinContextLimitPct float64
+	// EmergencyThresholdPct is where the nudge voice turns urgent.
+	EmergencyThresholdPct float64
+	// GrowthRatio, GrowthFloor and GrowthCap derive the adaptive growth unit:
+	// clamp(limit*GrowthRatio, GrowthFloor, GrowthCap).
+	GrowthRatio float64
+	GrowthFloor int
+	GrowthCap   int
+	// MinGrowthFloor and MinGrowthRatio derive the cadence gate; see
+	// NudgeGrowthFloor.
+	MinGrowthFloor int
+	MinGrowthRatio float64
+	// Tier2GrowthMultiplier scales the adaptive growth into the pending-token
+	// threshold for tiers 2 and 3.
+	Tier2GrowthMultiplier float64
+	// MinPressureBenefitTokens is the least reclaimable amount worth a turn
+	// under pressure. nil means max(5000, round(limit*0.01)).
+	MinPressureBenefitTokens *int
+}
+
+// TruncateConfig controls the mechanical last resort.
+type TruncateConfig struct {
+	// Threshold is the usage fraction at which the largest tool results are
+	// cut down regardless of the model. Zero disables truncation.
+	Threshold float64
+}
+
+// CompressConfig bounds what the model may submit.
+type CompressConfig struct {
+	// MinCompressRange is the per-batch character floor, applied atomically
+	// to message-boundary ranges; block-boundary ranges are exempt.
+	MinCompressRange int
+	// MinSummaryLength and MaxSummaryLength bound each summary in characters
+	// (runes). Zero disables the respective bound.
+	MinSummaryLength int
+	MaxSummaryLength int
+}
+
+// Config is the full knob set. DefaultConfig supplies the tuned values.
+type Config struct {
+	ModelContextLimit int
+	Tiers             TierConfig
+	Nudge             NudgeConfig
+	Truncate          TruncateConfig
+	Compress          CompressConfig
+	// ProtectedTools are hard-excluded from every compression range. Each
+	// entry is matched by MatchToolPattern.
+	ProtectedTools []string
+	// IsToolProtected, when set, extends ProtectedTools with a host predicate.
+	IsToolProtected func(toolName string) bool
+	// PreserveRecentMessages and PreserveRecentTokens define the soft
+	// protected zone at the tail of the conversation.
+	PreserveRecentMessages int
+	PreserveRecentTokens   int
+	// MaxCompressAttempts is the consecutive failure/ignore limit before
+	// nudging is suppressed. Suppression lifts once the context grows by
+	// NudgeGrowthFloor.
+	MaxCompressAttempts int
+}
+
+// Historical absolute defaults, sized for a 200K window.
+const (
+	defaultGrowthCap       = 50000
+	defaultGrowthFloor     = 10000
+	defaultMinGrowthFloor  = 20000
+	defaultMinCompressChar = 5000
+	defaultPreserveTokens  = 5000
+)
+
+// DefaultConfig returns the tuned defaults for a window of limit tokens.
+//
+// Pacing scales with the window (spec, DefaultConfig): absolute floors are
+// capped at a tenth of the window so a small window is not paced in steps
+// that exceed its headroom, GrowthFloor stays below GrowthCap so GrowthRatio
+// matters, and GrowthRatio = 50000/128000 so every window of 128K or more
+// resolves to the historical 50K growth unit.
+func DefaultConfig(limit int) Config {
+	tenth := limit / 10
+	if tenth < 1 {
+		tenth = 1
+	}
+	growthFloor := min(defaultGrowthFloor, tenth)
+	return Config{
+		ModelContextLimit: limit,
+		Tiers:             TierConfig{Enabled: true, MaxTier: 3, Tier2Trigger: 5, Tier3Trigger: 5},
+		Nudge: NudgeConfig{
+			MaxContextLimitPct:    0.75,
+			MinContextLimitPct:    0.45,
+			EmergencyThresholdPct: 0.90,
+			GrowthRatio:           float64(defaultGrowthCap) / 128000,
+			GrowthFloor:           growthFloor,
+			GrowthCap:             defaultGrowthCap,
+			MinGrowthFloor:        min(defaultMinGrowthFloor, tenth),
+			MinGrowthRatio:        0.45,
+			Tier2GrowthMultiplier: 1.5,
+		},
+		Truncate: TruncateConfig{Threshold: 0.95},
+		Compress: CompressConfig{
+			MinCompressRange: min(defaultMinCompressChar, max(limit/8, 1)),
+			MinSummaryLength: 50,
+			MaxSummaryLength: 20000,
+		},
+		PreserveRecentMessages: 5,
+		PreserveRecentTokens:   min(defaultPreserveTokens, tenth),
+		MaxCompressAttempts:    3,
+	}
+}
+
+// ValidateConfig returns warnings, never errors: a questionable knob degrades
+// behaviour but must not take a session down. Callers log and continue.
+func ValidateConfig(c Config) []string {
+	var w []string
+	add := func(format string, a ...any) { w = append(w, fmt.Sprintf(format, a...)) }
+	if c.ModelContextLimit <= 0 {
+		add("ModelContextLimit is %d; it must be positive (usage cannot be computed)", c.ModelContextLimit)
+	}
+	n := c.Nudge
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{
+		{"Nudge.MinContextLimitPct", n.MinContextLimitPct},
+		{"Nudge.MaxContextLimitPct", n.MaxContextLimitPct},
+		{"Nudge.EmergencyThresholdPct", n.EmergencyThresholdPct},
+	} {
+		if math.IsNaN(p.v) || p.v <= 0 || p.v > 1 {
+			add("%s is %v; it should be a fraction in (0, 1]", p.name, p.v)
+		}
+	}
+	if n.MinContextLimitPct > n.MaxContextLimitPct {
+		add("Nudge.MinContextLimitPct (%v) exceeds Nudge.MaxContextLimitPct (%v)", n.MinContextLimitPct, n.MaxContextLimitPct)
+	}
+	if n.MaxContextLimitPct > n.EmergencyThresholdPct {
+		add("Nudge.MaxContextLimitPct (%v) exceeds Nudge.EmergencyThresholdPct (%v)", n.MaxContextLimitPct, n.EmergencyThresholdPct)
+	}
+	if n.GrowthRatio <= 0 {
+		add("Nudge.GrowthRatio is %v; it should be positive", n.GrowthRatio)
+	}
+	if n.GrowthFloor > n.GrowthCap {
+		add("Nudge.GrowthFloor (%d) exceeds Nudge.GrowthCap (%d); GrowthRatio has no effect", n.GrowthFloor, n.GrowthCap)
+	}
+	if n.MinGrowthFloor < 0 || n.MinGrowthRatio < 0 {
+		add("Nudge.MinGrowthFloor and Nudge.MinGrowthRatio must not be negative")
+	}
+	if n.Tier2GrowthMultiplier <= 0 {
+		add("Nudge.Tier2GrowthMultiplier is %v; it should be positive", n.Tier2GrowthMultiplier)
+	}
+	if n.MinPressureBenefitTokens != nil && *n.MinPressureBenefitTokens < 0 {
+		add("Nudge.MinPressureBenefitTokens is %d; it must not be negative", *n.MinPressureBenefitTokens)
+	}
+	if c.Truncate.Threshold < 0 || c.Truncate.Threshold > 1 {
+		add("Truncate.Threshold is %v; it should be in (0, 1] (0 disables truncation)", c.Truncate.Threshold)
+	} else if c.Truncate.Threshold > 0 && c.Truncate.Threshold < n.MaxContextLimitPct {
+		add("Truncate.Threshold (%v) is below Nudge.MaxContextLimitPct (%v); tool output will be cut before the model is asked to compress", c.Truncate.Threshold, n.MaxContextLimitPct)
+	}
+	if c.Tiers.Enabled {
+		if c.Tiers.MaxTier != 2 && c.Tiers.MaxTier != 3 {
+			add("Tiers.MaxTier is %d; only 2 and 3 are supported", c.Tiers.MaxTier)
+		}
+		if c.Tiers.Tier2Trigger < 1 || c.Tiers.Tier3Trigger < 1 {
+			add("Tiers.Tier2Trigger and Tiers.Tier3Trigger must be at least 1")
+		}
+	}
+	if c.Compress.MinCompressRange < 0 {
+		add("Compress.MinCompressRange is %d; it must not be negative", c.Compress.MinCompressRange)
+	}
+	if c.Compress.MaxSummaryLength > 0 && c.Compress.MinSummaryLength > c.Compress.MaxSummaryLength {
+		add("Compress.MinSummaryLength (%d) exceeds Compress.MaxSummaryLength (%d); every summary will be rejected", c.Compress.MinSummaryLength, c.Compress.MaxSummaryLength)
+	}
+	if c.PreserveRecentMessages < 0 || c.PreserveRecentTokens < 0 {
+		add("PreserveRecentMessages and PreserveRecentTokens must not be negative")
+	}
+	if c.MaxCompressAttempts < 1 {
+		add("MaxCompressAttempts is %d; nudges will be suppressed immediately", c.MaxCompressAttempts)
+	}
+	return w
+}
+
+// adaptiveGrowth is clamp(limit*GrowthRatio, GrowthFloor, GrowthCap).
+func adaptiveGrowth(cfg Config) int {
+	g := int(math.Round(float64(cfg.ModelContextLimit) * cfg.Nudge.GrowthRatio))
+	if cfg.Nudge.GrowthCap > 0 && g > cfg.Nudge.GrowthCap {
+		g = cfg.Nudge.GrowthCap
+	}
+	if g < cfg.Nudge.GrowthFloor {
+		g = cfg.Nudge.GrowthFloor
+	}
+	return g
+}
+
+// NudgeGrowthFloor is the cadence step: how much the context must grow before
+// another nudge below the pressure band, and before suppression lifts. It is
+// max(MinGrowthFloor, adaptive growth * MinGrowthRatio), capped at an eighth
+// of the window so it can always be reached before the window overflows.
+func NudgeGrowthFloor(cfg Config) int {
+	g := int(math.Round(float64(adaptiveGrowth(cfg)) * cfg.Nudge.MinGrowthRatio))
+	if g < cfg.Nudge.MinGrowthFloor {
+		g = cfg.Nudge.MinGrowthFloor
+	}
+	if eighth := cfg.ModelContextLimit / 8; eighth > 0 && g > eighth {
+		g = eighth
+	}
+	if g < 1 {
+		g = 1
+	}
+	return g
+}
+
+// minPressureBenefit resolves Nudge.MinPressureBenefitTokens.
+func minPressureBenefit(cfg Config) int {
+	if p := cfg.Nudge.MinPressureBenefitTokens; p != nil {
+		return *p
+	}
+	return max(5000, int(math.Round(float64(cfg.ModelContextLimit)*0.01)))
+}
+
+func maxTier(cfg Config) Tier {
+	if !cfg.Tiers.Enabled {
+		return 1
+	}
+	if cfg.Tiers.MaxTier < 2 {
+		return 2
+	}
+	if cfg.Tiers.MaxTier > 3 {
+		return 3
+	}
+	return cfg.Tiers.MaxTier
+}

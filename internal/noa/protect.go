@@ -1,0 +1,161 @@
+package noa
+
+import "strings"
+
+// MatchToolPattern matches a tool name against a configured pattern: exact
+// (case-insensitive), or a single trailing "*" as a prefix wildcard.
+func MatchToolPattern(pattern, toolName string) bool {
+	p := strings.ToLower(strings.TrimSpace(pattern))
+	t := strings.ToLower(strings.TrimSpace(toolName))
+	if p == "" || t == "" {
+		return false
+	}
+	if strings.HasSuffix(p, "*") {
+		prefix := strings.TrimSuffix(p, "*")
+		if strings.Contains(prefix, "*") {
+			return false // only a single trailing wildcard is supported
+		}
+		return strings.HasPrefix(t, prefix)
+	}
+	return p == t
+}
+
+// isToolNameProtected reports whether a tool is hard-protected.
+func isToolNameProtected(name string, cfg Config) bool {
+	if name == "" {
+		return false
+	}
+	for _, p := range AlwaysProtectedTools {
+		if MatchToolPattern(p, name) {
+			return true
+		}
+	}
+	for _, p := range cfg.ProtectedTools {
+		if MatchToolPattern(p, name) {
+			return true
+		}
+	}
+	return cfg.IsToolProtected != nil && cfg.IsToolProtected(name)
+}
+
+// IsMessageProtected reports whether a message is HARD-protected: its tool is
+// in AlwaysProtectedTools, Config.ProtectedTools or accepted by
+// Config.IsToolProtected. Such messages are excluded from every range and
+// never get a ref. (The soft recent zone is ComputeProtectedRefs.)
+func IsMessageProtected(m CoreMessage, cfg Config) bool {
+	if m.ContentType != CTToolCall && m.ContentType != CTToolResult {
+		return false
+	}
+	return isToolNameProtected(m.ToolName, cfg)
+}
+
+// hardProtectedIDs extends IsMessageProtected across tool pairs: a result
+// whose call is protected is protected too, even when the host did not copy
+// the tool name onto the result.
+func hardProtectedIDs(msgs []CoreMessage, cfg Config) map[string]bool {
+	out := map[string]bool{}
+	calls := map[string]bool{}
+	for _, m := range msgs {
+		if IsMessageProtected(m, cfg) {
+			out[m.ID] = true
+			if m.ContentType == CTToolCall && m.ToolCallID != "" {
+				calls[m.ToolCallID] = true
+			}
+		}
+	}
+	if len(calls) == 0 {
+		return out
+	}
+	for _, m := range msgs {
+		if m.ContentType == CTToolResult && calls[m.ToolCallID] {
+			out[m.ID] = true
+		}
+	}
+	return out
+}
+
+// IsNeverPreserveRecentTool reports whether a message's tool is left out of
+// the recent-zone accounting (NeverPreserveRecentTools). Such messages stay
+// compressible; they just take no slot.
+func IsNeverPreserveRecentTool(m CoreMessage) bool {
+	if m.ToolName == "" {
+		return false
+	}
+	for _, t := range NeverPreserveRecentTools {
+		if MatchToolPattern(t, m.ToolName) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSynthetic reports messages noa itself renders: summaries and the nudge.
+func isSynthetic(m CoreMessage) bool {
+	return m.ID == NudgeMessageID || isRenderedSummaryMessage(m)
+}
+
+// ComputeProtectedRefs is the SOFT protected zone: the refs at the tail of the
+// view that the current step is probably still using, plus the last user
+// message. Walking back from the end, it protects messages until both
+// PreserveRecentMessages slots and PreserveRecentTokens are filled; messages
+// of NeverPreserveRecentTools take no slot and stay compressible. The zone's
+// start is widened so it never splits a tool exchange or a reasoning run from
+// its act. The zone slides forward as the conversation grows.
+func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config) map[string]bool {
+	out := map[string]bool{}
+	refOf := func(m CoreMessage) string {
+		if isSynthetic(m) {
+			return ""
+		}
+		r, _ := RefForRaw(state.MessageRefs, m.ID)
+		return r
+	}
+	start := len(msgs)
+	slots, tokens := 0, 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if slots >= cfg.PreserveRecentMessages && tokens >= cfg.PreserveRecentTokens {
+			break
+		}
+		m := msgs[i]
+		if isSynthetic(m) {
+			continue
+		}
+		start = i
+		if IsNeverPreserveRecentTool(m) {
+			continue
+		}
+		slots++
+		tokens += snapshotTokens(state, m)
+	}
+	if start < len(msgs) {
+		start, _ = ApplyPairBoundaryAdjustments(start, len(msgs)-1, msgs)
+		for i := start; i < len(msgs); i++ {
+			if IsNeverPreserveRecentTool(msgs[i]) {
+				continue
+			}
+			if r := refOf(msgs[i]); r != "" {
+				out[r] = true
+			}
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == RoleUser && m.ContentType == CTText && !isSynthetic(m) {
+			if r := refOf(m); r != "" {
+				out[r] = true
+			}
+			break
+		}
+	}
+	return out
+}
+
+// snapshotTokens is a message's frozen size when known, else an estimate.
+func snapshotTokens(state CompressionState, m CoreMessage) int {
+	if r, ok := RefForRaw(state.MessageRefs, m.ID); ok {
+		if n, ok := state.TokenSnapshot[r]; ok {
+			return n
+		}
+	}
+	return CountMessageTokens(m, nil)
+}

@@ -1,0 +1,234 @@
+package noa
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// RenderSummaryMessage builds the message that stands in for a compressed
+// span: the header with the block's id, tier and actual span, the model's
+// summary verbatim, and the archive pointer.
+func RenderSummaryMessage(b CompressionBlock) CoreMessage {
+	var sb strings.Builder
+	sb.WriteString(SummaryHeader)
+	sb.WriteString(" ")
+	sb.WriteString(blockLabel(b))
+	if b.StartRef != "" {
+		sb.WriteString(" " + b.StartRef + "–" + b.EndRef)
+	}
+	if b.Topic != "" {
+		sb.WriteString(" — " + b.Topic)
+	}
+	sb.WriteString("\n")
+	sb.WriteString(b.Summary)
+	sb.WriteString("\n")
+	sb.WriteString(ArchiveTag(b))
+	return CoreMessage{
+		ID:          SummaryMessageID(b.BlockID),
+		Role:        RoleUser,
+		ContentType: CTText,
+		Text:        sb.String(),
+	}
+}
+
+func blockLabel(b CompressionBlock) string {
+	return b.BlockID + "(T" + itoa(int(b.Tier)) + ")"
+}
+
+// isRenderedSummaryMessage tests id prefix, role, content type and header
+// together: the prefix alone would let a host-authored message be mistaken
+// for one of ours and silently dropped.
+func isRenderedSummaryMessage(m CoreMessage) bool {
+	return strings.HasPrefix(m.ID, SummaryIDPrefix) && m.Role == RoleUser &&
+		m.ContentType == CTText && strings.HasPrefix(m.Text, SummaryHeader)
+}
+
+// prune hides every covered message, puts each active block's summary where
+// its first covered message was, and strips orphaned tool results. Stale
+// rendered summaries and nudges in the input are dropped first (they are
+// re-rendered from state). The result is a fresh slice.
+func prune(msgs []CoreMessage, state CompressionState) []CoreMessage {
+	cover := coveringBlock(state)
+	byID := map[string]CompressionBlock{}
+	for _, b := range state.Blocks {
+		if b.Active {
+			byID[b.BlockID] = b
+		}
+	}
+	out := make([]CoreMessage, 0, len(msgs))
+	placed := map[string]bool{}
+	hiddenCalls := map[string]bool{}
+	for _, m := range msgs {
+		if isSynthetic(m) {
+			continue
+		}
+		if blk, ok := cover[m.ID]; ok {
+			if m.ContentType == CTToolCall && m.ToolCallID != "" {
+				hiddenCalls[m.ToolCallID] = true
+			}
+			if !placed[blk] {
+				placed[blk] = true
+				out = append(out, RenderSummaryMessage(byID[blk]))
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return stripOrphans(out, hiddenCalls)
+}
+
+// stripOrphans drops tool results whose call is not in the view (a provider
+// rejects a result without its call) and tool calls whose result was hidden
+// by a block. A call with no result anywhere is kept: it may be in flight.
+// Compress exchanges are exempt; hide-compress-calls owns them.
+func stripOrphans(msgs []CoreMessage, hiddenCalls map[string]bool) []CoreMessage {
+	calls := map[string]bool{}
+	for _, m := range msgs {
+		if m.ContentType == CTToolCall && m.ToolCallID != "" {
+			calls[m.ToolCallID] = true
+		}
+	}
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.ToolName != CompressToolName {
+			if m.ContentType == CTToolResult && m.ToolCallID != "" && !calls[m.ToolCallID] {
+				continue
+			}
+			if m.ContentType == CTToolCall && m.ToolCallID != "" && hiddenCalls[m.ToolCallID] {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// hideCompressCalls manages the Compress exchanges in the view (the
+// hide-consumed-compress-calls stage). A call whose blocks were all absorbed
+// by a higher tier is consumed: it and its result are hidden, since the
+// absorbing block carries its content. A call that formed an active block
+// stays, with each summary argument stubbed to SummaryStubChars: the full
+// text is already in the rendered summary message, and sending it twice
+// would grow the context with every compression. A call that formed no block
+// stays only if it is among the last KeepLastOrphaned such calls (one that
+// just failed must stay so the model can read the correction). Hidden calls
+// take their results with them.
+func hideCompressCalls(msgs []CoreMessage, state CompressionState) []CoreMessage {
+	active := map[string]bool{}
+	formed := map[string]bool{}
+	for _, b := range state.Blocks {
+		if b.CompressCallID == "" {
+			continue
+		}
+		formed[b.CompressCallID] = true
+		if b.Active {
+			active[b.CompressCallID] = true
+		}
+	}
+	var orphans []string
+	for _, m := range msgs {
+		if m.ContentType == CTToolCall && m.ToolName == CompressToolName && !formed[m.ToolCallID] {
+			orphans = append(orphans, m.ToolCallID)
+		}
+	}
+	hidden := map[string]bool{}
+	for id := range formed {
+		if !active[id] {
+			hidden[id] = true
+		}
+	}
+	if len(orphans) > KeepLastOrphaned {
+		for _, id := range orphans[:len(orphans)-KeepLastOrphaned] {
+			hidden[id] = true
+		}
+	}
+	compressCalls := map[string]bool{}
+	for _, m := range msgs {
+		if m.ContentType == CTToolCall && m.ToolName == CompressToolName {
+			compressCalls[m.ToolCallID] = true
+		}
+	}
+	out := make([]CoreMessage, 0, len(msgs))
+	for _, m := range msgs {
+		isCompress := m.ToolName == CompressToolName || (m.ContentType == CTToolResult && compressCalls[m.ToolCallID])
+		if !isCompress {
+			out = append(out, m)
+			continue
+		}
+		if hidden[m.ToolCallID] {
+			continue
+		}
+		if m.ContentType == CTToolCall && active[m.ToolCallID] {
+			m.Text = stubCompressArgs(m.Text)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// stubCompressArgs cuts every summary in a Compress call's JSON arguments to
+// SummaryStubChars runes. Unparseable arguments are cut as a whole.
+func stubCompressArgs(text string) string {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(text), &obj); err != nil {
+		return stubString(text)
+	}
+	if items, ok := obj["content"].([]any); ok {
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok {
+				if s, ok := m["summary"].(string); ok {
+					m["summary"] = stubString(s)
+				}
+			}
+		}
+	} else if s, ok := obj["content"].(string); ok {
+		obj["content"] = stubString(s)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return stubString(text)
+	}
+	return string(b)
+}
+
+func stubString(s string) string {
+	r := []rune(s)
+	if len(r) <= SummaryStubChars {
+		return s
+	}
+	return string(r[:SummaryStubChars]) + "… [cut here; the full summary is in the block's summary message]"
+}
+
+// RunPruneOnly projects the view without the pressure machinery: refs are
+// kept current and blocks are applied, but nothing is nudged, truncated or
+// hidden. Used when noa is switched off so the history stays the size it was
+// compressed to.
+func RunPruneOnly(msgs []CoreMessage, state CompressionState, cfg Config) ([]CoreMessage, CompressionState) {
+	st := CloneState(state)
+	st = syncRefs(msgs, st, cfg, nil)
+	return prune(msgs, st), st
+}
+
+// ProjectView is the view a Compress call must be resolved against: refs
+// synced, covered content pruned, orphans stripped and Compress calls
+// managed, but nothing truncated and no nudge. It is what ProcessTurn
+// produces before its pressure stages, and what RebuildStateFromLog replays
+// against; a host passing the same view to ApplyCompression gets a
+// reproducible state. (Not in the spec; see ApplyInput.Messages.)
+func ProjectView(msgs []CoreMessage, state CompressionState, cfg Config) []CoreMessage {
+	st := syncRefs(msgs, CloneState(state), cfg, nil)
+	return hideCompressCalls(prune(msgs, st), st)
+}
+
+// ProjectedTokenCount is what this turn's request will weigh: the pruned
+// view (covered content hidden, orphans stripped, Compress calls managed),
+// measured before emergency truncation. Counting the raw history instead
+// would report a size that only grows and pin the pressure ladder.
+func ProjectedTokenCount(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) int {
+	count = countFn(count)
+	total := 0
+	for _, m := range ProjectView(msgs, state, cfg) {
+		total += CountMessageTokens(m, count)
+	}
+	return total
+}

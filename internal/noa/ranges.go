@@ -1,0 +1,325 @@
+package noa
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// RangeInfo is one contiguous span the model may compress, as shown in the
+// nudge's range table.
+type RangeInfo struct {
+	StartRef string
+	EndRef   string
+	// Count is how many messages the span covers.
+	Count int
+	// Tokens and Chars size the span; Chars drives the per-batch minimum.
+	Tokens int
+	Chars  int
+	// ToolPct and TextPct are rounded shares of the span's tokens held by
+	// tool calls/results and by plain text.
+	ToolPct int
+	TextPct int
+	// UserMsgs counts user messages inside the span.
+	UserMsgs int
+	// Dangerous marks a span the model should only compress with certainty:
+	// it holds user messages and runs right up to the protected recent zone,
+	// so it probably carries the intent of the current work.
+	Dangerous bool
+}
+
+// ProtectedRange is a span excluded from compression, reported so the model
+// sees why a gap exists.
+type ProtectedRange struct {
+	StartRef string
+	EndRef   string
+	Count    int
+	Tokens   int
+	// Tools names the hard-protected tools responsible; empty for the soft
+	// recent zone.
+	Tools []string
+
+	// after is the ref of the last addressable message before the span. A
+	// span of hard-protected messages has no refs of its own (they are
+	// BLOCKED), so this is what places it in FormatRanges' ordered list.
+	after string
+}
+
+// BlockSpan is one active block's coverage, for the nudge's block map.
+type BlockSpan struct {
+	BlockID  string
+	Tier     Tier
+	StartRef string
+	EndRef   string
+	// Count is how many messages the block covers.
+	Count int
+	// SummaryTokens is what the block costs now; OriginalTokens what it
+	// replaced.
+	SummaryTokens  int
+	OriginalTokens int
+	Topic          string
+}
+
+// ActiveBlockSpans summarises the active blocks for the block map, in ref
+// order.
+func ActiveBlockSpans(state CompressionState) []BlockSpan {
+	var out []BlockSpan
+	for _, b := range state.Blocks {
+		if !b.Active {
+			continue
+		}
+		out = append(out, BlockSpan{
+			BlockID:        b.BlockID,
+			Tier:           b.Tier,
+			StartRef:       b.StartRef,
+			EndRef:         b.EndRef,
+			Count:          len(b.EffectiveMessageIDs),
+			SummaryTokens:  DefaultCountTokens(RenderSummaryMessage(b).Text),
+			OriginalTokens: b.CompressedTokens,
+			Topic:          b.Topic,
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StartRef < out[j].StartRef })
+	return out
+}
+
+// BuildCompressibleRanges walks the view once and groups contiguous
+// compressible messages (addressable, not covered, not hard- or
+// soft-protected). A run breaks at a block summary, a hard-protected message
+// (reported as a ProtectedRange naming its tools), or the soft zone (reported
+// as a ProtectedRange without tools).
+func BuildCompressibleRanges(msgs []CoreMessage, state CompressionState, cfg Config, protectedRefs map[string]bool, count TokenCountFn) ([]RangeInfo, []ProtectedRange) {
+	count = countFn(count)
+	hard := hardProtectedIDs(msgs, cfg)
+	var ranges []RangeInfo
+	var prot []ProtectedRange
+	var cur *RangeInfo
+	var curTool, curText int
+	var pcur *ProtectedRange
+	lastRef := ""
+	flush := func() {
+		if cur != nil {
+			if cur.Tokens > 0 {
+				cur.ToolPct = int(math.Round(100 * float64(curTool) / float64(cur.Tokens)))
+				cur.TextPct = int(math.Round(100 * float64(curText) / float64(cur.Tokens)))
+			}
+			ranges = append(ranges, *cur)
+			cur = nil
+		}
+		curTool, curText = 0, 0
+	}
+	pflush := func() {
+		if pcur != nil {
+			sort.Strings(pcur.Tools)
+			prot = append(prot, *pcur)
+			pcur = nil
+		}
+	}
+	for _, m := range msgs {
+		if isSynthetic(m) {
+			flush()
+			pflush()
+			continue
+		}
+		tokens := CountMessageTokens(m, count)
+		if hard[m.ID] {
+			flush()
+			if pcur != nil && len(pcur.Tools) == 0 {
+				pflush()
+			}
+			if pcur == nil {
+				pcur = &ProtectedRange{after: lastRef}
+			}
+			pcur.Count++
+			pcur.Tokens += tokens
+			name := m.ToolName
+			if name == "" {
+				name = "(tool)"
+			}
+			if !containsStr(pcur.Tools, name) {
+				pcur.Tools = append(pcur.Tools, name)
+			}
+			// Blocked messages have no ref; the span is described by its
+			// neighbours, so refs stay empty unless a ref'd message joins.
+			continue
+		}
+		ref, ok := RefForRaw(state.MessageRefs, m.ID)
+		if !ok {
+			continue
+		}
+		lastRef = ref
+		if protectedRefs[ref] {
+			flush()
+			if pcur != nil && len(pcur.Tools) > 0 {
+				pflush()
+			}
+			if pcur == nil {
+				pcur = &ProtectedRange{StartRef: ref, after: ref}
+			}
+			if pcur.StartRef == "" {
+				pcur.StartRef = ref
+			}
+			pcur.EndRef = ref
+			pcur.Count++
+			pcur.Tokens += tokens
+			continue
+		}
+		pflush()
+		if cur == nil {
+			cur = &RangeInfo{StartRef: ref}
+		}
+		cur.EndRef = ref
+		cur.Count++
+		cur.Tokens += tokens
+		cur.Chars += utf8.RuneCountInString(m.Text)
+		switch {
+		case m.ContentType == CTToolCall || m.ContentType == CTToolResult:
+			curTool += tokens
+		case m.ContentType == CTText:
+			curText += tokens
+		}
+		if m.Role == RoleUser && m.ContentType == CTText {
+			cur.UserMsgs++
+		}
+	}
+	flush()
+	pflush()
+	// A range that runs straight into the soft zone and holds user messages
+	// is where the current intent most likely lives.
+	if n := len(ranges); n > 0 && ranges[n-1].UserMsgs > 0 && len(protectedRefs) > 0 {
+		last := ranges[n-1]
+		if idx, ok := RefToIndex(last.EndRef); ok && protectedRefs[IndexToRef(idx+1)] {
+			ranges[n-1].Dangerous = true
+		}
+	}
+	return ranges, prot
+}
+
+func containsStr(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ViableRanges drops ranges under ViableRangeMinTokens: fragments too small
+// to be worth a turn, which would also drag a whole batch under the size
+// gate.
+func ViableRanges(ranges []RangeInfo) []RangeInfo {
+	var out []RangeInfo
+	for _, r := range ranges {
+		if r.Tokens >= ViableRangeMinTokens {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// MergeRangesToThreshold coalesces neighbouring ranges (in list order) until
+// each batch holds at least minChars characters, so the model is not handed
+// a fragment that fails the size gate on its own. A short remainder at the
+// end joins the batch before it. A merged range spans its parts' refs; the
+// protected messages between them stay protected when it is applied.
+func MergeRangesToThreshold(ranges []RangeInfo, minChars int) []RangeInfo {
+	var out []RangeInfo
+	var cur *RangeInfo
+	var tool, text float64
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if cur.Tokens > 0 {
+			cur.ToolPct = int(math.Round(100 * tool / float64(cur.Tokens)))
+			cur.TextPct = int(math.Round(100 * text / float64(cur.Tokens)))
+		}
+		out = append(out, *cur)
+		cur, tool, text = nil, 0, 0
+	}
+	add := func(r RangeInfo) {
+		if cur == nil {
+			c := r
+			cur = &c
+			tool = float64(r.ToolPct) * float64(r.Tokens) / 100
+			text = float64(r.TextPct) * float64(r.Tokens) / 100
+			return
+		}
+		cur.EndRef = r.EndRef
+		cur.Count += r.Count
+		cur.Tokens += r.Tokens
+		cur.Chars += r.Chars
+		cur.UserMsgs += r.UserMsgs
+		cur.Dangerous = cur.Dangerous || r.Dangerous
+		tool += float64(r.ToolPct) * float64(r.Tokens) / 100
+		text += float64(r.TextPct) * float64(r.Tokens) / 100
+	}
+	for _, r := range ranges {
+		add(r)
+		if cur.Chars >= minChars {
+			flush()
+		}
+	}
+	if cur != nil {
+		if len(out) > 0 {
+			rem := *cur
+			cur = nil
+			last := out[len(out)-1]
+			out = out[:len(out)-1]
+			add(last)
+			tool = float64(last.ToolPct) * float64(last.Tokens) / 100
+			text = float64(last.TextPct) * float64(last.Tokens) / 100
+			add(rem)
+		}
+		flush()
+	}
+	return out
+}
+
+// Recommendation is what the nudge shows: what may be compressed, what may
+// not, and whether there is anything worth doing.
+type Recommendation struct {
+	CompressibleRanges []RangeInfo
+	ProtectedRanges    []ProtectedRange
+	NothingToCompress  bool
+}
+
+// BuildRecommendation is the full recommendation pass: soft zone, ranges,
+// viability filter, then merging up to the size gate.
+func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) Recommendation {
+	soft := ComputeProtectedRefs(msgs, state, cfg)
+	ranges, prot := BuildCompressibleRanges(msgs, state, cfg, soft, count)
+	ranges = MergeRangesToThreshold(ViableRanges(ranges), cfg.Compress.MinCompressRange)
+	return Recommendation{
+		CompressibleRanges: ranges,
+		ProtectedRanges:    prot,
+		NothingToCompress:  len(ranges) == 0,
+	}
+}
+
+// ComputeContextBreakdown buckets the context by kind ("summaries", "tool",
+// "system", "code", "text") so the model sees where its tokens went.
+func ComputeContextBreakdown(msgs []CoreMessage, count TokenCountFn) map[string]int {
+	count = countFn(count)
+	out := map[string]int{}
+	for _, m := range msgs {
+		if m.ID == NudgeMessageID {
+			continue
+		}
+		n := CountMessageTokens(m, count)
+		switch {
+		case isRenderedSummaryMessage(m):
+			out["summaries"] += n
+		case m.ContentType == CTToolCall || m.ContentType == CTToolResult:
+			out["tool"] += n
+		case m.Role == RoleSystem:
+			out["system"] += n
+		case strings.Contains(m.Text, "```"):
+			out["code"] += n
+		default:
+			out["text"] += n
+		}
+	}
+	return out
+}

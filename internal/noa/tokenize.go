@@ -1,0 +1,80 @@
+package noa
+
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultCountTokens approximates tokens as one per CJK rune plus one per
+// four other runes (rounded up). Counting is by rune, not UTF-16 unit (spec:
+// deliberate deviation from upstream), so an emoji counts once.
+func DefaultCountTokens(text string) int {
+	cjk, other := 0, 0
+	for _, r := range text {
+		if isCJK(r) {
+			cjk++
+		} else {
+			other++
+		}
+	}
+	return cjk + (other+3)/4
+}
+
+// EstimateTokensFast is a rough count that skips the CJK scan: one token per
+// four runes, rounded up.
+func EstimateTokensFast(text string) int {
+	return (utf8.RuneCountInString(text) + 3) / 4
+}
+
+func isCJK(r rune) bool {
+	if r < 0x2E80 {
+		return false
+	}
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) ||
+		(r >= 0x3000 && r <= 0x303F) || (r >= 0xFF00 && r <= 0xFFEF)
+}
+
+// CountMessageTokens is one message's cost under count (nil means
+// DefaultCountTokens): its text plus its tool name.
+func CountMessageTokens(m CoreMessage, count TokenCountFn) int {
+	if count == nil {
+		count = DefaultCountTokens
+	}
+	n := count(m.Text)
+	if m.ToolName != "" {
+		n += count(m.ToolName)
+	}
+	return n
+}
+
+func countFn(c TokenCountFn) TokenCountFn {
+	if c == nil {
+		return DefaultCountTokens
+	}
+	return c
+}
+
+// FormatTokens renders a token count compactly: exact below 1000, one
+// decimal below 10000 ("2.5K"), whole thousands above ("42K").
+func FormatTokens(n int) string {
+	neg := ""
+	if n < 0 {
+		neg, n = "-", -n
+	}
+	switch {
+	case n < 1000:
+		return neg + strconv.Itoa(n)
+	case n < 10000:
+		tenths := (n + 50) / 100
+		if tenths >= 100 {
+			return neg + "10K"
+		}
+		return neg + strconv.Itoa(tenths/10) + "." + strconv.Itoa(tenths%10) + "K"
+	default:
+		return neg + strconv.Itoa((n+500)/1000) + "K"
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// maxToolName is the longest tool name every major client accepts (OpenAI
+// and Anthropic function names are limited to 64 characters of
+// [A-Za-z0-9_-]).
+const maxToolName = 64
+
+// hashLen is the length of the hex suffix that disambiguates a name.
+const hashLen = 8
+
+// directEntry is one registered direct-mode tool.
+type directEntry struct {
+	// fingerprint is the exposed definition's JSON; a change re-registers it.
+	fingerprint string
+}
+
+// DirectName is the client-safe name of a tool in direct mode before
+// collisions are resolved: "server__tool" with every character outside
+// [A-Za-z0-9_-] replaced by '_', cut to 64 characters with a hash suffix
+// when longer. exact reports whether nothing was replaced or cut.
+func DirectName(server, tool string) (name string, exact bool) {
+	raw := server + "__" + tool
+	var b strings.Builder
+	exact = true
+	for _, r := range raw {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			continue
+		}
+		b.WriteByte('_')
+		exact = false
+	}
+	name = b.String()
+	if len(name) > maxToolName {
+		return withHash(name, config.ToolID(server, tool)), false
+	}
+	return name, exact
+}
+
+// withHash cuts name so that "_" plus an 8-hex-digit hash of id fits in 64
+// characters, and appends it.
+func withHash(name, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	suffix := "_" + hex.EncodeToString(sum[:])[:hashLen]
+	if len(name) > maxToolName-len(suffix) {
+		name = name[:maxToolName-len(suffix)]
+	}
+	return name + suffix
+}
+
+// DirectNames assigns every tool id its exposed direct-mode name, resolving
+// collisions deterministically: when several ids sanitize to the same name,
+// the one whose name is exact keeps it (if exactly one is) and every other
+// gets a hash suffix of its id. The result depends only on the set of ids.
+func DirectNames(ids []string) map[string]string {
+	type cand struct {
+		id    string
+		exact bool
+	}
+	groups := map[string][]cand{}
+	for _, id := range ids {
+		server, tool, ok := config.SplitToolID(id)
+		if !ok {
+			continue
+		}
+		name, exact := DirectName(server, tool)
+		groups[name] = append(groups[name], cand{id, exact})
+	}
+	out := make(map[string]string, len(ids))
+	for name, cs := range groups {
+		if len(cs) == 1 {
+			out[cs[0].id] = name
+			continue
+		}
+		exacts := 0
+		for _, c := range cs {
+			if c.exact {
+				exacts++
+			}
+		}
+		for _, c := range cs {
+			if c.exact && exacts == 1 {
+				out[c.id] = name
+				continue
+			}
+			out[c.id] = withHash(name, c.id)
+		}
+	}
+	return out
+}
+
+// syncDirect makes the exposed direct-mode tools match the catalog, adding,
+// replacing and deleting only what changed. mcp-go sends tools/list_changed
+// to every connected client on each change. Callers hold syncMu.
+func (s *Server) syncDirect() {
+	s.mu.RLock()
+	tools := make([]config.Tool, 0, len(s.byID))
+	for _, t := range s.byID {
+		tools = append(tools, t)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(tools, func(a, b config.Tool) int { return strings.Compare(a.ID, b.ID) })
+
+	ids := make([]string, len(tools))
+	for i, t := range tools {
+		ids[i] = t.ID
+	}
+	names := DirectNames(ids)
+
+	want := make(map[string]bool, len(tools))
+	var add []mcpserver.ServerTool
+	for _, t := range tools {
+		name := names[t.ID]
+		want[name] = true
+		def := s.directTool(t, name)
+		fp, err := json.Marshal(def)
+		if err != nil {
+			s.log.Warn("skipping tool whose definition cannot be encoded", zap.String("upstream", t.Server), zap.String("tool", t.Name), zap.Error(err))
+			delete(want, name)
+			continue
+		}
+		if old, ok := s.direct[name]; ok && old.fingerprint == string(fp) {
+			continue
+		}
+		s.direct[name] = directEntry{fingerprint: string(fp)}
+		add = append(add, mcpserver.ServerTool{Tool: def, Handler: s.directHandler(t.Server, t.Name)})
+	}
+	var del []string
+	for name := range s.direct {
+		if !want[name] {
+			del = append(del, name)
+		}
+	}
+	slices.Sort(del)
+	for _, name := range del {
+		delete(s.direct, name)
+	}
+	if len(del) > 0 {
+		s.mcp.DeleteTools(del...)
+	}
+	if len(add) > 0 {
+		s.mcp.AddTools(add...)
+	}
+}
+
+// directTool is the exposed definition of t under name: the upstream's own
+// definition (title, annotations, output schema) with the input schema
+// exactly as the upstream sent it.
+func (s *Server) directTool(t config.Tool, name string) mcp.Tool {
+	def, ok := s.up.MCPTool(t.Server, t.Name)
+	if !ok {
+		def = mcp.Tool{Description: t.Description}
+	}
+	// def is a copy; only its top-level fields are replaced, nothing it
+	// shares with the upstream's cached definition is written.
+	def.Name = name
+	def.InputSchema = mcp.ToolInputSchema{}
+	def.RawInputSchema = schemaOrEmpty(t.Schema)
+	return def
+}
+
+func (s *Server) directHandler(server, tool string) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callUpstream(ctx, server, tool, req.GetArguments())
+	}
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sentinels an Upstreams.Call error may wrap.
+var (
+	// ErrUnknownServer: the server is not configured.
+	ErrUnknownServer = errors.New("unknown server")
+	// ErrUnknownTool: the server is up but does not expose the tool.
+	ErrUnknownTool = errors.New("unknown tool")
+)
+
+// DownError says an upstream cannot take calls right now.
+type DownError struct {
+	Server string
+	// State is the server's state ("down", "connecting", "disabled").
+	State     string
+	LastError string
+	// RetryAt is the next reconnect attempt; zero when none is scheduled.
+	RetryAt time.Time
+}
+
+func (e *DownError) Error() string {
+	msg := fmt.Sprintf("server %q is %s", e.Server, e.State)
+	if e.LastError != "" {
+		msg += ": " + e.LastError
+	}
+	return msg
+}
+
+// TimeoutError says a call ran past its configured limit.
+type TimeoutError struct {
+	Server, Tool string
+	Limit        time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("calling %s:%s: timed out after %s", e.Server, e.Tool, e.Limit)
+}
+
+// The texts below are read by a model in the middle of a task: each says
+// what went wrong and what call to make next.
+
+// unknownToolText explains that id names no tool and offers the closest ids.
+func unknownToolText(id string, suggestions []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Unknown tool %q.", id)
+	if len(suggestions) > 0 {
+		fmt.Fprintf(&b, " Closest matches: %s.", strings.Join(suggestions, ", "))
+	}
+	b.WriteString(` Tool ids have the form "server:tool"; use retrieve_tools to find the right one and pass its id exactly.`)
+	return b.String()
+}
+
+// downText explains that a server is not reachable and when it is retried.
+func downText(e *DownError, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Server %q is unavailable (state: %s).", e.Server, e.State)
+	if e.LastError != "" {
+		fmt.Fprintf(&b, " Last error: %s.", strings.TrimSuffix(e.LastError, "."))
+	}
+	switch {
+	case e.State == "disabled":
+		b.WriteString(" It is disabled in the mcproxy config; its tools cannot be called until it is enabled.")
+	case !e.RetryAt.IsZero():
+		wait := e.RetryAt.Sub(now).Round(time.Second)
+		if wait < 0 {
+			wait = 0
+		}
+		fmt.Fprintf(&b, " mcproxy reconnects at %s (in %s); retry the call after that.", e.RetryAt.UTC().Format("15:04:05 UTC"), wait)
+	default:
+		b.WriteString(" mcproxy is reconnecting; retry the call shortly.")
+	}
+	b.WriteString(" Tools of other servers still work.")
+	return b.String()
+}
+
+// timeoutText names the limit that was hit and where to raise it.
+func timeoutText(e *TimeoutError) string {
+	return fmt.Sprintf("Calling %s:%s timed out after %s (the call_timeout limit). "+
+		"The tool may still be running upstream. If it needs longer, raise mcpServers.%s.call_timeout "+
+		"(or the top-level call_timeout) in the mcproxy config; otherwise retry with a smaller request.",
+		e.Server, e.Tool, e.Limit, e.Server)
+}
+
+// badArgumentsText says what shape call_tool's arguments must have.
+func badArgumentsText(id, problem string, schema []byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Bad arguments for %s: %s.", id, problem)
+	b.WriteString(badArgumentsHint(schema))
+	return b.String()
+}
+
+// rejectedText explains a call the upstream refused as invalid (JSON-RPC
+// invalid params): usually arguments that do not fit the schema.
+func rejectedText(id string, err error, schema []byte) string {
+	return fmt.Sprintf("%s rejected the call as invalid (%v). Check the arguments.", id, err) + badArgumentsHint(schema)
+}
+
+func badArgumentsHint(schema []byte) string {
+	var b strings.Builder
+	if len(schema) > 0 {
+		fmt.Fprintf(&b, " Expected a JSON object matching this input schema: %s", compactJSON(schema))
+	} else {
+		b.WriteString(" Expected a JSON object of the tool's parameters; use describe_tool to see them.")
+	}
+	return b.String()
+}
+
+// suggest returns up to n ids from candidates closest to want, by edit
+// distance over the whole id or over the tool name alone (plus one when the
+// server differs), ties by id.
+func suggest(want string, candidates []string, n int) []string {
+	wantTool := want
+	if _, tool, ok := strings.Cut(want, ":"); ok {
+		wantTool = tool
+	}
+	wantLower, wantToolLower := strings.ToLower(want), strings.ToLower(wantTool)
+	type scored struct {
+		id   string
+		dist int
+	}
+	var all []scored
+	wantServer, _, hasServer := strings.Cut(wantLower, ":")
+	wantWords := strings.FieldsFunc(wantToolLower, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' })
+	for _, id := range candidates {
+		server, tool, _ := strings.Cut(id, ":")
+		idLower, toolLower := strings.ToLower(id), strings.ToLower(tool)
+		// The same tool name on another server is one step further away
+		// than on the server the caller named.
+		penalty := 0
+		if hasServer && strings.ToLower(server) != wantServer {
+			penalty = 1
+		}
+		d := min(levenshtein(wantLower, idLower), levenshtein(wantToolLower, toolLower)+penalty)
+		// A distance above half the name's length is noise, not a typo,
+		// unless every word of the wanted name is in the candidate.
+		if d > max(len(wantTool), 4)/2+1 && !containsAll(toolLower, wantWords) {
+			continue
+		}
+		all = append(all, scored{id, d})
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]string, 0, n)
+	for _, s := range all {
+		if len(out) == n {
+			break
+		}
+		out = append(out, s.id)
+	}
+	return out
+}
+
+func containsAll(s string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return len(words) > 0
+}
+
+// levenshtein is the edit distance between a and b, over bytes (ids are
+// ASCII in practice).
+func levenshtein(a, b string) int {
+	if a == b {
+		return 0
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

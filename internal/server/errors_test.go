@@ -1,0 +1,140 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+func TestErrorTexts(t *testing.T) {
+	now := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, got, want string
+	}{
+		{
+			name: "unknown tool with matches",
+			got:  unknownToolText("fs:raed_file", []string{"fs:read_file", "fs:read_text_file"}),
+			want: `Unknown tool "fs:raed_file". Closest matches: fs:read_file, fs:read_text_file. Tool ids have the form "server:tool"; use retrieve_tools to find the right one and pass its id exactly.`,
+		},
+		{
+			name: "unknown tool without matches",
+			got:  unknownToolText("zzz", nil),
+			want: `Unknown tool "zzz". Tool ids have the form "server:tool"; use retrieve_tools to find the right one and pass its id exactly.`,
+		},
+		{
+			name: "down with retry",
+			got:  downText(&DownError{Server: "git", State: "down", LastError: "process exited: exit status 1.", RetryAt: now.Add(4 * time.Second)}, now),
+			want: `Server "git" is unavailable (state: down). Last error: process exited: exit status 1. mcproxy reconnects at 10:00:04 UTC (in 4s); retry the call after that. Tools of other servers still work.`,
+		},
+		{
+			name: "connecting without retry time",
+			got:  downText(&DownError{Server: "git", State: "connecting"}, now),
+			want: `Server "git" is unavailable (state: connecting). mcproxy is reconnecting; retry the call shortly. Tools of other servers still work.`,
+		},
+		{
+			name: "disabled",
+			got:  downText(&DownError{Server: "git", State: "disabled"}, now),
+			want: `Server "git" is unavailable (state: disabled). It is disabled in the mcproxy config; its tools cannot be called until it is enabled. Tools of other servers still work.`,
+		},
+		{
+			name: "timeout",
+			got:  timeoutText(&TimeoutError{Server: "web", Tool: "crawl", Limit: 2 * time.Minute}),
+			want: `Calling web:crawl timed out after 2m0s (the call_timeout limit). The tool may still be running upstream. If it needs longer, raise mcpServers.web.call_timeout (or the top-level call_timeout) in the mcproxy config; otherwise retry with a smaller request.`,
+		},
+		{
+			name: "bad arguments with schema",
+			got:  badArgumentsText("fs:read", `"arguments" is a number`, []byte("{\n  \"type\": \"object\"\n}")),
+			want: `Bad arguments for fs:read: "arguments" is a number. Expected a JSON object matching this input schema: {"type":"object"}`,
+		},
+		{
+			name: "rejected",
+			got:  rejectedText("fs:read", errors.New("invalid params: path is required"), nil),
+			want: `fs:read rejected the call as invalid (invalid params: path is required). Check the arguments. Expected a JSON object of the tool's parameters; use describe_tool to see them.`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	ids := []string{"fs:read_file", "fs:read_text_file", "fs:write_file", "git:status", "mem:read_graph", "web:fetch"}
+	tests := []struct {
+		want string
+		got  []string
+	}{
+		{"fs:raed_file", []string{"fs:read_file", "fs:write_file"}},
+		{"read_file", []string{"fs:read_file", "fs:write_file", "fs:read_text_file"}},
+		{"github:status", []string{"git:status"}},
+		{"completely:unrelated", nil},
+	}
+	for _, tc := range tests {
+		got := suggest(tc.want, ids, 3)
+		if diff := cmp.Diff(tc.got, got, cmp.Comparer(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal([]string(a), []string(b)) })); diff != "" {
+			t.Errorf("suggest(%q) (-want +got):\n%s", tc.want, diff)
+		}
+	}
+}
+
+func TestLevenshtein(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"read", "raed", 2}, {"same", "same", 0},
+	} {
+		if got := levenshtein(tc.a, tc.b); got != tc.want {
+			t.Errorf("levenshtein(%q, %q): got %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestSignature(t *testing.T) {
+	tests := []struct {
+		schema, want string
+	}{
+		{`{"type":"object","properties":{"path":{"type":"string"},"head":{"type":"number"}},"required":["path"]}`, "path: string, head?: number"},
+		{`{"type":"object","properties":{"mode":{"type":"string","enum":["r","w"]},"tags":{"type":"array","items":{"type":"string"}}},"required":["mode"]}`, "mode: r|w, tags?: string[]"},
+		{`{"type":"object","properties":{"x":{"type":["string","null"]},"y":{"anyOf":[{"type":"integer"},{"type":"null"}]},"z":{}}}`, "x?: string, y?: integer, z?: any"},
+		{`{"type":"object"}`, ""},
+		{``, ""},
+		{`not json`, "..."},
+	}
+	for _, tc := range tests {
+		if got := Signature(json.RawMessage(tc.schema)); got != tc.want {
+			t.Errorf("Signature(%s): got %q, want %q", tc.schema, got, tc.want)
+		}
+	}
+}
+
+func TestInterimRenderer(t *testing.T) {
+	matches := []Match{
+		{Tool: toolFor("fs", "read_text_file", "Read the complete contents of a file as text. Handles encodings.\nMore.", `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Score: 4.2071},
+		{Tool: toolFor("mem", "read_graph", "", `{"type":"object","properties":{}}`), Score: 1},
+	}
+	got, err := InterimRenderer(matches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "fs:read_text_file(path: string) 4.21 Read the complete contents of a file as text.\nmem:read_graph() 1.00"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	again, _ := InterimRenderer(matches)
+	if again != got {
+		t.Error("InterimRenderer is not deterministic")
+	}
+}
+
+func toolFor(server, name, desc, schema string) config.Tool {
+	return config.Tool{ID: config.ToolID(server, name), Server: server, Name: name, Description: desc, Schema: json.RawMessage(schema)}
+}

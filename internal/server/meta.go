@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Meta tool names (retrieve mode).
+const (
+	ToolRetrieve = "retrieve_tools"
+	ToolCall     = "call_tool"
+	ToolDescribe = "describe_tool"
+)
+
+// maxDescribe caps describe_tool's names so one call cannot dump every schema.
+const maxDescribe = 20
+
+// metaTools defines retrieve_tools, call_tool and describe_tool. Their
+// definitions sit in every request the client sends, so they are kept short;
+// the descriptions teach the workflow: retrieve, then call with the exact id.
+func (s *Server) metaTools() []mcpserver.ServerTool {
+	retrieve := mcp.Tool{
+		Name: ToolRetrieve,
+		Description: "Find tools for a task across every connected MCP server. " +
+			"Returns the best matches, best first, each with its exact id and parameters. " +
+			"Use it before call_tool; search again with other words if nothing fits.",
+		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+			`"query":{"type":"string","description":"What you want to do, in plain words, e.g. \"read a file\"."},`+
+			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many matches to return (default %d)."}},`+
+			`"required":["query"]}`, maxRetrieveLimit, s.opts.RetrieveLimit)),
+		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
+	}
+	call := mcp.Tool{
+		Name: ToolCall,
+		Description: "Run a tool found with retrieve_tools and return its result. " +
+			`name is the tool's exact id ("server:tool"); arguments is an object matching its parameters.`,
+		RawInputSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"name":{"type":"string","description":"Tool id from retrieve_tools, e.g. \"filesystem:read_text_file\"."},` +
+			`"arguments":{"type":"object","description":"The tool's arguments."}},` +
+			`"required":["name"]}`),
+	}
+	describe := mcp.Tool{
+		Name:        ToolDescribe,
+		Description: "Show the full input schema of tools by id, when the parameters retrieve_tools listed are not enough to build the arguments.",
+		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+			`"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":%d,"description":"Tool ids from retrieve_tools."}},`+
+			`"required":["names"]}`, maxDescribe)),
+		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
+	}
+	return []mcpserver.ServerTool{
+		{Tool: retrieve, Handler: s.handleRetrieve},
+		{Tool: call, Handler: s.handleCall},
+		{Tool: describe, Handler: s.handleDescribe},
+	}
+}
+
+func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	query, _ := args["query"].(string)
+	query = strings.TrimSpace(query)
+	if query == "" {
+		return mcp.NewToolResultError(`retrieve_tools needs a non-empty "query" string describing the task, e.g. {"query": "read a file"}.`), nil
+	}
+	limit := s.opts.RetrieveLimit
+	if raw, ok := args["limit"]; ok && raw != nil {
+		n, ok := raw.(float64)
+		if !ok || n != float64(int(n)) || n < 1 || n > maxRetrieveLimit {
+			return mcp.NewToolResultError(fmt.Sprintf(`"limit" must be a whole number from 1 to %d (got %s); omit it for the default of %d.`,
+				maxRetrieveLimit, compactJSONValue(raw), s.opts.RetrieveLimit)), nil
+		}
+		limit = int(n)
+	}
+	matches, err := s.Retrieve(ctx, query, limit)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s.log.Error("retrieve_tools", zap.Error(err))
+		return mcp.NewToolResultError(fmt.Sprintf("Searching tools failed: %v. Retry; if it keeps failing, the mcproxy log has details.", err)), nil
+	}
+	if len(matches) == 0 {
+		return mcp.NewToolResultText(s.noMatchText(query)), nil
+	}
+	text, err := s.opts.Render(matches)
+	if err != nil {
+		// A renderer that cannot encode a match must not hide the matches.
+		s.log.Warn("rendering retrieve_tools with the configured arm; using the interim renderer", zap.Error(err))
+		text, _ = InterimRenderer(matches)
+	}
+	return mcp.NewToolResultText(text), nil
+}
+
+// noMatchText answers an empty search, naming servers whose tools are
+// missing because they are not connected.
+func (s *Server) noMatchText(query string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "No tools match %q. Try other words: the object the tool acts on (file, issue, page) or the action (read, create, search).", query)
+	var notReady []string
+	for _, st := range s.up.Status() {
+		if st.State != StateReady && st.State != "disabled" {
+			notReady = append(notReady, fmt.Sprintf("%s (%s)", st.Server, st.State))
+		}
+	}
+	if len(notReady) > 0 {
+		fmt.Fprintf(&b, " Not connected right now, so not searched: %s.", strings.Join(notReady, ", "))
+	}
+	return b.String()
+}
+
+func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	id, _ := args["name"].(string)
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return mcp.NewToolResultError(`call_tool needs "name", the tool id from retrieve_tools (e.g. "filesystem:read_text_file"), and "arguments", an object of the tool's parameters.`), nil
+	}
+	server, tool, ok := config.SplitToolID(id)
+	if !ok {
+		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
+	}
+	toolArgs, problem := toolArguments(args["arguments"])
+	if problem != "" {
+		t, _ := s.tool(id)
+		return mcp.NewToolResultError(badArgumentsText(id, problem, t.Schema)), nil
+	}
+	if !s.callable(server, id) {
+		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
+	}
+	return s.callUpstream(ctx, server, tool, toolArgs)
+}
+
+// callable reports whether a call to id should reach the upstream manager:
+// the tool is in the catalog, or its server is configured but not ready (the
+// manager then reconnects on demand or explains why it cannot).
+func (s *Server) callable(server, id string) bool {
+	if _, ok := s.tool(id); ok {
+		return true
+	}
+	for _, st := range s.up.Status() {
+		if st.Server == server {
+			return st.State != StateReady
+		}
+	}
+	return false
+}
+
+// callUpstream runs one upstream tool and turns Go errors into tool errors a
+// model can act on. Results pass through with content, structuredContent and
+// isError untouched.
+func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	id := config.ToolID(server, tool)
+	res, err := s.up.Call(ctx, server, tool, args)
+	if err == nil {
+		if res == nil {
+			return mcp.NewToolResultError(fmt.Sprintf("%s returned no result.", id)), nil
+		}
+		out := *res
+		// The front negotiates its own protocol version with the client; the
+		// upstream's result-type marker belongs to the other connection.
+		out.ResultType = ""
+		return &out, nil
+	}
+	var down *DownError
+	var timeout *TimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		return mcp.NewToolResultError(timeoutText(timeout)), nil
+	case errors.As(err, &down):
+		return mcp.NewToolResultError(downText(down, time.Now())), nil
+	case errors.Is(err, ErrUnknownServer), errors.Is(err, ErrUnknownTool):
+		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
+	case errors.Is(err, mcp.ErrInvalidParams):
+		t, _ := s.tool(id)
+		return mcp.NewToolResultError(rejectedText(id, err, t.Schema)), nil
+	case ctx.Err() != nil:
+		// The client cancelled or went away; nobody reads a tool error.
+		return nil, ctx.Err()
+	}
+	s.log.Warn("upstream call failed", zap.String("upstream", server), zap.String("tool", tool), zap.Error(err))
+	return mcp.NewToolResultError(fmt.Sprintf("Calling %s failed: %v. Retry once; if it fails again, use another tool or tell the user the %q server has a problem.", id, err, server)), nil
+}
+
+// toolArguments accepts call_tool's "arguments": an object, nothing (no
+// arguments) or, leniently, a string holding a JSON object, since models
+// sometimes double-encode. It returns a problem text for anything else.
+func toolArguments(v any) (map[string]any, string) {
+	switch a := v.(type) {
+	case nil:
+		return map[string]any{}, ""
+	case map[string]any:
+		return a, ""
+	case string:
+		var m map[string]any
+		if err := json.Unmarshal([]byte(a), &m); err == nil && m != nil {
+			return m, ""
+		}
+		return nil, `"arguments" is a string; it must be a JSON object such as {"path": "/tmp/a.txt"}`
+	}
+	return nil, fmt.Sprintf(`"arguments" is %s; it must be a JSON object of the tool's parameters`, jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	}
+	return "not an object"
+}
+
+// suggestions returns up to three ids close to id: typo-level matches by edit
+// distance first, then search hits for the words in id.
+func (s *Server) suggestions(ctx context.Context, id string) []string {
+	const n = 3
+	out := suggest(id, s.catalogIDs(), n)
+	if len(out) < n && s.ix != nil {
+		words := strings.NewReplacer(":", " ", "_", " ", "-", " ", "__", " ").Replace(id)
+		if hits, err := s.Retrieve(ctx, words, n); err == nil {
+			for _, h := range hits {
+				if len(out) < n && !slices.Contains(out, h.Tool.ID) {
+					out = append(out, h.Tool.ID)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var names []string
+	switch v := req.GetArguments()["names"].(type) {
+	case string:
+		names = []string{v}
+	case []any:
+		for _, n := range v {
+			if str, ok := n.(string); ok && strings.TrimSpace(str) != "" {
+				names = append(names, strings.TrimSpace(str))
+			}
+		}
+	}
+	if len(names) == 0 {
+		return mcp.NewToolResultError(`describe_tool needs "names", a list of tool ids from retrieve_tools, e.g. {"names": ["filesystem:read_text_file"]}.`), nil
+	}
+	if len(names) > maxDescribe {
+		return mcp.NewToolResultError(fmt.Sprintf("describe_tool takes at most %d names per call (got %d); split the list.", maxDescribe, len(names))), nil
+	}
+	type described struct {
+		Name         string          `json:"name"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+		Error        string          `json:"error,omitempty"`
+	}
+	out := make([]described, 0, len(names))
+	found := 0
+	for _, id := range names {
+		t, ok := s.tool(id)
+		if !ok {
+			out = append(out, described{Name: id, Error: unknownToolText(id, s.suggestions(ctx, id))})
+			continue
+		}
+		found++
+		d := described{Name: id, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)}
+		if mt, ok := s.up.MCPTool(t.Server, t.Name); ok {
+			d.OutputSchema = outputSchema(mt)
+		}
+		out = append(out, d)
+	}
+	text, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding describe_tool answer: %w", err)
+	}
+	res := mcp.NewToolResultText(string(text))
+	res.IsError = found == 0
+	return res, nil
+}
+
+// schemaOrEmpty returns schema, or the empty object schema for a tool that
+// has none, so every exposed tool has a valid inputSchema.
+func schemaOrEmpty(schema json.RawMessage) json.RawMessage {
+	if len(strings.TrimSpace(string(schema))) == 0 || string(schema) == "null" {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return schema
+}
+
+// outputSchema returns a tool's output schema JSON, nil when it has none.
+func outputSchema(t mcp.Tool) json.RawMessage {
+	if len(t.RawOutputSchema) > 0 {
+		return t.RawOutputSchema
+	}
+	if t.OutputSchema.Type == "" {
+		return nil
+	}
+	b, err := json.Marshal(t.OutputSchema)
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,376 @@
+// Package server is mcproxy's MCP front: the MCP server that clients (Claude
+// Desktop, Claude Code, Cursor, inspector, any MCP client) talk to over stdio,
+// streamable HTTP or legacy SSE. In retrieve mode it exposes the meta tools
+// retrieve_tools, call_tool and describe_tool; in direct mode it exposes every
+// upstream tool under a client-safe name. It keeps the search index in step
+// with the upstreams' tool sets and turns upstream failures into errors a
+// model can act on.
+//
+// It depends only on the small interfaces it declares (Upstreams, Index);
+// cmd/mcproxy wires the real upstream manager and Bleve index behind them. It
+// never decides where logs go and never writes to stdout on its own.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Upstreams is what the front needs from the upstream manager.
+type Upstreams interface {
+	// Tools returns every up server's allowed tools, sorted by ID.
+	Tools() []config.Tool
+	// MCPTool returns the upstream's own definition of a tool.
+	MCPTool(server, name string) (mcp.Tool, bool)
+	// Call runs a tool. A tool-level failure is a result with IsError; a Go
+	// error is one of ErrUnknownServer, *DownError, *TimeoutError or another
+	// transport/protocol failure.
+	Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+	// Status reports every configured server, sorted by name.
+	Status() []UpstreamStatus
+}
+
+// UpstreamStatus is one configured upstream's health as the front reports it.
+type UpstreamStatus struct {
+	Server    string
+	Transport string
+	// State is "connecting", "ready", "down" or "disabled".
+	State     string
+	LastError string
+	Tools     int
+	// RetryAt is when the next reconnect attempt happens; zero when none is
+	// scheduled.
+	RetryAt time.Time
+}
+
+// StateReady is the UpstreamStatus.State of a connected server.
+const StateReady = "ready"
+
+// Index is the search index the front keeps in sync and queries.
+type Index interface {
+	// Upsert replaces every document of server with tools.
+	Upsert(server string, tools []config.ToolMetadata) error
+	// Remove drops every document of server.
+	Remove(server string) error
+	// Search returns hits sorted by score (desc), ties by ID.
+	Search(ctx context.Context, query string, limit int) ([]Hit, error)
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID, Server, Name string
+	Score            float64
+}
+
+// Match is one ranked retrieve_tools result.
+type Match struct {
+	Tool  config.Tool
+	Score float64
+}
+
+// Renderer turns ranked matches into the text retrieve_tools returns. It must
+// be deterministic and must not modify matches.
+type Renderer func(matches []Match) (string, error)
+
+// IndexMetadataFunc maps a tool to the exact fields the index ingests.
+type IndexMetadataFunc func(t config.Tool) (config.ToolMetadata, error)
+
+// Deps are the parts the front is built on.
+type Deps struct {
+	// Upstreams is required.
+	Upstreams Upstreams
+	// Index is required in retrieve mode; in direct mode nil means no index
+	// is kept (unknown-tool suggestions then use edit distance only).
+	Index Index
+	// Logger receives operational logs; nil means no logging.
+	Logger *zap.Logger
+}
+
+// Options tune the front. The zero value is retrieve mode with the interim
+// renderer and plain index metadata.
+type Options struct {
+	// Name and Version are what the front reports in initialize; empty means
+	// "mcproxy" and "dev".
+	Name, Version string
+	// Mode is config.ModeRetrieve (default when empty) or config.ModeDirect.
+	Mode string
+	// RetrieveLimit is how many matches retrieve_tools returns without an
+	// explicit limit; zero means config.DefaultRetrieveLimit.
+	RetrieveLimit int
+	// Render renders retrieve_tools answers; nil means InterimRenderer.
+	Render Renderer
+	// IndexMetadata maps tools to index documents; nil means PlainMetadata.
+	IndexMetadata IndexMetadataFunc
+	// ShutdownTimeout bounds graceful HTTP shutdown; zero means 5s.
+	ShutdownTimeout time.Duration
+}
+
+// maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
+// model's context.
+const maxRetrieveLimit = 50
+
+// Server is the MCP front. Create it with New; it is safe for concurrent use.
+type Server struct {
+	up   Upstreams
+	ix   Index
+	log  *zap.Logger
+	opts Options
+	mcp  *mcpserver.MCPServer
+
+	// syncMu serializes ToolsChanged, so index, catalog and direct-mode
+	// registrations are updated in the same order.
+	syncMu sync.Mutex
+	// mu guards the catalog below.
+	mu sync.RWMutex
+	// tools is the catalog: every up server's tools, by server.
+	tools map[string][]config.Tool
+	// byID indexes the catalog by "server:tool".
+	byID map[string]config.Tool
+	// direct holds the direct-mode registrations: exposed name → entry, so
+	// a resync only touches what changed. Guarded by syncMu.
+	direct map[string]directEntry
+}
+
+// New builds the front. It registers the meta tools (retrieve mode) but does
+// not read the upstreams: call Resync once they are started, and ToolsChanged
+// from the upstream manager's callback afterwards.
+func New(deps Deps, opts Options) (*Server, error) {
+	if deps.Upstreams == nil {
+		return nil, errors.New("server: Upstreams is required")
+	}
+	if opts.Mode == "" {
+		opts.Mode = config.ModeRetrieve
+	}
+	if opts.Mode != config.ModeRetrieve && opts.Mode != config.ModeDirect {
+		return nil, fmt.Errorf("server: mode %q: want %q or %q", opts.Mode, config.ModeRetrieve, config.ModeDirect)
+	}
+	if opts.Mode == config.ModeRetrieve && deps.Index == nil {
+		return nil, errors.New("server: retrieve mode needs an Index")
+	}
+	if opts.Name == "" {
+		opts.Name = "mcproxy"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.RetrieveLimit <= 0 {
+		opts.RetrieveLimit = config.DefaultRetrieveLimit
+	}
+	opts.RetrieveLimit = min(opts.RetrieveLimit, maxRetrieveLimit)
+	if opts.Render == nil {
+		opts.Render = InterimRenderer
+	}
+	if opts.IndexMetadata == nil {
+		opts.IndexMetadata = PlainMetadata
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	log := deps.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{
+		up:     deps.Upstreams,
+		ix:     deps.Index,
+		log:    log,
+		opts:   opts,
+		tools:  map[string][]config.Tool{},
+		byID:   map[string]config.Tool{},
+		direct: map[string]directEntry{},
+	}
+	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version,
+		mcpserver.WithToolCapabilities(true),
+		mcpserver.WithRecovery(),
+		mcpserver.WithInstructions(s.instructions()),
+	)
+	if opts.Mode == config.ModeRetrieve {
+		s.mcp.AddTools(s.metaTools()...)
+	}
+	return s, nil
+}
+
+// MCP returns the underlying mcp-go server (for in-process clients and tests).
+func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
+
+// Mode returns the mode the front runs in.
+func (s *Server) Mode() string { return s.opts.Mode }
+
+func (s *Server) instructions() string {
+	if s.opts.Mode == config.ModeDirect {
+		return "mcproxy exposes the tools of several MCP servers; each tool is named server__tool."
+	}
+	return "mcproxy fronts several MCP servers. Find a tool with retrieve_tools, then run it with call_tool using the exact id it returned."
+}
+
+// Resync reloads the whole catalog from the upstreams: every server with
+// tools is upserted, every configured or previously known server without
+// tools is removed.
+func (s *Server) Resync() {
+	byServer := map[string][]config.Tool{}
+	for _, t := range s.up.Tools() {
+		byServer[t.Server] = append(byServer[t.Server], t)
+	}
+	s.mu.RLock()
+	var gone []string
+	for name := range s.tools {
+		if _, ok := byServer[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	s.mu.RUnlock()
+	// Configured servers without tools are cleared too: a persistent index
+	// may still hold what they had in an earlier run.
+	for _, st := range s.up.Status() {
+		if _, ok := byServer[st.Server]; !ok && !slices.Contains(gone, st.Server) {
+			gone = append(gone, st.Server)
+		}
+	}
+	slices.Sort(gone)
+	for _, name := range gone {
+		s.ToolsChanged(name, nil)
+	}
+	names := make([]string, 0, len(byServer))
+	for name := range byServer {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s.ToolsChanged(name, byServer[name])
+	}
+}
+
+// ToolsChanged records server's new tool set (nil when it went down): it
+// updates the catalog, the index and, in direct mode, the exposed tools
+// (which sends tools/list_changed to clients). It matches the upstream
+// manager's OnToolsChanged callback.
+func (s *Server) ToolsChanged(server string, tools []config.Tool) {
+	tools = slices.Clone(tools)
+	slices.SortFunc(tools, func(a, b config.Tool) int { return strings.Compare(a.ID, b.ID) })
+
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	// Index first: a search racing this update may return an id the catalog
+	// no longer has (Retrieve drops it), never one it cannot resolve.
+	s.syncIndex(server, tools)
+
+	s.mu.Lock()
+	for _, t := range s.tools[server] {
+		delete(s.byID, t.ID)
+	}
+	if len(tools) == 0 {
+		delete(s.tools, server)
+	} else {
+		s.tools[server] = tools
+		for _, t := range tools {
+			s.byID[t.ID] = t
+		}
+	}
+	s.mu.Unlock()
+
+	if s.opts.Mode == config.ModeDirect {
+		s.syncDirect()
+	}
+	s.log.Info("tools changed", zap.String("upstream", server), zap.Int("tools", len(tools)))
+}
+
+func (s *Server) syncIndex(server string, tools []config.Tool) {
+	if s.ix == nil {
+		return
+	}
+	if len(tools) == 0 {
+		if err := s.ix.Remove(server); err != nil {
+			s.log.Error("removing server from index", zap.String("upstream", server), zap.Error(err))
+		}
+		return
+	}
+	metas := make([]config.ToolMetadata, 0, len(tools))
+	for _, t := range tools {
+		m, err := s.opts.IndexMetadata(t)
+		if err != nil {
+			// The tool stays searchable by its plain fields rather than
+			// vanishing because one arm could not encode it.
+			s.log.Warn("encoding index metadata; indexing plain fields", zap.String("upstream", server), zap.String("tool", t.Name), zap.Error(err))
+			m, _ = PlainMetadata(t)
+		}
+		metas = append(metas, m)
+	}
+	if err := s.ix.Upsert(server, metas); err != nil {
+		s.log.Error("indexing server tools", zap.String("upstream", server), zap.Error(err))
+	}
+}
+
+// Retrieve runs a retrieve_tools query: the best matches, best first, for
+// tools currently in the catalog. limit <= 0 means the configured default.
+func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match, error) {
+	if s.ix == nil {
+		return nil, errors.New("no search index in direct mode")
+	}
+	if limit <= 0 {
+		limit = s.opts.RetrieveLimit
+	}
+	// Ask for a few more than wanted: hits the catalog cannot resolve (an
+	// on-disk index may still hold a server that is gone) are dropped below.
+	hits, err := s.ix.Search(ctx, query, limit+10)
+	if err != nil {
+		return nil, fmt.Errorf("searching tools: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Match, 0, len(hits))
+	for _, h := range hits {
+		t, ok := s.byID[h.ID]
+		if !ok {
+			// The index can trail the catalog by one update; never offer a
+			// tool that cannot be called.
+			continue
+		}
+		out = append(out, Match{Tool: t, Score: h.Score})
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// tool looks a tool up in the catalog.
+func (s *Server) tool(id string) (config.Tool, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.byID[id]
+	return t, ok
+}
+
+// catalogIDs returns every tool id in the catalog, sorted.
+func (s *Server) catalogIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := make([]string, 0, len(s.byID))
+	for id := range s.byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// PlainMetadata is the default IndexMetadataFunc: the tool's own name,
+// description and input-schema JSON.
+func PlainMetadata(t config.Tool) (config.ToolMetadata, error) {
+	return config.ToolMetadata{
+		Name:        t.Name,
+		ServerName:  t.Server,
+		Description: t.Description,
+		ParamsJSON:  string(t.Schema),
+	}, nil
+}

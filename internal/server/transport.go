@@ -1,0 +1,190 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+)
+
+// HTTP paths the front serves.
+const (
+	PathStreamable = "/mcp"
+	PathSSE        = "/sse"
+	PathMessage    = "/message"
+)
+
+// HTTPOptions configure the HTTP transports' safety checks.
+type HTTPOptions struct {
+	// AuthToken, when non-empty, must arrive on every request as
+	// "Authorization: Bearer <token>"; other requests get 401.
+	AuthToken string
+	// ListenHost is the host part of the configured listen address. Besides
+	// localhost and loopback addresses, it is the one Host/Origin accepted.
+	// Empty (or a wildcard like 0.0.0.0) adds nothing.
+	ListenHost string
+}
+
+// ServeStdio serves one client over in/out (the process's stdin/stdout when
+// a client launches mcproxy). It writes nothing but protocol messages to out
+// and returns when in reaches EOF or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	st := mcpserver.NewStdioServer(s.mcp)
+	st.SetErrorLogger(zap.NewStdLog(s.log.Named("stdio")))
+	if err := st.Listen(ctx, in, out); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("serving stdio: %w", err)
+	}
+	return nil
+}
+
+// Handler returns the HTTP handler for streamable HTTP at /mcp and legacy SSE
+// at /sse + /message, behind the safety checks of Guard, and a function that
+// closes every open session (streams) for shutdown.
+func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
+	slogger := newSlog(s.log.Named("http"))
+	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
+	// accepts the configured listen host and checks Origin.
+	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
+		mcpserver.WithStreamableHTTPLogger(slogger),
+		mcpserver.WithDisableLocalhostProtection(true),
+		mcpserver.WithHeartbeatInterval(30*time.Second),
+	)
+	sse := mcpserver.NewSSEServer(s.mcp,
+		mcpserver.WithSSEEndpoint(PathSSE),
+		mcpserver.WithMessageEndpoint(PathMessage),
+		mcpserver.WithSSEDisableLocalhostProtection(true),
+		mcpserver.WithKeepAliveInterval(30*time.Second),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(PathStreamable, streamable)
+	mux.Handle(PathSSE, sse.SSEHandler())
+	mux.Handle(PathMessage, sse.MessageHandler())
+	closeSessions := func(ctx context.Context) {
+		sse.CloseSessions()
+		// The streamable server has no http.Server of its own here, so
+		// Shutdown only ends its sessions and listening streams.
+		_ = streamable.Shutdown(ctx)
+	}
+	return Guard(mux, opts), closeSessions
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: open
+// streams are closed, in-flight requests get ShutdownTimeout to finish, and
+// what is still open after that is cut.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+	handler, closeSessions := s.Handler(opts)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("serving HTTP", zap.String("addr", ln.Addr().String()),
+		zap.String("streamable_http", PathStreamable), zap.String("sse", PathSSE), zap.Bool("auth", opts.AuthToken != ""))
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeoutCause(context.Background(), s.opts.ShutdownTimeout,
+		fmt.Errorf("HTTP shutdown did not finish within %s", s.opts.ShutdownTimeout))
+	defer cancel()
+	closeSessions(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		<-errc
+		return fmt.Errorf("shutting down HTTP: %w", context.Cause(sctx))
+	}
+	<-errc
+	return nil
+}
+
+// Guard wraps next with the checks every HTTP request passes first:
+//   - Host and Origin (when present) must name this machine: localhost,
+//     127.0.0.0/8, ::1 or opts.ListenHost; anything else gets 403. This stops
+//     DNS rebinding, where a web page's own domain is pointed at 127.0.0.1
+//     so the browser talks to a local server (MCP spec, security practices).
+//   - With opts.AuthToken set, "Authorization: Bearer <token>" must match
+//     (constant-time); otherwise 401.
+//
+// It never logs header values.
+func Guard(next http.Handler, opts HTTPOptions) http.Handler {
+	listenHost := normalizeHost(opts.ListenHost)
+	if ip, err := netip.ParseAddr(listenHost); err == nil && ip.IsUnspecified() {
+		listenHost = ""
+	}
+	var want [32]byte
+	if opts.AuthToken != "" {
+		want = sha256.Sum256([]byte(opts.AuthToken))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLocal(hostOnly(r.Host), listenHost) {
+			http.Error(w, "forbidden: Host is not local (mcproxy accepts only requests addressed to localhost or its listen address)", http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || u.Host == "" || !isLocal(normalizeHost(u.Hostname()), listenHost) {
+				http.Error(w, "forbidden: Origin is not local (cross-site requests to mcproxy are refused)", http.StatusForbidden)
+				return
+			}
+		}
+		if opts.AuthToken != "" {
+			token, ok := bearer(r.Header.Get("Authorization"))
+			got := sha256.Sum256([]byte(token))
+			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
+				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\"", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header.
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// hostOnly strips the port from a Host header value.
+func hostOnly(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return normalizeHost(host)
+	}
+	return normalizeHost(hostport)
+}
+
+func normalizeHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+}
+
+// isLocal reports whether host (no port, normalized) is this machine as far
+// as a browser is concerned: localhost, a loopback IP, or the listen host.
+func isLocal(host, listenHost string) bool {
+	if host == "" {
+		return false
+	}
+	if host == "localhost" || (listenHost != "" && host == listenHost) {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

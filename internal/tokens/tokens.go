@@ -1,0 +1,111 @@
+// Package tokens counts the tokens a piece of text costs a model, with the
+// byte-pair encodings OpenAI publishes for its tokenizers (cl100k_base,
+// o200k_base). It exists so every token figure mcproxy reports — the
+// profiler's savings, response costs — comes from one counter.
+//
+// The vocabularies are compiled into the binary (github.com/pkoukk/tiktoken-go-loader):
+// the package never downloads anything and never reads a cache directory.
+// Text is always counted as ordinary text: a special-token spelling such as
+// "<|endoftext|>" inside user data is tokenized like any other characters,
+// never treated as a control token and never a reason to panic.
+package tokens
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// The supported encodings.
+const (
+	CL100KBase = "cl100k_base" // GPT-4, GPT-3.5-turbo
+	O200KBase  = "o200k_base"  // GPT-4o, GPT-4.1, o-series
+)
+
+var supported = []string{CL100KBase, O200KBase}
+
+// offline is the only BPE loader this package allows: it reads the ranks
+// embedded by tiktoken-go-loader.
+var offline tiktoken.BpeLoader = tiktoken_loader.NewOfflineLoader()
+
+func init() {
+	// tiktoken-go keeps its loader in a package variable whose default
+	// fetches the vocabulary over HTTP. Replacing it at init, before any
+	// encoding can be requested, closes that path for the whole program.
+	tiktoken.SetBpeLoader(offline)
+}
+
+// Counter counts tokens under one encoding. It is safe for concurrent use.
+type Counter struct {
+	name string
+	enc  *tiktoken.Tiktoken
+}
+
+// cache holds one *tiktoken.Tiktoken per encoding: building one parses and
+// sorts a vocabulary of 100k-200k entries, far too slow to repeat per New.
+var cache struct {
+	sync.Mutex
+	byName map[string]*entry
+}
+
+type entry struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
+// New returns a Counter for the named encoding, "cl100k_base" or
+// "o200k_base". The first call for an encoding loads its vocabulary (about
+// a second); later calls share it.
+func New(encoding string) (*Counter, error) {
+	if !isSupported(encoding) {
+		return nil, fmt.Errorf("tokens: unknown encoding %q (supported: %s)", encoding, strings.Join(supported, ", "))
+	}
+	cache.Lock()
+	if cache.byName == nil {
+		cache.byName = make(map[string]*entry)
+	}
+	e, ok := cache.byName[encoding]
+	if !ok {
+		e = &entry{}
+		cache.byName[encoding] = e
+	}
+	cache.Unlock()
+	e.once.Do(func() {
+		e.enc, e.err = tiktoken.GetEncoding(encoding)
+		if e.err != nil {
+			e.err = fmt.Errorf("tokens: loading encoding %s: %w", encoding, e.err)
+		}
+	})
+	if e.err != nil {
+		return nil, e.err
+	}
+	return &Counter{name: encoding, enc: e.enc}, nil
+}
+
+func isSupported(encoding string) bool {
+	for _, s := range supported {
+		if s == encoding {
+			return true
+		}
+	}
+	return false
+}
+
+// Supported returns the encoding names New accepts.
+func Supported() []string { return append([]string(nil), supported...) }
+
+// Name returns the encoding name, e.g. "cl100k_base".
+func (c *Counter) Name() string { return c.name }
+
+// Count returns the number of tokens text encodes to, with special-token
+// spellings counted as plain text.
+func (c *Counter) Count(text string) int {
+	if text == "" {
+		return 0
+	}
+	return len(c.enc.EncodeOrdinary(text))
+}

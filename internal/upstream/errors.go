@@ -1,0 +1,70 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrUnknownServer is wrapped by Call when the server name is not in the
+// config's mcpServers map.
+var ErrUnknownServer = errors.New("unknown upstream server")
+
+// ErrUnknownTool is wrapped by Call when the server is up but does not expose
+// the tool: it never listed it, or allowed_tools/disabled_tools hide it.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// DownError is returned by Call when the target server cannot take calls:
+// it is down (and the reconnect backoff does not allow an attempt right
+// now), or the attempt made on demand failed, or it is disabled.
+type DownError struct {
+	Server string
+	State  State
+	// LastError is why the server is down ("" when disabled).
+	LastError string
+	// RetryAt is when the next reconnect attempt is due; zero when none is
+	// scheduled (disabled, or shutting down).
+	RetryAt time.Time
+}
+
+func (e *DownError) Error() string {
+	if e.State == StateDisabled {
+		return fmt.Sprintf("upstream %q is disabled in the config (mcpServers.%s.enabled is false)", e.Server, e.Server)
+	}
+	msg := fmt.Sprintf("upstream %q is %s", e.Server, e.State)
+	if e.LastError != "" {
+		msg += ": " + e.LastError
+	}
+	if !e.RetryAt.IsZero() {
+		wait := time.Until(e.RetryAt).Round(100 * time.Millisecond)
+		if wait < 0 {
+			wait = 0
+		}
+		msg += fmt.Sprintf("; next reconnect attempt at %s (in %s), call again after that",
+			e.RetryAt.UTC().Format("15:04:05.0Z"), wait)
+	}
+	return msg
+}
+
+// TimeoutError is returned by Call when a tools/call outlives its call
+// timeout. The upstream is told to stop with notifications/cancelled.
+type TimeoutError struct {
+	Server, Tool string
+	// Limit is the call timeout that was hit.
+	Limit time.Duration
+	// Setting names where Limit comes from: "mcpServers.<name>.call_timeout",
+	// "call_timeout", or the built-in default.
+	Setting string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("call to %s:%s timed out after %s (limit set by %s); the upstream was asked to cancel it",
+		e.Server, e.Tool, e.Limit, e.Setting)
+}
+
+// Unwrap lets errors.Is(err, context.DeadlineExceeded) match.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// Timeout reports true, as net.Error timeouts do.
+func (e *TimeoutError) Timeout() bool { return true }

@@ -1,0 +1,212 @@
+package upstream
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// stderrTailLines is how many of a child's last stderr lines are kept to
+// explain why it exited.
+const stderrTailLines = 5
+
+// process is one stdio child. We own its lifecycle instead of leaving it to
+// mcp-go's stdio transport because that transport's shutdown waits are fixed
+// constants and it ties the child to the context Start was called with; we
+// need shutdown stages tests can shorten and a child that lives exactly as
+// long as its session.
+type process struct {
+	cmd *exec.Cmd
+	pid int
+
+	stdin  *os.File // our write end of the child's stdin
+	stdout *os.File // our read end of the child's stdout
+
+	exited  chan struct{} // closed once Wait has returned
+	waitErr error         // set before exited is closed
+
+	stderrDone chan struct{} // closed when the stderr reader returns
+	stderrRead *os.File
+
+	tailMu sync.Mutex
+	tail   []string
+}
+
+// startProcess launches the command of s with its env merged over ours and
+// its cwd, and starts logging its stderr line by line.
+func startProcess(name string, s config.ServerConfig, log *zap.Logger) (*process, error) {
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Env = mergeEnv(os.Environ(), s.Env)
+	cmd.Dir = s.Cwd
+	setProcessGroup(cmd)
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("starting %q: %w", s.Command, err)
+	}
+	// The child holds its own copies now.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p := &process{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		stderrRead: errR,
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	go p.logStderr(log)
+	return p, nil
+}
+
+// mergeEnv returns base with extra's entries set, overriding same-named ones.
+// Keys are applied in sorted order so the result is deterministic.
+func mergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, overridden := extra[k]; !overridden {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+// logStderr copies the child's stderr into the log, one entry per line, and
+// keeps the last few lines to explain a crash.
+func (p *process) logStderr(log *zap.Logger) {
+	defer close(p.stderrDone)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("stderr reader panicked", zap.Any("panic", r))
+		}
+	}()
+	r := bufio.NewReaderSize(p.stderrRead, 64*1024)
+	for {
+		line, err := r.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if line != "" {
+			log.Info(line, zap.String("stream", "stderr"))
+			p.tailMu.Lock()
+			p.tail = append(p.tail, line)
+			if len(p.tail) > stderrTailLines {
+				p.tail = p.tail[len(p.tail)-stderrTailLines:]
+			}
+			p.tailMu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stderrTail is the child's last stderr lines joined for an error message.
+func (p *process) stderrTail() string {
+	p.tailMu.Lock()
+	defer p.tailMu.Unlock()
+	return strings.Join(p.tail, " | ")
+}
+
+// exitError describes how the child ended, with its last stderr lines.
+func (p *process) exitError() error {
+	err := fmt.Errorf("process %d exited: %v", p.pid, p.waitErr)
+	if p.waitErr == nil {
+		err = fmt.Errorf("process %d exited with status 0", p.pid)
+	}
+	if tail := p.stderrTail(); tail != "" {
+		err = fmt.Errorf("%w; last stderr: %s", err, tail)
+	}
+	return err
+}
+
+// stop ends the child in stages, each with its own wait, as MCP's stdio
+// shutdown asks: close its stdin (a well-behaved server exits on EOF), then
+// SIGTERM, then SIGKILL. The process group is killed last so grandchildren
+// (npx, shell wrappers) do not outlive it. It returns once the child is
+// reaped and the stderr reader has finished.
+func (p *process) stop(stopGrace, termGrace time.Duration, log *zap.Logger) {
+	p.stdin.Close()
+	if !p.waitFor(stopGrace) {
+		log.Debug("child ignored stdin close; sending SIGTERM", zap.Int("pid", p.pid), zap.Duration("waited", stopGrace))
+		p.terminate()
+		if !p.waitFor(termGrace) {
+			log.Warn("child ignored SIGTERM; killing it", zap.Int("pid", p.pid), zap.Duration("waited", termGrace))
+			p.kill()
+			<-p.exited
+		}
+	}
+	p.killGroup()
+	// Wait has returned, so no one else reads stdout/stderr through cmd;
+	// closing our ends unblocks the transport's reader and the stderr logger
+	// even if a grandchild still holds the write ends.
+	p.stdout.Close()
+	p.stderrRead.Close()
+	<-p.stderrDone
+}
+
+// waitFor reports whether the child exited within d.
+func (p *process) waitFor(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}

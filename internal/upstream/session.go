@@ -1,0 +1,374 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// protocolVersion is the revision we negotiate. We pin the initialize
+// handshake (2025-11-25 and earlier) because every server in the wild,
+// including the reference servers, speaks it, and because on it server
+// notifications such as tools/list_changed arrive without a subscription.
+const protocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+
+// maxToolPages bounds the tools/list cursor loop against a server that
+// keeps handing out new cursors.
+const maxToolPages = 1000
+
+// cancelNotifyTimeout bounds sending one notifications/cancelled.
+const cancelNotifyTimeout = 5 * time.Second
+
+// session is one live connection to an upstream: an initialized mcp-go
+// client, plus the child process (stdio) or HTTP client (SSE, streamable
+// HTTP) under it. A session is never reused after it is lost; the link dials
+// a new one.
+type session struct {
+	client *client.Client
+	tr     transport.Interface // what the client talks through (for raw requests)
+	proc   *process            // stdio only
+	http   *http.Client        // HTTP transports only
+	cancel context.CancelFunc  // ends the transport's long-lived context
+
+	lost     chan struct{} // closed by link.markLost
+	lostOnce sync.Once
+
+	refresh chan struct{} // a tools/list_changed arrived (capacity 1)
+
+	mu      sync.Mutex
+	closing bool           // set once close has begun; no new goroutines after
+	wg      sync.WaitGroup // goroutines this session owns
+	reqID   atomic.Int64
+}
+
+// spawn runs f on a goroutine the session owns, unless the session is
+// already closing.
+func (s *session) spawn(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+func (s *session) signalRefresh() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// dial connects to the upstream of l, initializes it and lists its tools,
+// all within the init timeout. The returned session lives until close; its
+// transport runs under ctx.
+func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	s := &session{
+		cancel:  cancel,
+		lost:    make(chan struct{}),
+		refresh: make(chan struct{}, 1),
+	}
+	ictx, icancel := context.WithTimeoutCause(sctx, l.init.d, errInitTimeout)
+	defer icancel()
+	// Some transports block in Start on the long-lived context (SSE waits
+	// for its endpoint event); if the init timeout passes first, end that
+	// context too so nothing outlives the attempt.
+	stopWatch := context.AfterFunc(ictx, func() {
+		if errors.Is(context.Cause(ictx), errInitTimeout) {
+			cancel()
+		}
+	})
+	defer stopWatch()
+
+	fail := func(step string, err error) (*session, []mcp.Tool, error) {
+		if errors.Is(context.Cause(ictx), errInitTimeout) {
+			err = fmt.Errorf("%s timed out after %s (limit set by %s)", step, l.init.d, l.init.setting)
+		} else {
+			err = fmt.Errorf("%s: %w", step, err)
+		}
+		if s.proc != nil && isConnErr(err) && s.proc.waitFor(time.Second) {
+			// The child died during start-up; its exit status and stderr
+			// say why.
+			err = fmt.Errorf("%w (%v)", err, s.proc.exitError())
+		}
+		l.closeSession(s)
+		return nil, nil, err
+	}
+
+	if err := l.openTransport(sctx, s); err != nil {
+		return fail("connecting", err)
+	}
+	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			s.signalRefresh()
+		}
+	})
+	if err := s.client.Start(sctx); err != nil {
+		return fail("starting transport", err)
+	}
+	var req mcp.InitializeRequest
+	req.Params.ProtocolVersion = protocolVersion
+	req.Params.ClientInfo = mcp.Implementation{Name: "mcproxy", Version: "dev"}
+	info, err := s.client.Initialize(ictx, req)
+	if err != nil {
+		return fail("initialize", err)
+	}
+	tools, err := s.listTools(ictx, l.log)
+	if err != nil {
+		return fail("listing tools", err)
+	}
+	if !stopWatch() {
+		// The timeout fired just as we finished.
+		return fail("initialize", ictx.Err())
+	}
+	l.log.Info("upstream ready",
+		zap.String("transport", l.kind),
+		zap.String("server_name", info.ServerInfo.Name),
+		zap.String("server_version", info.ServerInfo.Version),
+		zap.String("protocol", info.ProtocolVersion),
+		zap.Int("tools", len(tools)))
+	return s, tools, nil
+}
+
+var errInitTimeout = errors.New("init timeout")
+
+// openTransport builds the transport for l's config and the client over it.
+func (l *link) openTransport(ctx context.Context, s *session) error {
+	slogger := newSlog(l.log)
+	switch l.kind {
+	case config.TransportStdio:
+		p, err := startProcess(l.name, l.cfg, l.log)
+		if err != nil {
+			return err
+		}
+		s.proc = p
+		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
+			zap.Strings("env_keys", sortedKeys(l.cfg.Env)), zap.String("cwd", l.cfg.Cwd))
+		s.tr = transport.NewIO(p.stdout, p.stdin, nil)
+		s.spawn(func() {
+			select {
+			case <-p.exited:
+				l.markLost(s, p.exitError())
+			case <-ctx.Done():
+			}
+		})
+	case config.TransportSSE:
+		s.http = newHTTPClient()
+		sse, err := transport.NewSSE(l.cfg.URL,
+			transport.WithHeaders(l.cfg.Headers),
+			transport.WithHTTPClient(s.http),
+			transport.WithSSELogger(slogger),
+			transport.WithEndpointTimeout(l.init.d))
+		if err != nil {
+			return err
+		}
+		sse.SetConnectionLostHandler(func(err error) {
+			l.markLost(s, fmt.Errorf("SSE stream ended: %w", err))
+		})
+		s.tr = &httpTap{HTTPConnection: sse, s: s}
+	default:
+		s.http = newHTTPClient()
+		h, err := transport.NewStreamableHTTP(l.cfg.URL,
+			transport.WithHTTPHeaders(l.cfg.Headers),
+			transport.WithHTTPBasicClient(s.http),
+			transport.WithHTTPLogger(slogger),
+			transport.WithContinuousListening())
+		if err != nil {
+			return err
+		}
+		s.tr = &httpTap{HTTPConnection: h, s: s}
+	}
+	s.client = client.NewClient(s.tr, client.WithProtocolVersion(protocolVersion))
+	return nil
+}
+
+// newHTTPClient gives each session its own connection pool, so closing the
+// session also ends its idle keep-alive connections and their goroutines.
+func newHTTPClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// closeSession ends s: the client (HTTP sessions also send DELETE), then the
+// child in stages, then everything s started. It is safe on a partially
+// opened session.
+func (l *link) closeSession(s *session) {
+	if s.client != nil {
+		if err := s.client.Close(); err != nil {
+			l.log.Debug("closing client", zap.Error(err))
+		}
+	}
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	if s.proc != nil {
+		s.proc.stop(l.m.stopGrace, l.m.termGrace, l.log)
+	}
+	s.wg.Wait()
+	if s.http != nil {
+		s.http.CloseIdleConnections()
+	}
+}
+
+// listTools reads every page of tools/list. It sends the requests itself,
+// rather than through the client's ListTools, to keep each tool's
+// inputSchema exactly as the upstream wrote it (mcp.Tool's decoder rebuilds
+// it and drops keywords it does not model).
+func (s *session) listTools(ctx context.Context, log *zap.Logger) ([]mcp.Tool, error) {
+	var tools []mcp.Tool
+	seen := map[string]bool{}
+	cursors := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxToolPages {
+			return nil, fmt.Errorf("more than %d pages of tools; giving up", maxToolPages)
+		}
+		var params any
+		if cursor != "" {
+			params = map[string]any{"cursor": cursor}
+		}
+		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      mcp.NewRequestId(fmt.Sprintf("mcproxy-tools-%d", s.reqID.Add(1))),
+			Method:  string(mcp.MethodToolsList),
+			Params:  params,
+		})
+		if err != nil {
+			return nil, transport.NewError(err)
+		}
+		if resp.Error != nil {
+			if resp.Error.Code == mcp.METHOD_NOT_FOUND && page == 0 {
+				return nil, nil // a server without tools
+			}
+			return nil, fmt.Errorf("upstream answered error %d: %s", resp.Error.Code, resp.Error.Message)
+		}
+		var result struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &result); err != nil {
+			return nil, fmt.Errorf("decoding page %d: %w", page+1, err)
+		}
+		for _, raw := range result.Tools {
+			t, err := decodeTool(raw)
+			if err != nil {
+				return nil, fmt.Errorf("decoding page %d: %w", page+1, err)
+			}
+			if seen[t.Name] {
+				log.Warn("upstream listed a tool twice; keeping the first", zap.String("tool", t.Name))
+				continue
+			}
+			seen[t.Name] = true
+			tools = append(tools, t)
+		}
+		if result.NextCursor == "" {
+			return tools, nil
+		}
+		if cursors[result.NextCursor] {
+			return nil, fmt.Errorf("tools/list cursor %q repeated on page %d", result.NextCursor, page+1)
+		}
+		cursors[result.NextCursor] = true
+		cursor = result.NextCursor
+	}
+}
+
+// decodeTool decodes one tools/list entry, keeping its schemas verbatim in
+// RawInputSchema/RawOutputSchema.
+func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
+	var t mcp.Tool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return t, err
+	}
+	if t.Name == "" {
+		return t, errors.New("a tool has no name")
+	}
+	var schemas struct {
+		Input  json.RawMessage `json:"inputSchema"`
+		Output json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return t, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	if len(schemas.Input) > 0 && string(schemas.Input) != "null" {
+		t.InputSchema = mcp.ToolInputSchema{}
+		t.RawInputSchema = schemas.Input
+	}
+	if len(schemas.Output) > 0 && string(schemas.Output) != "null" {
+		t.OutputSchema = mcp.ToolOutputSchema{}
+		t.RawOutputSchema = schemas.Output
+	}
+	return t, nil
+}
+
+// httpTap sits between the mcp-go client and an HTTP transport. On the
+// legacy protocol mcp-go sends notifications/cancelled only over stdio, but
+// the spec asks for it on every transport, so the tap sends it when a
+// request's context ends before its response arrives. It forwards
+// everything else, including the protocol version (it is an
+// HTTPConnection, so the client leaves cancellation to us).
+type httpTap struct {
+	transport.HTTPConnection
+	s *session
+}
+
+func (t *httpTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.HTTPConnection.SendRequest(ctx, req)
+	if err != nil && ctx.Err() != nil && req.Method != string(mcp.MethodInitialize) {
+		t.s.sendCancelled(req.ID, context.Cause(ctx))
+	}
+	return resp, err
+}
+
+// SetRequestHandler lets the upstream's own requests (ping) reach the client.
+func (t *httpTap) SetRequestHandler(h transport.RequestHandler) {
+	if b, ok := t.HTTPConnection.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(h)
+	}
+}
+
+// sendCancelled tells the upstream to stop working on request id. Best
+// effort, off the caller's path, bounded, and owned by the session.
+func (s *session) sendCancelled(id mcp.RequestId, reason error) {
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{
+				"requestId": id,
+				"reason":    reason.Error(),
+			}},
+		},
+	}
+	s.spawn(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
+		defer cancel()
+		_ = s.tr.SendNotification(ctx, n)
+	})
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+func TestBackoff(t *testing.T) {
+	const min, max = time.Second, 30 * time.Second
+	cases := []struct {
+		failures int
+		jitter   float64
+		want     time.Duration
+	}{
+		{0, 0, time.Second},
+		{0, 0.999, time.Second + 249750*time.Microsecond},
+		{1, 0, 2 * time.Second},
+		{2, 0.5, 4*time.Second + 500*time.Millisecond},
+		{4, 0, 16 * time.Second},
+		{4, 0.999, 19996 * time.Millisecond},
+		{5, 0.999, 30 * time.Second}, // 32s plus jitter is capped
+		{5, 0, 30 * time.Second},
+		{60, 0.5, 30 * time.Second}, // no overflow after many failures
+	}
+	for _, tc := range cases {
+		if got := backoff(tc.failures, min, max, tc.jitter); got != tc.want {
+			t.Errorf("backoff(%d, jitter %v): got %s, want %s", tc.failures, tc.jitter, got, tc.want)
+		}
+	}
+}
+
+func TestTransportKind(t *testing.T) {
+	cases := []struct {
+		name string
+		sc   config.ServerConfig
+		want string
+	}{
+		{"command", config.ServerConfig{Command: "x"}, config.TransportStdio},
+		{"url", config.ServerConfig{URL: "http://h/mcp"}, config.TransportStreamableHTTP},
+		{"transport sse", config.ServerConfig{URL: "http://h/sse", Transport: "sse"}, config.TransportSSE},
+		{"type sse", config.ServerConfig{URL: "http://h/sse", Type: "sse"}, config.TransportSSE},
+		{"type http", config.ServerConfig{URL: "http://h/mcp", Type: "http"}, config.TransportStreamableHTTP},
+		{"explicit streamable", config.ServerConfig{URL: "http://h/mcp", Transport: "streamable-http"}, config.TransportStreamableHTTP},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := transportKind(tc.sc); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	base := []string{"A=1", "B=2", "PATH=/bin"}
+	got := mergeEnv(base, map[string]string{"B": "two", "C": "3"})
+	want := []string{"A=1", "PATH=/bin", "B=two", "C=3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("merged env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"A=1", "B=2", "PATH=/bin"}, base); diff != "" {
+		t.Errorf("base was modified (-want +got):\n%s", diff)
+	}
+}
+
+func TestToolFromMCP(t *testing.T) {
+	raw := mcp.NewToolWithRawSchema("q", "Query.", []byte(`{"type":"object","properties":{"b":{},"a":{}}}`))
+	got := ToolFromMCP("db", raw)
+	want := config.Tool{ID: "db:q", Server: "db", Name: "q", Description: "Query.",
+		Schema: []byte(`{"type":"object","properties":{"b":{},"a":{}}}`)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("raw schema tool (-want +got):\n%s", diff)
+	}
+	got.Schema[0] = 'X'
+	if raw.RawInputSchema[0] != '{' {
+		t.Error("ToolFromMCP shares the schema bytes with its input")
+	}
+
+	built := mcp.NewTool("add", mcp.WithDescription("Add."), mcp.WithNumber("x", mcp.Required()))
+	if got := string(ToolFromMCP("calc", built).Schema); got != `{"properties":{"x":{"type":"number"}},"required":["x"],"type":"object"}` {
+		t.Errorf("got built schema %s", got)
+	}
+}

@@ -1,0 +1,339 @@
+// Package upstream owns mcproxy's connections to the MCP servers it fronts:
+// one mcp-go client per configured server over stdio, legacy SSE or
+// streamable HTTP. It initializes each with a timeout, lists tools across all
+// pages, follows notifications/tools/list_changed, reconnects with capped
+// exponential backoff plus jitter (and on demand when a call needs a server
+// that is down), bounds each call, forwards cancellation, logs each stdio
+// child's stderr under its server name and stops children in stages.
+//
+// It does not index or render tools and does not serve MCP itself; it hands
+// tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
+// a server's env and headers are never logged.
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Options tune a Manager. The zero value is ready to use.
+type Options struct {
+	// Logger receives connection events and each stdio child's stderr, with
+	// the server name under the "upstream" field. nil = no logging.
+	Logger *zap.Logger
+	// OnToolsChanged is called after a server's exposed (filtered) tool set
+	// changes: when it comes up, when it sends tools/list_changed with a
+	// different set, and with nil tools when it goes down. It is never called
+	// concurrently for the same server, and may call the Manager's methods.
+	// nil = no callback.
+	OnToolsChanged func(server string, tools []config.Tool)
+	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles per
+	// consecutive failure. Zero = 1s and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// StopGrace is how long a stdio child gets to exit after its stdin is
+	// closed before it is sent SIGTERM; TermGrace is how long it then gets
+	// before SIGKILL. Zero = 2s each.
+	StopGrace, TermGrace time.Duration
+	// PingInterval is how often a ready HTTP upstream (SSE or streamable
+	// HTTP) is pinged, so one that went away is noticed without waiting for
+	// a call. Stdio children are watched through their process instead.
+	// Zero = 30s; negative = never.
+	PingInterval time.Duration
+}
+
+// Defaults for the zero Options fields.
+const (
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = 30 * time.Second
+	DefaultStopGrace  = 2 * time.Second
+	DefaultTermGrace  = 2 * time.Second
+	DefaultPing       = 30 * time.Second
+)
+
+// State is where a server's connection stands.
+type State string
+
+// The states a server can be in.
+const (
+	StateConnecting State = "connecting" // an attempt (initialize + tools/list) is running
+	StateReady      State = "ready"      // initialized; calls go through
+	StateDown       State = "down"       // the last attempt failed or the connection was lost; a retry is scheduled
+	StateDisabled   State = "disabled"   // enabled: false in the config; never started
+)
+
+// Status is one server's state as Manager.Status reports it.
+type Status struct {
+	Server    string
+	Transport string // stdio, sse or streamable-http
+	State     State
+	// LastError is why the server is down ("" when it is ready).
+	LastError string
+	// Tools is how many tools the server exposes after filtering (0 unless ready).
+	Tools int
+	// RetryAt is when the next reconnect attempt is due (zero unless down).
+	RetryAt time.Time
+}
+
+// Manager keeps one connection per configured server. Its methods are safe
+// for concurrent use.
+type Manager struct {
+	opts                   Options
+	log                    *zap.Logger
+	minBackoff, maxBackoff time.Duration
+	stopGrace, termGrace   time.Duration
+	pingInterval           time.Duration // <= 0: never
+
+	links map[string]*link
+	names []string // sorted
+
+	ctx    context.Context // ends at Close; every supervisor runs under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex // orders Start's launch against Close
+	closed  bool
+	started chan struct{} // closed when Start has launched the supervisors
+}
+
+// New prepares a Manager for cfg's servers; nothing starts until Start. cfg
+// is read, never modified, and must not be modified while the Manager runs.
+func New(cfg *config.Config, opts Options) *Manager {
+	m := &Manager{
+		opts:         opts,
+		log:          opts.Logger,
+		minBackoff:   orDefault(opts.MinBackoff, DefaultMinBackoff),
+		maxBackoff:   orDefault(opts.MaxBackoff, DefaultMaxBackoff),
+		stopGrace:    orDefault(opts.StopGrace, DefaultStopGrace),
+		termGrace:    orDefault(opts.TermGrace, DefaultTermGrace),
+		pingInterval: opts.PingInterval,
+		links:        map[string]*link{},
+		started:      make(chan struct{}),
+	}
+	if m.log == nil {
+		m.log = zap.NewNop()
+	}
+	if m.pingInterval == 0 {
+		m.pingInterval = DefaultPing
+	}
+	if m.maxBackoff < m.minBackoff {
+		m.maxBackoff = m.minBackoff
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if cfg == nil {
+		return m
+	}
+	for name, sc := range cfg.MCPServers {
+		l := &link{
+			m:         m,
+			name:      name,
+			cfg:       sc,
+			kind:      transportKind(sc),
+			init:      resolveLimit(name, sc.InitTimeout, cfg.InitTimeout, "init_timeout", config.DefaultInitTimeout),
+			call:      resolveLimit(name, sc.CallTimeout, cfg.CallTimeout, "call_timeout", config.DefaultCallTimeout),
+			log:       m.log.With(zap.String("upstream", name)),
+			wake:      make(chan struct{}, 1),
+			firstDone: make(chan struct{}),
+			state:     StateConnecting,
+			changed:   make(chan struct{}),
+		}
+		if !enabled(sc) {
+			l.state = StateDisabled
+		}
+		m.links[name] = l
+		m.names = append(m.names, name)
+	}
+	sort.Strings(m.names)
+	return m
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Start connects every enabled server concurrently and returns once each has
+// initialized and listed its tools or failed (each bounded by its init
+// timeout), or when ctx ends. Servers that failed keep retrying in the
+// background; ctx only bounds the waiting, not the connections. Calling
+// Start again, or after Close, does nothing.
+func (m *Manager) Start(ctx context.Context) {
+	m.mu.Lock()
+	select {
+	case <-m.started:
+	default:
+		if !m.closed {
+			for _, name := range m.names {
+				l := m.links[name]
+				if !enabled(l.cfg) {
+					continue
+				}
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					l.run(m.ctx)
+				}()
+			}
+		}
+		close(m.started)
+	}
+	m.mu.Unlock()
+	for _, name := range m.names {
+		l := m.links[name]
+		if !enabled(l.cfg) {
+			continue
+		}
+		select {
+		case <-l.firstDone:
+		case <-ctx.Done():
+			return
+		case <-m.ctx.Done():
+			return
+		}
+	}
+}
+
+// Close stops every connection: HTTP sessions are ended and stdio children
+// stopped in stages (see Options.StopGrace). When it returns no goroutine
+// or child process of the Manager is left. It is safe to call more than once.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	return nil
+}
+
+// Tools returns every ready server's exposed tools, sorted by ID. The result
+// is the caller's to keep.
+func (m *Manager) Tools() []config.Tool {
+	var out []config.Tool
+	for _, name := range m.names {
+		l := m.links[name]
+		l.mu.Lock()
+		if l.state == StateReady {
+			for _, t := range l.tools {
+				out = append(out, ToolFromMCP(name, t))
+			}
+		}
+		l.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b config.Tool) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// MCPTool returns the upstream's own definition of one exposed tool, with
+// its schemas verbatim in RawInputSchema/RawOutputSchema. ok is false when
+// the server is unknown or not ready, or does not expose the tool.
+func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
+	l, ok := m.links[server]
+	if !ok {
+		return mcp.Tool{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != StateReady {
+		return mcp.Tool{}, false
+	}
+	i, found := slices.BinarySearchFunc(l.tools, name, func(t mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
+	if !found {
+		return mcp.Tool{}, false
+	}
+	return l.tools[i], true
+}
+
+// Status reports every configured server, sorted by name.
+func (m *Manager) Status() []Status {
+	out := make([]Status, 0, len(m.names))
+	for _, name := range m.names {
+		out = append(out, m.links[name].status())
+	}
+	return out
+}
+
+// Call runs tools/call on one server's tool. The upstream's answer comes
+// back as is: a failing tool is a result with IsError set, not an error.
+// Errors: ErrUnknownServer or ErrUnknownTool (wrapped); *DownError when the
+// server cannot take calls; *TimeoutError past the call timeout. When ctx
+// ends (or the call timeout passes) the upstream gets notifications/cancelled.
+func (m *Manager) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	l, ok := m.links[server]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, server, strings.Join(m.names, ", "))
+	}
+	select {
+	case <-m.started:
+	default:
+		return nil, fmt.Errorf("calling %s:%s: the upstream manager has not been started", server, tool)
+	}
+	s, err := l.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.MCPTool(server, tool); !ok {
+		if !toolAllowed(l.cfg, tool) {
+			return nil, fmt.Errorf("%w: %q of upstream %q is hidden by mcpServers.%s.allowed_tools/disabled_tools",
+				ErrUnknownTool, tool, server, server)
+		}
+		return nil, fmt.Errorf("%w: upstream %q has no tool %q", ErrUnknownTool, server, tool)
+	}
+
+	cctx, cancel := context.WithTimeoutCause(ctx, l.call.d, errCallTimeout)
+	defer cancel()
+	var req mcp.CallToolRequest
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	if args == nil {
+		// Servers validate arguments as an object; null fails there.
+		req.Params.Arguments = map[string]any{}
+	}
+	res, err := s.client.CallTool(cctx, req)
+	if err == nil {
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, ctx.Err())
+	case cctx.Err() != nil && context.Cause(cctx) == errCallTimeout:
+		return nil, &TimeoutError{Server: server, Tool: tool, Limit: l.call.d, Setting: l.call.setting}
+	case isConnErr(err):
+		return nil, l.lostDuringCall(s, tool, err)
+	default:
+		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, err)
+	}
+}
+
+var errCallTimeout = fmt.Errorf("call timeout")
+
+// lostDuringCall takes a session whose transport failed mid-call out of
+// service and explains it. A stdio child that died says why (exit status,
+// last stderr lines), so it is given a moment to be reaped first.
+func (l *link) lostDuringCall(s *session, tool string, err error) error {
+	cause := err
+	if s.proc != nil {
+		if s.proc.waitFor(time.Second) {
+			cause = s.proc.exitError()
+		}
+	}
+	lost := fmt.Errorf("connection lost during a call to %q: %w", tool, cause)
+	l.markLost(s, lost)
+	e := &DownError{Server: l.name, State: StateDown, LastError: lost.Error()}
+	l.mu.Lock()
+	if l.state == StateDown {
+		e.RetryAt = l.retryAt
+	}
+	l.mu.Unlock()
+	return e
+}
