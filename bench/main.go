@@ -26,9 +26,6 @@ import (
 //go:embed queries/*.queries.json
 var builtinQueries embed.FS
 
-// now is the clock the report's timestamp comes from.
-var now = time.Now
-
 const usage = `usage: mcproxy bench [run] [flags]
        mcproxy bench capture --config FILE --out FILE
 
@@ -196,7 +193,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	rep.GeneratedAt = now().UTC().Format(time.RFC3339)
+	rep.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
 	if *outDir == "" {
 		_, err := io.WriteString(stdout, rep.Markdown())
 		return err
@@ -377,7 +374,7 @@ func captureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(tools) == 0 {
 		return errors.New("the upstreams expose no tools, nothing written")
 	}
-	stamp := now().UTC()
+	stamp := time.Now().UTC()
 	v := *version
 	if v == "" {
 		v = "capture@" + stamp.Format("2006-01-02")

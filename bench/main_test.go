@@ -233,4 +233,18 @@ func TestCapture(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("profiling the captured corpus: exit %d\nstderr: %s", code, stderr)
 	}
+	js, err := os.ReadFile(filepath.Join(dir, "report", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Arms) != 2 || rep.Arms[1].Name != "compact_sig" || rep.Arms[1].Tools != len(c.Tools) {
+		t.Errorf("arms of the captured corpus: got %+v, want baseline_json and compact_sig over %d tools", rep.Arms, len(c.Tools))
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], `no query set with corpus_version "memory@test"`) {
+		t.Errorf("notes: got %q, want one saying the captured corpus has no query set", rep.Notes)
+	}
 }

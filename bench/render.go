@@ -38,7 +38,7 @@ func (r *Report) Markdown() string {
 				notes = append(notes, "lower bound (descriptions rewritten)")
 			}
 			if len(a.Skipped) > 0 {
-				notes = append(notes, fmt.Sprintf("%d tools skipped", len(a.Skipped)))
+				notes = append(notes, "skipped "+plural(len(a.Skipped), "tool"))
 			}
 			fmt.Fprintf(&b, "| %s | %d | %d | %.2f | %d | %d | %s | %s | %s |\n", a.Name, a.Tools, a.TotalTokens, a.MeanTokens, a.P95Tokens,
 				a.ListingTokens, pct(a.SavingsPct), pct(a.ListingSavingsPct), strings.Join(notes, "; "))
@@ -52,7 +52,7 @@ func (r *Report) Markdown() string {
 			for i, h := range a.Heaviest {
 				parts[i] = fmt.Sprintf("`%s` %d", h.ToolID, h.Tokens)
 			}
-			fmt.Fprintf(&b, "- %s: %s\n", a.Name, strings.Join(parts, ", "))
+			fmt.Fprintf(&b, "- %s: %s\n", a.Name, orDash(strings.Join(parts, ", ")))
 		}
 		for _, a := range r.Arms {
 			if a.Corpus != c.Name {
@@ -82,7 +82,11 @@ func (r *Report) Markdown() string {
 				if a.Corpus != c.Name || a.Quality == nil {
 					continue
 				}
-				fmt.Fprintf(&b, "\n<details><summary>%s: %d queries without their tool in the top 5</summary>\n\n", a.Name, len(a.MissesAt5))
+				if len(a.MissesAt5) == 0 {
+					fmt.Fprintf(&b, "\n%s: every query has its tool in the top 5.\n", a.Name)
+					continue
+				}
+				fmt.Fprintf(&b, "\n<details><summary>%s: %s without their tool in the top 5</summary>\n\n", a.Name, plural(len(a.MissesAt5), "query"))
 				for _, m := range a.MissesAt5 {
 					rank := "not retrieved"
 					if m.Rank > 0 {
@@ -151,6 +155,17 @@ func writeQualityRow(b *strings.Builder, arm, split string, q Quality) {
 		q.RecallAt1, q.RecallAt3, q.RecallAt5, q.RecallAt10, q.MRR, q.NDCGAt10, q.MAP)
 }
 
+// plural writes "1 tool", "2 tools", "1 query", "3 queries".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func pct(x float64) string { return fmt.Sprintf("%+.1f%%", x) }
 
 func orDash(s string) string {
@@ -212,7 +227,7 @@ func (r *Report) SVG() string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="13">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="16" y="28" font-size="18" font-weight="bold">mcproxy bench: tokens and retrieval quality per arm</text>`+"\n")
-	fmt.Fprintf(&b, `<text x="16" y="46" fill="#555">tokenizer %s · listing tokens (shorter is cheaper) · recall@5 and MRR (longer is better)</text>`+"\n", html.EscapeString(r.Tokenizer))
+	fmt.Fprintf(&b, `<text x="16" y="46" fill="#555">tokenizer %s · listing tokens (shorter is cheaper) · recall@5 and MRR on a 0–1 scale (longer is better)</text>`+"\n", html.EscapeString(r.Tokenizer))
 	y := 56
 	for _, p := range panels {
 		fmt.Fprintf(&b, `<text x="16" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", y+22, html.EscapeString(p.corpus))
@@ -247,6 +262,8 @@ func (r *Report) SVG() string {
 			if a.Quality != nil {
 				r5 := int(float64(qualW) * a.Quality.RecallAt5)
 				mrr := int(float64(qualW) * a.Quality.MRR)
+				// Light tracks mark the 0..1 scale so a bar's length reads as a fraction.
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#edf2f7"/>`+"\n", qualX, y+4, qualW)
 				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="8" fill="#2b6cb0"/>`+"\n", qualX, y+4, max(r5, 1))
 				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="8" fill="#dd6b20"/>`+"\n", qualX, y+14, max(mrr, 1))
 				fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%.2f / %.2f</text>`+"\n", qualX+qualW+8, y+17, a.Quality.RecallAt5, a.Quality.MRR)

@@ -15,6 +15,7 @@ import (
 
 // Profile is one profiler run's inputs. Everything it reads is already in
 // memory, so a run is a pure function of these values (and of the code).
+// Corpora, Registry and Counter are required.
 type Profile struct {
 	// Corpora are measured in order.
 	Corpora []*Corpus
@@ -103,9 +104,12 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 			listingArms = append(listingArms, a)
 		}
 
-		if p.Front == nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: discovery cost not measured (no MCP front configured)", c.Name))
-		} else if hasQueries {
+		switch {
+		case !hasQueries:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: no query set with corpus_version %q, so retrieval quality and discovery cost were not measured (pass --queries)", c.Name, c.Version))
+		case p.Front == nil:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: discovery cost not measured (no MCP front; --no-discovery)", c.Name))
+		default:
 			for _, a := range listingArms {
 				fmt.Fprintf(progress, "bench: %s: %s: retrieve_tools answers\n", c.Name, a.Name())
 				d, err := measureDiscovery(ctx, p.Front, p.Counter, a, c, qs.Set.Queries)

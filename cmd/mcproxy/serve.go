@@ -61,7 +61,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { _ = log.Sync() }()
 
 	dataDir := config.ExpandHome(cfg.DataDir)
-	st, err := newStack(cfg, stackOptions{IndexDir: filepath.Join(dataDir, "index"), Version: versionString(), Logger: log})
+	st, err := newStack(cfg, stackOptions{IndexDir: filepath.Join(dataDir, "index"), Version: versionString(), Logger: log, WaitForStart: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}()
 
-	// Bind before connecting upstreams, so a taken port fails fast.
+	// Bind first, so a taken port fails before anything starts.
 	var ln net.Listener
 	if !*stdio {
 		ln, err = net.Listen("tcp", cfg.Listen)
@@ -83,17 +83,27 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer ln.Close()
 	}
 
-	st.start(ctx)
-	for _, s := range st.status() {
-		fields := []zap.Field{zap.String("upstream", s.Server), zap.String("transport", s.Transport), zap.String("state", s.State), zap.Int("tools", s.Tools)}
-		if s.LastError != "" {
-			fields = append(fields, zap.String("last_error", oneLine(s.LastError)))
-			log.Warn("upstream not ready", fields...)
-			continue
-		}
-		log.Info("upstream", fields...)
-	}
-	log.Info("mcproxy ready", zap.String("mode", cfg.Mode), zap.String("arm", cfg.Arm), zap.Bool("stdio", *stdio))
+	// Serve at once and connect the upstreams alongside: clients can
+	// initialize right away, and their tool calls wait (WaitForStart) until
+	// every upstream has had its first chance to connect.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	startDone := make(chan struct{})
+	go func() {
+		defer close(startDone)
+		defer st.front.Started()
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic while starting upstreams", zap.Any("panic", r), zap.Stack("stack"))
+			}
+		}()
+		st.start(startCtx)
+		logStatus(log, st.status())
+		log.Info("mcproxy ready", zap.String("mode", cfg.Mode), zap.String("arm", cfg.Arm), zap.Bool("stdio", *stdio))
+	}()
+	defer func() {
+		cancelStart()
+		<-startDone
+	}()
 
 	if *stdio {
 		err = st.front.ServeStdio(ctx, stdin, stdout)
@@ -110,6 +120,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log.Info("mcproxy stopped")
 	return exitOK
+}
+
+// logStatus logs every upstream's state after start-up.
+func logStatus(log *zap.Logger, statuses []server.UpstreamStatus) {
+	for _, s := range statuses {
+		fields := []zap.Field{zap.String("upstream", s.Server), zap.String("transport", s.Transport), zap.String("state", s.State), zap.Int("tools", s.Tools)}
+		if s.LastError != "" {
+			fields = append(fields, zap.String("last_error", oneLine(s.LastError)))
+			log.Warn("upstream status: not ready", fields...)
+			continue
+		}
+		log.Info("upstream status", fields...)
+	}
 }
 
 // loadConfig loads path, applies command-line overrides and validates the

@@ -33,6 +33,9 @@ type stackOptions struct {
 	IndexDir string
 	Version  string
 	Logger   *zap.Logger
+	// WaitForStart holds tool calls until start has run (see
+	// server.Options.WaitForStart).
+	WaitForStart bool
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -69,6 +72,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		RetrieveLimit: cfg.RetrieveLimit,
 		Render:        server.ArmRenderer(arm.EncodeListing),
 		IndexMetadata: arm.EncodeIndexMetadata,
+		WaitForStart:  opts.WaitForStart,
 	})
 	if err != nil {
 		_ = mgr.Close()
@@ -80,7 +84,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 }
 
 // start connects every upstream (returning once each is up or has failed
-// its first attempt) and loads the front's catalog.
+// its first attempt, or ctx ends) and loads the front's catalog.
 func (s *stack) start(ctx context.Context) {
 	s.mgr.Start(ctx)
 	s.front.Resync()

@@ -83,7 +83,8 @@ type AvailabilityChecker interface {
 // armName is the shape of a registry key.
 var armName = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
-// Registry maps arm names to arms. It is safe for concurrent use.
+// Registry maps arm names to arms. It is safe for concurrent use; the zero
+// value is an empty registry.
 type Registry struct {
 	mu   sync.RWMutex
 	arms map[string]Arm
@@ -108,6 +109,9 @@ func (r *Registry) Register(a Arm) error {
 	defer r.mu.Unlock()
 	if _, dup := r.arms[name]; dup {
 		return fmt.Errorf("registering arm %q: already registered", name)
+	}
+	if r.arms == nil {
+		r.arms = make(map[string]Arm)
 	}
 	r.arms[name] = a
 	return nil

@@ -59,6 +59,16 @@ func TestResolveChecksAvailabilityFirst(t *testing.T) {
 	}
 }
 
+func TestZeroRegistry(t *testing.T) {
+	var r Registry
+	if err := r.Register(NewBaseline()); err != nil {
+		t.Fatalf("Register on a zero Registry: %v", err)
+	}
+	if diff := cmp.Diff([]string{BaselineName}, r.Names()); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+}
+
 func TestResolveUnregisteredTSCG(t *testing.T) {
 	_, err := NewRegistry().Resolve(TSCGName)
 	if !errors.Is(err, ErrArmUnavailable) || !strings.Contains(err.Error(), "armsio.NewTSCG") {

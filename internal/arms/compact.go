@@ -1,7 +1,6 @@
 package arms
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -12,7 +11,7 @@ import (
 
 // CompactArm is compact_sig: each tool is one signature line,
 //
-//	server:tool(req:type, opt?:type=default)|description
+//	server:tool(req:type, opt?:type)|description
 //
 // Required parameters come first in the order the schema's "required" list
 // gives, then optional ones (marked "?") sorted by name. Types are written in
@@ -20,11 +19,12 @@ import (
 // arrays (string[]), inline object shapes ({from:string, to?:number}),
 // literal unions for enums and consts ("name"|"size"), unions for
 // anyOf/oneOf/type lists (string|null), intersections for allOf, and the
-// name of a local $ref that would recurse. Scalar defaults follow "=". The
-// tool description is kept verbatim; per-parameter descriptions and
-// validation keywords (format, minimum, ...) are left out, which is where the
-// savings come from. describe_tool serves the full schema when a model needs
-// it.
+// name of a local $ref that would recurse. An optional parameter whose
+// default is null drops "|null", since leaving it out means the same. The
+// tool description is kept verbatim; per-parameter descriptions, defaults
+// and validation keywords (format, minimum, ...) are left out, which is where
+// the savings come from. describe_tool serves the full schema when a model
+// needs it.
 type CompactArm struct{}
 
 // NewCompact returns the compact_sig arm.
@@ -97,8 +97,9 @@ type sigRenderer struct {
 	expanding map[string]bool
 }
 
-// fields renders the properties of an object schema as
-// "a:type, b?:type=default".
+// fields renders the properties of an object schema as "a:type, b?:type",
+// followed by "[key:string]:type" when additionalProperties is a schema
+// (extra keys of that type are accepted).
 func (r *sigRenderer) fields(obj map[string]any, path string, depth int) (string, error) {
 	props := map[string]any{}
 	if p, ok := obj["properties"]; ok {
@@ -148,21 +149,22 @@ func (r *sigRenderer) fields(obj map[string]any, path string, depth int) (string
 					return "", err
 				}
 			}
-			def, hasDefault := any(nil), false
-			if m, ok := s.(map[string]any); ok {
-				def, hasDefault = m["default"]
+			if m, ok := s.(map[string]any); ok && group.mark != "" {
+				if def, ok := m["default"]; ok && def == nil {
+					// Optional with a null default: leaving it out already
+					// means null, so "|null" would say nothing new.
+					typ = dropNull(typ)
+				}
 			}
-			if group.mark != "" && hasDefault && def == nil {
-				// An optional parameter whose default is null: leaving it
-				// out already means null, so "|null" would say nothing new.
-				typ = dropNull(typ)
-			}
-			field := fieldName(name) + group.mark + ":" + typ
-			if hasDefault && isScalar(def) {
-				field += "=" + literal(def)
-			}
-			parts = append(parts, field)
+			parts = append(parts, fieldName(name)+group.mark+":"+typ)
 		}
+	}
+	if ap, ok := obj["additionalProperties"].(map[string]any); ok {
+		typ, err := r.typeOf(ap, path+"/additionalProperties", depth+1)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, "[key:string]:"+typ)
 	}
 	return strings.Join(parts, ", "), nil
 }
@@ -284,26 +286,14 @@ func (r *sigRenderer) baseType(name string, s map[string]any, path string, depth
 		}
 		return group(t) + "[]", nil
 	case "object":
-		if p, ok := s["properties"].(map[string]any); ok && len(p) > 0 {
-			f, err := r.fields(s, path, depth)
-			if err != nil {
-				return "", err
-			}
-			return "{" + f + "}", nil
+		f, err := r.fields(s, path, depth)
+		if err != nil {
+			return "", err
 		}
-		if ap, ok := s["additionalProperties"].(map[string]any); ok {
-			t, err := r.typeOf(ap, path+"/additionalProperties", depth+1)
-			if err != nil {
-				return "", err
-			}
-			return "{[key:string]:" + t + "}", nil
+		if f == "" {
+			return "object", nil
 		}
-		if _, ok := s["properties"]; ok {
-			if _, isObj := s["properties"].(map[string]any); !isObj {
-				return "", fmt.Errorf("%s/properties must be an object, got %s", path, jsonKind(s["properties"]))
-			}
-		}
-		return "object", nil
+		return "{" + f + "}", nil
 	default:
 		return name, nil
 	}
@@ -408,14 +398,6 @@ func literal(v any) string {
 		return fmt.Sprint(v)
 	}
 	return s
-}
-
-func isScalar(v any) bool {
-	switch v.(type) {
-	case string, bool, json.Number:
-		return true
-	}
-	return false
 }
 
 // group wraps a union or intersection in parentheses so a suffix ("[]") or

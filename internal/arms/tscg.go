@@ -25,16 +25,22 @@ type Runner interface {
 
 // TSCGArm is tscg: tool definitions compiled by the reference TSCG
 // implementation, @tscg/core, run in Node through a Runner. A listing is one
-// run of the shim. TSCG is a deterministic compiler and the shim pins its
-// options, so the same input gives the same output.
+// run of the shim. Each tool goes to the compiler in the Anthropic tool shape
+// with its call name ("server:tool") as name and its canonical schema (an
+// empty object schema when it has none). TSCG is a deterministic compiler and
+// the shim pins its options, so the same input gives the same output.
 //
-// The compiled text of a tool has the shape
+// The compiled text of a tool is documented, for @tscg/core 1.4.3, to have
+// the shape
 //
 //	<name>: <rewritten description>
 //	  <param>[*] (<type>): <desc> | ...   (absent when there are no params)
 //	[CLOSURE:<name>(<required params>)]
 //
-// which EncodeIndexMetadata splits into the index fields.
+// which EncodeIndexMetadata splits into the index fields. The package cannot
+// be installed from the registry this project reaches, so that shape is
+// checked here only against a stand-in module; output that does not start
+// with "<name>: " makes EncodeIndexMetadata fail rather than guess.
 type TSCGArm struct {
 	runner Runner
 }

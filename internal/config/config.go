@@ -61,6 +61,9 @@ type Config struct {
 	AuthToken string `json:"auth_token,omitempty"`
 	// LogLevel is a zap level name (debug, info, warn, error). Empty = info.
 	LogLevel string `json:"log_level,omitempty"`
+	// Noa configures context compression on client sessions (see
+	// NoaConfig); the zero value means enabled with defaults.
+	Noa NoaConfig `json:"noa,omitempty"`
 }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to

@@ -104,6 +104,7 @@ func TestParseFull(t *testing.T) {
 		CallTimeout:   Duration(90 * time.Second),
 		AuthToken:     "s",
 		LogLevel:      "debug",
+		Noa:           NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
@@ -126,8 +127,15 @@ func TestParseRoundTrip(t *testing.T) {
 		Listen: "127.0.0.1:1", DataDir: "/d", Mode: ModeDirect, RetrieveLimit: 3, Arm: "a",
 		Tokenizer: "o200k_base", InitTimeout: Duration(3 * time.Second), CallTimeout: Duration(4 * time.Second),
 		AuthToken: "t", LogLevel: "warn",
+		Noa: NoaConfig{
+			Enabled: boolPtr(false), ContextLimit: 100000, MaxResultTokens: 9000, NudgeStartPct: 40, PressurePct: 70,
+			EmergencyPct: 85, MinCompressChars: 4000, MinSummaryChars: 60, MaxSummaryChars: 9000,
+			PreserveRecentMessages: 6, PreserveRecentTokens: 4000, MaxCompressAttempts: 2, MaxTier: 2,
+			Tier2Trigger: 4, Tier3Trigger: 3, ProtectedTools: []string{"git:*"},
+		},
 	}
 	assertAllSet(t, reflect.ValueOf(in), "Config")
+	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
 	assertAllSet(t, reflect.ValueOf(in.MCPServers["a"]), "ServerConfig")
 
 	data, err := json.Marshal(in)
@@ -177,7 +185,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, init_timeout, listen, log_level, mcpServers, mode, retrieve_limit, tokenizer)`,
+				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, tokenizer)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
 			},
 		},
@@ -296,6 +304,7 @@ func TestParseDefaults(t *testing.T) {
 		Listen: DefaultListen, DataDir: ExpandHome(DefaultDataDir), Mode: ModeRetrieve,
 		RetrieveLimit: DefaultRetrieveLimit, Arm: DefaultArm, Tokenizer: DefaultTokenizer, LogLevel: DefaultLogLevel,
 		InitTimeout: Duration(DefaultInitTimeout), CallTimeout: Duration(DefaultCallTimeout),
+		Noa: NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)

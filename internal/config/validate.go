@@ -66,6 +66,7 @@ func (c *Config) ApplyDefaults() {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = Duration(DefaultCallTimeout)
 	}
+	c.Noa.applyDefaults()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
@@ -116,6 +117,8 @@ func (c *Config) Validate() error {
 	if c.CallTimeout < 0 {
 		add("call_timeout", "must be > 0, got %s", c.CallTimeout)
 	}
+
+	errs = append(errs, c.Noa.validate("noa")...)
 
 	names := make([]string, 0, len(c.MCPServers))
 	for name := range c.MCPServers {

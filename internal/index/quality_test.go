@@ -63,7 +63,6 @@ func evaluate(t testing.TB, ix *Index, qs querySet, split string) metrics {
 	return m
 }
 
-
 func TestRetrievalQuality(t *testing.T) {
 	tests := []struct {
 		name    string

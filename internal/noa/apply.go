@@ -428,6 +428,28 @@ func repairPairs(msgs []CoreMessage, start, end int, folded map[string]bool) (ma
 		if len(withdrawn) > 0 {
 			changed = true
 		}
+		// The reverse split: acts folded while their reasoning run stays
+		// visible would leave a thinking block with nothing after it.
+		for _, g := range ComputeTurnGroups(win) {
+			if len(g.ReasoningIdx) == 0 {
+				continue
+			}
+			reasoningVisible := false
+			for _, i := range g.ReasoningIdx {
+				if !folded[win[i].ID] {
+					reasoningVisible = true
+				}
+			}
+			if !reasoningVisible {
+				continue
+			}
+			for _, i := range append(append([]int(nil), g.ActIdx...), g.ResultIdx...) {
+				if folded[win[i].ID] {
+					delete(folded, win[i].ID)
+					changed = true
+				}
+			}
+		}
 		if !changed {
 			break
 		}

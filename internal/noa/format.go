@@ -88,7 +88,7 @@ func FormatTierTargetBlocks(blocks []CompressionBlock) string {
 	lines := make([]string, 0, len(blocks)+1)
 	for _, b := range blocks {
 		t := fmt.Sprintf("  %s  %s–%s  %d msgs  %s→%s tok", blockLabel(b), b.StartRef, b.EndRef, len(b.EffectiveMessageIDs),
-			FormatTokens(b.CompressedTokens), FormatTokens(DefaultCountTokens(b.Summary)))
+			FormatTokens(b.CompressedTokens), FormatTokens(DefaultCountTokens(RenderSummaryMessage(b).Text)))
 		if b.Topic != "" {
 			t += "  " + b.Topic
 		}

@@ -98,7 +98,8 @@ func isSynthetic(m CoreMessage) bool {
 // view that the current step is probably still using, plus the last user
 // message. Walking back from the end, it protects messages until both
 // PreserveRecentMessages slots and PreserveRecentTokens are filled; messages
-// of NeverPreserveRecentTools take no slot and stay compressible. The zone's
+// of NeverPreserveRecentTools take no slot and stay compressible (unless they
+// belong to a reasoning turn inside the zone). The zone's
 // start is widened so it never splits a tool exchange or a reasoning run from
 // its act. The zone slides forward as the conversation grows.
 func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config) map[string]bool {
@@ -129,8 +130,22 @@ func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config
 	}
 	if start < len(msgs) {
 		start, _ = ApplyPairBoundaryAdjustments(start, len(msgs)-1, msgs)
+		// A never-preserve exchange that belongs to a reasoning turn stays
+		// with it: freeing it alone would offer a range that can only be
+		// withdrawn again (its reasoning run must not lose its act).
+		tied := map[int]bool{}
+		for _, g := range ComputeTurnGroups(msgs[start:]) {
+			if len(g.ReasoningIdx) == 0 {
+				continue
+			}
+			for _, s := range [][]int{g.ActIdx, g.ResultIdx} {
+				for _, i := range s {
+					tied[start+i] = true
+				}
+			}
+		}
 		for i := start; i < len(msgs); i++ {
-			if IsNeverPreserveRecentTool(msgs[i]) {
+			if IsNeverPreserveRecentTool(msgs[i]) && !tied[i] {
 				continue
 			}
 			if r := refOf(msgs[i]); r != "" {

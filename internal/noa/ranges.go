@@ -290,12 +290,39 @@ type Recommendation struct {
 func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) Recommendation {
 	soft := ComputeProtectedRefs(msgs, state, cfg)
 	ranges, prot := BuildCompressibleRanges(msgs, state, cfg, soft, count)
-	ranges = MergeRangesToThreshold(ViableRanges(ranges), cfg.Compress.MinCompressRange)
+	ranges = ViableRanges(ranges)
+	// Merge only between soft-zone spans: a merged range must never reach
+	// across recent work the model is told to leave alone. (Hard-protected
+	// messages inside a merged range stay protected when it is applied.)
+	var merged, group []RangeInfo
+	for i, r := range ranges {
+		if i > 0 && softBetween(prot, ranges[i-1].EndRef, r.StartRef) {
+			merged = append(merged, MergeRangesToThreshold(group, cfg.Compress.MinCompressRange)...)
+			group = nil
+		}
+		group = append(group, r)
+	}
+	ranges = append(merged, MergeRangesToThreshold(group, cfg.Compress.MinCompressRange)...)
 	return Recommendation{
 		CompressibleRanges: ranges,
 		ProtectedRanges:    prot,
 		NothingToCompress:  len(ranges) == 0,
 	}
+}
+
+// softBetween reports a soft-zone span lying between two refs.
+func softBetween(prot []ProtectedRange, after, before string) bool {
+	lo, _ := RefToIndex(after)
+	hi, _ := RefToIndex(before)
+	for _, p := range prot {
+		if len(p.Tools) > 0 || p.StartRef == "" {
+			continue
+		}
+		if n, ok := RefToIndex(p.StartRef); ok && n > lo && n < hi {
+			return true
+		}
+	}
+	return false
 }
 
 // ComputeContextBreakdown buckets the context by kind ("summaries", "tool",

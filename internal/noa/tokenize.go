@@ -11,7 +11,14 @@ import (
 // deliberate deviation from upstream), so an emoji counts once.
 func DefaultCountTokens(text string) int {
 	cjk, other := 0, 0
-	for _, r := range text {
+	for i := 0; i < len(text); {
+		if c := text[i]; c < utf8.RuneSelf {
+			other++
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
 		if isCJK(r) {
 			cjk++
 		} else {

@@ -55,7 +55,9 @@ func TruncateLargeToolOutputs(msgs []CoreMessage, tokenCount int, cfg Config, co
 			out = cloneMessages(msgs)
 		}
 		m := out[c.idx]
-		keep := max(truncateKeepTokens, c.tokens-need)
+		// The marker itself costs tokens; budget for it so one cut suffices
+		// where one can.
+		keep := max(truncateKeepTokens, c.tokens-need-count(truncationNote(len(m.Text)))-16)
 		m.Text = cutMiddle(m.Text, keep, c.tokens)
 		saved := c.tokens - CountMessageTokens(m, count)
 		if saved <= 0 {
@@ -85,6 +87,9 @@ func cutMiddle(text string, keep, total int) string {
 	head := k * 2 / 3
 	tail := k - head
 	removed := len(r) - head - tail
-	marker := fmt.Sprintf("\n%s: %d characters removed from the middle of this output. The full output is kept in the history; do not re-run the tool to see it.]\n", TruncationMarker, removed)
-	return string(r[:head]) + marker + string(r[len(r)-tail:])
+	return string(r[:head]) + truncationNote(removed) + string(r[len(r)-tail:])
+}
+
+func truncationNote(removed int) string {
+	return fmt.Sprintf("\n%s: %d characters removed from the middle of this output. The full output is kept in the history; do not re-run the tool to see it.]\n", TruncationMarker, removed)
 }

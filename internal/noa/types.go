@@ -142,15 +142,17 @@ func CreateInitialState(sessionID, archiveRoot string) CompressionState {
 // CloneState deep-copies s so the copy can be changed freely.
 func CloneState(s CompressionState) CompressionState {
 	out := s
-	out.Blocks = make([]CompressionBlock, len(s.Blocks))
-	for i, b := range s.Blocks {
-		out.Blocks[i] = cloneBlock(b)
+	if s.Blocks != nil {
+		out.Blocks = make([]CompressionBlock, len(s.Blocks))
+		for i, b := range s.Blocks {
+			out.Blocks[i] = cloneBlock(b)
+		}
 	}
 	out.MessageRefs = cloneRefMap(s.MessageRefs)
 	out.TokenSnapshot = cloneIntMap(s.TokenSnapshot)
-	out.Nudge.LastShownByTier = make(map[Tier]int, len(s.Nudge.LastShownByTier))
-	for k, v := range s.Nudge.LastShownByTier {
-		out.Nudge.LastShownByTier[k] = v
+	out.Nudge.LastShownByTier = maps.Clone(s.Nudge.LastShownByTier)
+	if out.Nudge.LastShownByTier == nil {
+		out.Nudge.LastShownByTier = map[Tier]int{}
 	}
 	out.Stats.DeadRanges = cloneIntMap(s.Stats.DeadRanges)
 	return out

@@ -176,6 +176,9 @@ func (s *Server) directTool(t config.Tool, name string) mcp.Tool {
 
 func (s *Server) directHandler(server, tool string) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := s.waitStarted(ctx); err != nil {
+			return nil, err
+		}
 		return s.callUpstream(ctx, server, tool, req.GetArguments())
 	}
 }

@@ -66,6 +66,9 @@ func (s *Server) metaTools() []mcpserver.ServerTool {
 }
 
 func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if err := s.waitStarted(ctx); err != nil {
+		return nil, err
+	}
 	args := req.GetArguments()
 	query, _ := args["query"].(string)
 	query = strings.TrimSpace(query)
@@ -119,6 +122,9 @@ func (s *Server) noMatchText(query string) string {
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if err := s.waitStarted(ctx); err != nil {
+		return nil, err
+	}
 	args := req.GetArguments()
 	id, _ := args["name"].(string)
 	id = strings.TrimSpace(id)
@@ -243,6 +249,9 @@ func (s *Server) suggestions(ctx context.Context, id string) []string {
 }
 
 func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if err := s.waitStarted(ctx); err != nil {
+		return nil, err
+	}
 	var names []string
 	switch v := req.GetArguments()["names"].(type) {
 	case string:

@@ -12,6 +12,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,12 @@ type Options struct {
 	IndexMetadata IndexMetadataFunc
 	// ShutdownTimeout bounds graceful HTTP shutdown; zero means 5s.
 	ShutdownTimeout time.Duration
+	// WaitForStart, when true, makes tool calls (meta tools and direct-mode
+	// tools) wait until Started is called, bounded by each request's
+	// context. Clients can then connect and initialize while the upstreams
+	// are still connecting, and their first search still sees every tool.
+	// False means calls are answered from whatever the catalog holds.
+	WaitForStart bool
 }
 
 // maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
@@ -140,6 +147,10 @@ type Server struct {
 	// direct holds the direct-mode registrations: exposed name → entry, so
 	// a resync only touches what changed. Guarded by syncMu.
 	direct map[string]directEntry
+
+	// started is closed by Started (or at New without WaitForStart).
+	started     chan struct{}
+	startedOnce sync.Once
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -182,18 +193,32 @@ func New(deps Deps, opts Options) (*Server, error) {
 		log = zap.NewNop()
 	}
 	s := &Server{
-		up:     deps.Upstreams,
-		ix:     deps.Index,
-		log:    log,
-		opts:   opts,
-		tools:  map[string][]config.Tool{},
-		byID:   map[string]config.Tool{},
-		direct: map[string]directEntry{},
+		up:      deps.Upstreams,
+		ix:      deps.Index,
+		log:     log,
+		opts:    opts,
+		tools:   map[string][]config.Tool{},
+		byID:    map[string]config.Tool{},
+		direct:  map[string]directEntry{},
+		started: make(chan struct{}),
+	}
+	if !opts.WaitForStart {
+		s.Started()
+	}
+	hooks := &mcpserver.Hooks{}
+	if opts.Mode == config.ModeDirect {
+		// In direct mode tools/list is the catalog: hold it, like tool
+		// calls, until the upstreams have had their first chance to connect,
+		// for clients that list once and ignore list_changed.
+		hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
+			_ = s.waitStarted(ctx)
+		})
 	}
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithRecovery(),
 		mcpserver.WithInstructions(s.instructions()),
+		mcpserver.WithHooks(hooks),
 	)
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
@@ -201,11 +226,30 @@ func New(deps Deps, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// Started releases the tool calls held back by Options.WaitForStart: the
+// upstreams have had their first chance to connect. Calling it again does
+// nothing.
+func (s *Server) Started() {
+	s.startedOnce.Do(func() { close(s.started) })
+}
+
+// waitStarted blocks until Started or until ctx ends.
+func (s *Server) waitStarted(ctx context.Context) error {
+	select {
+	case <-s.started:
+		return nil
+	default:
+	}
+	select {
+	case <-s.started:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // MCP returns the underlying mcp-go server (for in-process clients and tests).
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
-
-// Mode returns the mode the front runs in.
-func (s *Server) Mode() string { return s.opts.Mode }
 
 func (s *Server) instructions() string {
 	if s.opts.Mode == config.ModeDirect {
@@ -230,16 +274,20 @@ func (s *Server) Resync() {
 		}
 	}
 	s.mu.RUnlock()
-	// Configured servers without tools are cleared too: a persistent index
-	// may still hold what they had in an earlier run.
-	for _, st := range s.up.Status() {
-		if _, ok := byServer[st.Server]; !ok && !slices.Contains(gone, st.Server) {
-			gone = append(gone, st.Server)
-		}
-	}
 	slices.Sort(gone)
 	for _, name := range gone {
 		s.ToolsChanged(name, nil)
+	}
+	// Configured servers that have no tools now are cleared from the index
+	// too: a persistent index may still hold what they had in an earlier run.
+	if s.ix != nil {
+		s.syncMu.Lock()
+		for _, st := range s.up.Status() {
+			if _, ok := byServer[st.Server]; !ok && !slices.Contains(gone, st.Server) {
+				s.syncIndex(st.Server, nil)
+			}
+		}
+		s.syncMu.Unlock()
 	}
 	names := make([]string, 0, len(byServer))
 	for name := range byServer {
@@ -261,8 +309,16 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	// Index first: a search racing this update may return an id the catalog
-	// no longer has (Retrieve drops it), never one it cannot resolve.
+	s.mu.RLock()
+	same := sameTools(s.tools[server], tools)
+	s.mu.RUnlock()
+	if same {
+		// A repeated report (a Resync after the manager's own callbacks,
+		// a list_changed without changes) costs nothing.
+		return
+	}
+	// Retrieve drops hits the catalog does not hold, so a search racing
+	// this update never offers a tool that cannot be called.
 	s.syncIndex(server, tools)
 
 	s.mu.Lock()
@@ -362,6 +418,14 @@ func (s *Server) catalogIDs() []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// sameTools reports whether two sorted tool sets are identical.
+func sameTools(a, b []config.Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y config.Tool) bool {
+		return x.ID == y.ID && x.Server == y.Server && x.Name == y.Name &&
+			x.Description == y.Description && bytes.Equal(x.Schema, y.Schema)
+	})
 }
 
 // PlainMetadata is the default IndexMetadataFunc: the tool's own name,

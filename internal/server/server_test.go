@@ -249,3 +249,42 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitForStart(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{WaitForStart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, &front{Server: s}, "inprocess", nil)
+
+	// Before Started, a call waits; it can only end by its own deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = ToolRetrieve
+	req.Params.Arguments = map[string]any{"query": "echo a message"}
+	if res, err := c.CallTool(ctx, req); err == nil {
+		t.Fatalf("got %q before Started, want the call held until its deadline", text(res))
+	}
+
+	// A call made while upstreams connect sees the tools that arrive before
+	// Started.
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Errorf("retrieve_tools: %v", err)
+		}
+		done <- res
+	}()
+	s.Resync()
+	s.Started()
+	s.Started() // idempotent
+	res := <-done
+	if res == nil || !strings.HasPrefix(text(res), "test:echo(") {
+		t.Errorf("retrieve_tools after Started: got %v, want test:echo first", res)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -103,9 +104,58 @@ func (c *Counter) Name() string { return c.name }
 
 // Count returns the number of tokens text encodes to, with special-token
 // spellings counted as plain text.
+//
+// The count is exact for ordinary text. tiktoken-go's merge loop is quadratic
+// in the length of one pre-tokenized piece, so a single run of thousands of
+// letters, spaces or punctuation marks (a base64 blob without digits, a
+// padded table, a minified line of "=") would take seconds. Count therefore
+// cuts any such run every maxRun runes and counts the parts separately: only
+// text with a run that long is affected, and then by a few tokens per cut
+// (a cut can split what would have been one merged token).
 func (c *Counter) Count(text string) int {
 	if text == "" {
 		return 0
 	}
-	return len(c.enc.EncodeOrdinary(text))
+	n := 0
+	for _, part := range splitLongRuns(text, maxRun) {
+		n += len(c.enc.EncodeOrdinary(part))
+	}
+	return n
+}
+
+// maxRun is the longest same-class run Count hands to the BPE in one piece.
+const maxRun = 1024
+
+// runClass groups runes the way the tokenizers' pre-split patterns do:
+// letters, whitespace, digits and everything else.
+func runClass(r rune) int {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsMark(r):
+		return 1
+	case unicode.IsSpace(r):
+		return 2
+	case unicode.IsNumber(r):
+		return 3
+	default:
+		return 4
+	}
+}
+
+// splitLongRuns returns text cut inside every run of more than max runes of
+// one class; text without such a run comes back whole, as one part.
+func splitLongRuns(text string, max int) []string {
+	var parts []string
+	start, runLen, class := 0, 0, 0
+	for i, r := range text {
+		k := runClass(r)
+		if k != class {
+			class, runLen = k, 0
+		}
+		if runLen == max {
+			parts = append(parts, text[start:i])
+			start, runLen = i, 0
+		}
+		runLen++
+	}
+	return append(parts, text[start:])
 }

@@ -237,3 +237,51 @@ func BenchmarkCount(b *testing.B) {
 		})
 	}
 }
+
+func TestSplitLongRuns(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		max  int
+		want []string
+	}{
+		{"ordinary text stays whole", "hello world, 123", 8, []string{"hello world, 123"}},
+		{"long letter run is cut", "abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"classes reset the run", "abcd efgh", 4, []string{"abcd efgh"}},
+		{"long space run is cut", "a" + strings.Repeat(" ", 9) + "b", 4, []string{"a    ", "    ", " b"}},
+		{"multi-byte runes cut on rune boundaries", "ééééé", 2, []string{"éé", "éé", "é"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := splitLongRuns(tc.in, tc.max)
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("splitLongRuns(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCountLongRunsClose checks that cutting pathological runs keeps the
+// count within a few tokens per cut of the exact BPE count.
+func TestCountLongRunsClose(t *testing.T) {
+	c, err := New(CL100KBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{
+		strings.Repeat("abcdefghijklmnopqrstuvwxyz", 200),
+		strings.Repeat(" ", 5000),
+		strings.Repeat("=-", 2500),
+		"head " + strings.Repeat("Zq", 2500) + " tail",
+	} {
+		exact := len(c.enc.EncodeOrdinary(text))
+		cuts := len(splitLongRuns(text, maxRun)) - 1
+		if cuts == 0 {
+			t.Fatalf("test text of %d runes was not cut; the test does not exercise the cut", len(text))
+		}
+		got := c.Count(text)
+		if d := got - exact; d < -4*cuts || d > 4*cuts {
+			t.Errorf("Count(%d-rune run) = %d, exact %d: off by %d with %d cuts", len(text), got, exact, d, cuts)
+		}
+	}
+}

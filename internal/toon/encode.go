@@ -5,11 +5,22 @@ import (
 	"strings"
 )
 
-// Encode renders v as a TOON document. v is normalized to the JSON data model
-// first (see the package documentation and normalize: Object keeps its field
-// order, map[string]any is sorted by key, other types go through
-// encoding/json). The output uses LF line endings and has no trailing newline;
-// an empty root object yields "". v is never modified.
+// Encode renders v as a TOON document. v is first mapped onto the JSON data
+// model (spec §3):
+//
+//   - nil, bool, string: as is (invalid UTF-8 becomes U+FFFD, as in encoding/json)
+//   - json.Number: its exact literal in canonical form; an invalid literal is an error
+//   - every int and uint type: exact decimal
+//   - float32, float64: shortest round-trip digits; NaN and ±Inf become null
+//   - []any: array; Object: object in field order (a repeated key is an error)
+//   - map[string]any: object with keys sorted, so output is deterministic
+//   - json.RawMessage: parsed like EncodeJSON input
+//   - anything else (structs, other slices and maps, pointers, time.Time,
+//     json.Marshaler implementations): whatever encoding/json produces for
+//     it, read back with key order and number literals preserved
+//
+// The output uses LF line endings and has no trailing newline; an empty root
+// object yields "". v is never modified.
 func Encode(v any, opts Options) (string, error) {
 	cfg, err := opts.config()
 	if err != nil {

@@ -12,20 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// normalize maps a Go value onto the JSON data model (spec §3), building new
-// values and leaving v untouched. The result holds only nil, bool, string,
-// number, []any and Object. The mapping:
-//
-//   - nil, bool, string: as is (invalid UTF-8 becomes U+FFFD, as encoding/json does)
-//   - json.Number: its literal, validated and made canonical (lossless)
-//   - every int and uint type: exact decimal (lossless)
-//   - float32, float64: shortest round-trip digits; NaN and ±Inf become null
-//   - []any: array; Object: object in field order (duplicate keys are an error)
-//   - map[string]any: object with keys sorted, so output is deterministic
-//   - json.RawMessage: parsed like EncodeJSON input
-//   - anything else (structs, other slices and maps, pointers, time.Time,
-//     json.Marshaler implementations): whatever encoding/json produces for it,
-//     read back with key order and number literals preserved.
+// normalize maps a Go value onto the JSON data model as documented on
+// Encode, building new values and leaving v untouched. The result holds only
+// nil, bool, string, number, []any and Object.
 func normalize(v any, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, errTooDeep

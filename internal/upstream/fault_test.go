@@ -1,3 +1,5 @@
+//go:build unix
+
 package upstream
 
 import (
@@ -262,7 +264,7 @@ func TestCrashAndRecovery(t *testing.T) {
 	p, dir := peerServer(t, "peer")
 	other, _ := peerServer(t, "peer")
 	changes := make(chan string, 10)
-	const backoffTime = 2 * time.Second
+	const backoffTime = 3 * time.Second
 	m := startManager(t, map[string]config.ServerConfig{"p": p, "other": other}, Options{
 		MinBackoff: backoffTime, MaxBackoff: backoffTime,
 		OnToolsChanged: func(server string, tools []config.Tool) {
@@ -335,6 +337,22 @@ func TestCrashOnStartExplainsItself(t *testing.T) {
 	if st.State != StateDown || !strings.Contains(st.LastError, "exit status 3") ||
 		!strings.Contains(st.LastError, "cannot open database") {
 		t.Errorf("got %+v, want down with the exit status and stderr", st)
+	}
+}
+
+// TestMissingCommand: a command that cannot start is reported, and does
+// not hold up the other servers.
+func TestMissingCommand(t *testing.T) {
+	good, _ := peerServer(t, "peer")
+	missing := filepath.Join(t.TempDir(), "no-such-server")
+	m := startManager(t, map[string]config.ServerConfig{"good": good, "gone": {Command: missing}},
+		Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	st := statusOf(t, m, "gone")
+	if st.State != StateDown || !strings.Contains(st.LastError, missing) || !strings.Contains(st.LastError, "no such file") {
+		t.Errorf("got %+v, want down naming the missing command", st)
+	}
+	if st := statusOf(t, m, "good"); st.State != StateReady {
+		t.Errorf("got %+v, want the other server ready", st)
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:build unix
+
 package upstream
 
 import (
@@ -173,7 +175,7 @@ func TestHTTPDropAndReconnect(t *testing.T) {
 		byCall     bool
 	}{
 		{"streamable-http by call", config.TransportStreamableHTTP, -1, true},
-		{"streamable-http by ping", config.TransportStreamableHTTP, -1, false},
+		{"streamable-http by ping", config.TransportStreamableHTTP, 100 * time.Millisecond, false},
 		{"sse by stream end", config.TransportSSE, -1, false},
 	}
 	for _, tc := range cases {

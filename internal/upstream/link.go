@@ -64,17 +64,22 @@ func (l *link) run(ctx context.Context) {
 		}
 	}
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			l.log.Error("upstream supervisor panicked; the server stays down", zap.Any("panic", r))
 		}
 		markFirst()
 		l.mu.Lock()
+		live := l.sess
 		l.sess, l.tools, l.retryAt = nil, nil, time.Time{}
 		if l.state != StateDown {
 			l.lastErr = "upstream manager closed"
 		}
 		l.setState(StateDown)
 		l.mu.Unlock()
+		if r != nil && live != nil { // otherwise run closed it already
+			l.closeSession(live)
+		}
 	}()
 	for {
 		select {
@@ -87,15 +92,14 @@ func (l *link) run(ctx context.Context) {
 
 		sess, tools, err := l.dial(ctx)
 		if ctx.Err() != nil {
-			if sess != nil {
-				l.closeSession(sess)
-			}
+			l.closeSession(sess)
 			return
 		}
 		if err != nil {
 			d := l.down(err)
 			l.log.Warn("upstream unavailable", zap.Error(err), zap.Duration("retry_in", d))
 			markFirst()
+			l.closeSession(sess)
 			if !l.sleep(ctx) {
 				return
 			}
@@ -106,9 +110,13 @@ func (l *link) run(ctx context.Context) {
 		l.mu.Lock()
 		l.sess, l.tools, l.failures, l.lastErr, l.retryAt = sess, exposed, 0, "", time.Time{}
 		l.setState(StateReady)
+		early := sess.earlyLoss
 		l.mu.Unlock()
 		l.notify(exposed)
 		markFirst()
+		if early != nil { // lost between initialize and going live
+			l.markLost(sess, early)
+		}
 
 		l.serve(ctx, sess)
 
@@ -204,7 +212,7 @@ func (l *link) refresh(ctx context.Context, s *session) {
 func (l *link) filter(tools []mcp.Tool) []mcp.Tool {
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range tools {
-		if toolAllowed(l.cfg, t.Name) {
+		if l.cfg.ToolAllowed(t.Name) {
 			out = append(out, t)
 		}
 	}
@@ -259,6 +267,9 @@ func (l *link) downLocked(err error) time.Duration {
 func (l *link) markLost(s *session, err error) {
 	l.mu.Lock()
 	if l.sess != s {
+		if s.earlyLoss == nil {
+			s.earlyLoss = err // run checks it when s goes live
+		}
 		l.mu.Unlock()
 		return
 	}
@@ -315,7 +326,7 @@ func clamp(d, lo, hi time.Duration) time.Duration {
 // has passed since it went down; otherwise, or if that attempt fails, the
 // answer is a *DownError.
 func (l *link) acquire(ctx context.Context) (*session, error) {
-	if !enabled(l.cfg) {
+	if !l.cfg.IsEnabled() {
 		return nil, &DownError{Server: l.name, State: StateDisabled}
 	}
 	asked := false
@@ -361,7 +372,7 @@ func (l *link) status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := Status{Server: l.name, Transport: l.kind, State: l.state, LastError: l.lastErr, RetryAt: l.retryAt}
-	if !enabled(l.cfg) {
+	if !l.cfg.IsEnabled() {
 		st.State = StateDisabled
 	}
 	if l.state == StateReady {

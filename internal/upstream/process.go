@@ -19,6 +19,9 @@ import (
 // explain why it exited.
 const stderrTailLines = 5
 
+// maxStderrLine bounds one logged stderr line.
+const maxStderrLine = 64 * 1024
+
 // process is one stdio child. We own its lifecycle instead of leaving it to
 // mcp-go's stdio transport because that transport's shutdown waits are fixed
 // constants and it ties the child to the context Start was called with; we
@@ -43,10 +46,10 @@ type process struct {
 
 // startProcess launches the command of s with its env merged over ours and
 // its cwd, and starts logging its stderr line by line.
-func startProcess(name string, s config.ServerConfig, log *zap.Logger) (*process, error) {
-	cmd := exec.Command(s.Command, s.Args...)
+func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
+	cmd := exec.Command(config.ExpandHome(s.Command), s.Args...)
 	cmd.Env = mergeEnv(os.Environ(), s.Env)
-	cmd.Dir = s.Cwd
+	cmd.Dir = config.ExpandHome(s.Cwd)
 	setProcessGroup(cmd)
 
 	var files []*os.File
@@ -136,11 +139,12 @@ func (p *process) logStderr(log *zap.Logger) {
 			log.Error("stderr reader panicked", zap.Any("panic", r))
 		}
 	}()
-	r := bufio.NewReaderSize(p.stderrRead, 64*1024)
+	// Lines longer than the buffer are logged in buffer-sized pieces, so a
+	// child that never writes a newline cannot grow our memory.
+	r := bufio.NewReaderSize(p.stderrRead, maxStderrLine)
 	for {
-		line, err := r.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
-		if line != "" {
+		b, _, err := r.ReadLine()
+		if line := strings.TrimRight(string(b), "\r"); line != "" {
 			log.Info(line, zap.String("stream", "stderr"))
 			p.tailMu.Lock()
 			p.tail = append(p.tail, line)
@@ -163,7 +167,9 @@ func (p *process) stderrTail() string {
 }
 
 // exitError describes how the child ended, with its last stderr lines.
+// Call it only once the child has exited.
 func (p *process) exitError() error {
+	p.drainStderr()
 	err := fmt.Errorf("process %d exited: %v", p.pid, p.waitErr)
 	if p.waitErr == nil {
 		err = fmt.Errorf("process %d exited with status 0", p.pid)
@@ -191,12 +197,27 @@ func (p *process) stop(stopGrace, termGrace time.Duration, log *zap.Logger) {
 		}
 	}
 	p.killGroup()
-	// Wait has returned, so no one else reads stdout/stderr through cmd;
-	// closing our ends unblocks the transport's reader and the stderr logger
-	// even if a grandchild still holds the write ends.
+	// Let the stderr logger read what the child wrote last, then close our
+	// ends: that unblocks the transport's reader and the logger even if a
+	// grandchild still holds the write ends.
+	p.drainStderr()
 	p.stdout.Close()
 	p.stderrRead.Close()
 	<-p.stderrDone
+}
+
+// stderrDrainWait bounds waiting for an exited child's stderr to reach EOF.
+const stderrDrainWait = 500 * time.Millisecond
+
+// drainStderr waits, briefly, for the stderr logger to reach EOF, which it
+// does soon after the child exits unless a grandchild holds the pipe.
+func (p *process) drainStderr() {
+	t := time.NewTimer(stderrDrainWait)
+	defer t.Stop()
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
+	}
 }
 
 // waitFor reports whether the child exited within d.

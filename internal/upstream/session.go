@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type session struct {
 
 	lost     chan struct{} // closed by link.markLost
 	lostOnce sync.Once
+	// earlyLoss is a loss reported before the session went live (guarded
+	// by the link's mu).
+	earlyLoss error
 
 	refresh chan struct{} // a tools/list_changed arrived (capacity 1)
 
@@ -77,8 +81,10 @@ func (s *session) signalRefresh() {
 }
 
 // dial connects to the upstream of l, initializes it and lists its tools,
-// all within the init timeout. The returned session lives until close; its
-// transport runs under ctx.
+// all within the init timeout. The returned session lives until
+// closeSession, which the caller owes even when dial fails (a failed
+// session is returned so the failure can be reported before a child that
+// hung is stopped in stages); its transport runs under ctx.
 func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &session{
@@ -109,8 +115,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 			// say why.
 			err = fmt.Errorf("%w (%v)", err, s.proc.exitError())
 		}
-		l.closeSession(s)
-		return nil, nil, err
+		return s, nil, err
 	}
 
 	if err := l.openTransport(sctx, s); err != nil {
@@ -155,14 +160,16 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	slogger := newSlog(l.log)
 	switch l.kind {
 	case config.TransportStdio:
-		p, err := startProcess(l.name, l.cfg, l.log)
+		p, err := startProcess(l.cfg, l.log)
 		if err != nil {
 			return err
 		}
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
 			zap.Strings("env_keys", sortedKeys(l.cfg.Env)), zap.String("cwd", l.cfg.Cwd))
-		s.tr = transport.NewIO(p.stdout, p.stdin, nil)
+		stdio := transport.NewIO(p.stdout, p.stdin, nil)
+		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
+		s.tr = stdio
 		s.spawn(func() {
 			select {
 			case <-p.exited:
@@ -171,6 +178,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 			}
 		})
 	case config.TransportSSE:
+		l.logHTTP()
 		s.http = newHTTPClient()
 		sse, err := transport.NewSSE(l.cfg.URL,
 			transport.WithHeaders(l.cfg.Headers),
@@ -184,7 +192,8 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 			l.markLost(s, fmt.Errorf("SSE stream ended: %w", err))
 		})
 		s.tr = &httpTap{HTTPConnection: sse, s: s}
-	default:
+	case config.TransportStreamableHTTP:
+		l.logHTTP()
 		s.http = newHTTPClient()
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
@@ -195,9 +204,22 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 			return err
 		}
 		s.tr = &httpTap{HTTPConnection: h, s: s}
+	default:
+		return fmt.Errorf("mcpServers.%s has neither a command nor a url", l.name)
 	}
 	s.client = client.NewClient(s.tr, client.WithProtocolVersion(protocolVersion))
 	return nil
+}
+
+// logHTTP logs where an HTTP upstream is, without the query string (it may
+// carry a token) and with header names only.
+func (l *link) logHTTP() {
+	where := "(unparsable URL)"
+	if u, err := url.Parse(l.cfg.URL); err == nil {
+		where = u.Scheme + "://" + u.Host + u.Path
+	}
+	l.log.Debug("connecting", zap.String("transport", l.kind), zap.String("url", where),
+		zap.Strings("header_names", sortedKeys(l.cfg.Headers)))
 }
 
 // newHTTPClient gives each session its own connection pool, so closing the
@@ -210,6 +232,9 @@ func newHTTPClient() *http.Client {
 // child in stages, then everything s started. It is safe on a partially
 // opened session.
 func (l *link) closeSession(s *session) {
+	if s == nil {
+		return
+	}
 	if s.client != nil {
 		if err := s.client.Close(); err != nil {
 			l.log.Debug("closing client", zap.Error(err))

@@ -34,28 +34,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestTransportKind(t *testing.T) {
-	cases := []struct {
-		name string
-		sc   config.ServerConfig
-		want string
-	}{
-		{"command", config.ServerConfig{Command: "x"}, config.TransportStdio},
-		{"url", config.ServerConfig{URL: "http://h/mcp"}, config.TransportStreamableHTTP},
-		{"transport sse", config.ServerConfig{URL: "http://h/sse", Transport: "sse"}, config.TransportSSE},
-		{"type sse", config.ServerConfig{URL: "http://h/sse", Type: "sse"}, config.TransportSSE},
-		{"type http", config.ServerConfig{URL: "http://h/mcp", Type: "http"}, config.TransportStreamableHTTP},
-		{"explicit streamable", config.ServerConfig{URL: "http://h/mcp", Transport: "streamable-http"}, config.TransportStreamableHTTP},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := transportKind(tc.sc); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestMergeEnv(t *testing.T) {
 	base := []string{"A=1", "B=2", "PATH=/bin"}
 	got := mergeEnv(base, map[string]string{"B": "two", "C": "3"})
@@ -84,5 +62,9 @@ func TestToolFromMCP(t *testing.T) {
 	built := mcp.NewTool("add", mcp.WithDescription("Add."), mcp.WithNumber("x", mcp.Required()))
 	if got := string(ToolFromMCP("calc", built).Schema); got != `{"properties":{"x":{"type":"number"}},"required":["x"],"type":"object"}` {
 		t.Errorf("got built schema %s", got)
+	}
+
+	if got := ToolFromMCP("x", mcp.Tool{Name: "bare"}).Schema; got != nil {
+		t.Errorf("got schema %s for a tool without one, want nil", got)
 	}
 }

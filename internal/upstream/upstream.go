@@ -12,6 +12,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -34,8 +35,9 @@ type Options struct {
 	// OnToolsChanged is called after a server's exposed (filtered) tool set
 	// changes: when it comes up, when it sends tools/list_changed with a
 	// different set, and with nil tools when it goes down. It is never called
-	// concurrently for the same server, and may call the Manager's methods.
-	// nil = no callback.
+	// concurrently for the same server, and may call the Manager's methods
+	// other than Close. It runs on the server's supervisor goroutine, so a
+	// slow callback delays that server's reconnects. nil = no callback.
 	OnToolsChanged func(server string, tools []config.Tool)
 	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles per
 	// consecutive failure. Zero = 1s and 30s.
@@ -137,7 +139,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 			m:         m,
 			name:      name,
 			cfg:       sc,
-			kind:      transportKind(sc),
+			kind:      sc.TransportKind(),
 			init:      resolveLimit(name, sc.InitTimeout, cfg.InitTimeout, "init_timeout", config.DefaultInitTimeout),
 			call:      resolveLimit(name, sc.CallTimeout, cfg.CallTimeout, "call_timeout", config.DefaultCallTimeout),
 			log:       m.log.With(zap.String("upstream", name)),
@@ -146,7 +148,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 			state:     StateConnecting,
 			changed:   make(chan struct{}),
 		}
-		if !enabled(sc) {
+		if !sc.IsEnabled() {
 			l.state = StateDisabled
 		}
 		m.links[name] = l
@@ -176,7 +178,7 @@ func (m *Manager) Start(ctx context.Context) {
 		if !m.closed {
 			for _, name := range m.names {
 				l := m.links[name]
-				if !enabled(l.cfg) {
+				if !l.cfg.IsEnabled() {
 					continue
 				}
 				m.wg.Add(1)
@@ -191,7 +193,7 @@ func (m *Manager) Start(ctx context.Context) {
 	m.mu.Unlock()
 	for _, name := range m.names {
 		l := m.links[name]
-		if !enabled(l.cfg) {
+		if !l.cfg.IsEnabled() {
 			continue
 		}
 		select {
@@ -251,7 +253,19 @@ func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
 	if !found {
 		return mcp.Tool{}, false
 	}
-	return l.tools[i], true
+	t := l.tools[i]
+	// The caller may keep and modify the tool; the cached list stays ours.
+	t.RawInputSchema = bytes.Clone(t.RawInputSchema)
+	t.RawOutputSchema = bytes.Clone(t.RawOutputSchema)
+	return t, true
+}
+
+// exposes reports whether the server is ready and lists tool (after filtering).
+func (l *link) exposes(tool string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, found := slices.BinarySearchFunc(l.tools, tool, func(t mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
+	return l.state == StateReady && found
 }
 
 // Status reports every configured server, sorted by name.
@@ -278,12 +292,15 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	default:
 		return nil, fmt.Errorf("calling %s:%s: the upstream manager has not been started", server, tool)
 	}
+	if m.ctx.Err() != nil {
+		return nil, fmt.Errorf("calling %s:%s: the upstream manager is closed", server, tool)
+	}
 	s, err := l.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := m.MCPTool(server, tool); !ok {
-		if !toolAllowed(l.cfg, tool) {
+	if !l.exposes(tool) {
+		if !l.cfg.ToolAllowed(tool) {
 			return nil, fmt.Errorf("%w: %q of upstream %q is hidden by mcpServers.%s.allowed_tools/disabled_tools",
 				ErrUnknownTool, tool, server, server)
 		}

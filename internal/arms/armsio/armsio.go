@@ -6,12 +6,10 @@ package armsio
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
@@ -160,13 +158,14 @@ func RepoRoot(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	start := dir
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above " + strings.TrimSpace(dir))
+			return "", fmt.Errorf("no go.mod in %s or above", start)
 		}
 		dir = parent
 	}

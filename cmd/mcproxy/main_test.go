@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+func TestRunUsage(t *testing.T) {
+	tests := []struct {
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{nil, exitUsage, "", "Usage:"},
+		{[]string{"help"}, exitOK, "Usage:", ""},
+		{[]string{"--help"}, exitOK, "Usage:", ""},
+		{[]string{"version"}, exitOK, "mcproxy ", ""},
+		{[]string{"bench", "help"}, exitOK, "usage: mcproxy bench", ""},
+		{[]string{"nope"}, exitUsage, "", `unknown command "nope"`},
+		{[]string{"search"}, exitUsage, "", "give a query"},
+		{[]string{"search", "x", "--limit", "99"}, exitUsage, "", "--limit must be 1 to 50"},
+		{[]string{"serve", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{[]string{"serve", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", code, tc.wantCode, stderr.String())
+			}
+			if tc.wantStdout != "" && !strings.Contains(stdout.String(), tc.wantStdout) {
+				t.Errorf("stdout: got %q, want it to contain %q", stdout.String(), tc.wantStdout)
+			}
+			if tc.wantStdout == "" && stdout.Len() != 0 {
+				t.Errorf("stdout: got %q, want nothing", stdout.String())
+			}
+			if tc.wantStderr != "" && !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr: got %q, want it to contain %q", stderr.String(), tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestParseInterleaved(t *testing.T) {
+	tests := []struct {
+		args      []string
+		wantPos   []string
+		wantLimit int
+	}{
+		{[]string{"q"}, []string{"q"}, 0},
+		{[]string{"q", "--limit", "3"}, []string{"q"}, 3},
+		{[]string{"--limit", "3", "q"}, []string{"q"}, 3},
+		{[]string{"read", "--limit=2", "file"}, []string{"read", "file"}, 2},
+		{[]string{"--", "--limit"}, []string{"--limit"}, 0},
+	}
+	for _, tc := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		limit := fs.Int("limit", 0, "")
+		got, err := parseInterleaved(fs, tc.args)
+		if err != nil {
+			t.Errorf("parseInterleaved(%q): %v", tc.args, err)
+			continue
+		}
+		if !cmp.Equal(got, tc.wantPos) || *limit != tc.wantLimit {
+			t.Errorf("parseInterleaved(%q): got %q limit %d, want %q limit %d", tc.args, got, *limit, tc.wantPos, tc.wantLimit)
+		}
+	}
+}
+
+func TestTranslateError(t *testing.T) {
+	retry := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
+	down := translateError(fmt.Errorf("calling: %w", &upstream.DownError{Server: "git", State: upstream.StateDown, LastError: "eof", RetryAt: retry}))
+	var d *server.DownError
+	if !errors.As(down, &d) || *d != (server.DownError{Server: "git", State: "down", LastError: "eof", RetryAt: retry}) {
+		t.Errorf("DownError: got %#v, want the same fields as a server.DownError", down)
+	}
+	timeout := translateError(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: time.Minute})
+	var to *server.TimeoutError
+	if !errors.As(timeout, &to) || *to != (server.TimeoutError{Server: "web", Tool: "crawl", Limit: time.Minute}) {
+		t.Errorf("TimeoutError: got %#v, want the same fields as a server.TimeoutError", timeout)
+	}
+	unknown := translateError(fmt.Errorf("x: %w", upstream.ErrUnknownServer))
+	if !errors.Is(unknown, server.ErrUnknownServer) || !errors.Is(unknown, upstream.ErrUnknownServer) {
+		t.Errorf("unknown server: got %v, want both sentinels in the chain", unknown)
+	}
+	tool := translateError(fmt.Errorf("x: %w", upstream.ErrUnknownTool))
+	if !errors.Is(tool, server.ErrUnknownTool) {
+		t.Errorf("unknown tool: got %v, want server.ErrUnknownTool in the chain", tool)
+	}
+	other := errors.New("boom")
+	if got := translateError(other); got != other {
+		t.Errorf("other: got %v, want it unchanged", got)
+	}
+	if translateError(nil) != nil {
+		t.Error("nil: got an error, want nil")
+	}
+}
+
+// lockedBuffer collects stderr written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeStdioKeepsStdoutClean runs `serve --stdio` in-process with a real
+// upstream that writes to its stderr and debug logging on: every byte on
+// stdout must be a JSON-RPC message, and closing stdin ends the process
+// cleanly.
+func TestServeStdioKeepsStdoutClean(t *testing.T) {
+	fsServer := filepath.Join("..", "..", "node_modules", ".bin", "mcp-server-filesystem")
+	if _, err := os.Stat(fsServer); err != nil {
+		t.Fatalf("%s is missing (%v): run npm ci in the repository root", fsServer, err)
+	}
+	fsServer, _ = filepath.Abs(fsServer)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.json")
+	cfg, _ := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"filesystem": map[string]any{"command": fsServer, "args": []string{dir}}},
+		"data_dir":   filepath.Join(dir, "data"),
+		"log_level":  "debug",
+	})
+	if err := os.WriteFile(config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	stderr := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	codec := make(chan int, 1)
+	go func() {
+		code := run(ctx, []string{"serve", "--stdio", "--config", config}, stdinR, stdoutW, stderr)
+		stdoutW.Close()
+		codec <- code
+	}()
+
+	// Tee stdout: the client reads it, and every line is checked.
+	clientR, clientW := io.Pipe()
+	var lines []string
+	linesDone := make(chan struct{})
+	go func() {
+		defer close(linesDone)
+		defer clientW.Close()
+		sc := bufio.NewScanner(stdoutR)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if _, err := clientW.Write(append(sc.Bytes(), '\n')); err != nil {
+				return
+			}
+		}
+	}()
+
+	c := client.NewClient(transport.NewIO(clientR, stdinW, io.NopCloser(strings.NewReader(""))))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ictx, icancel := context.WithTimeout(ctx, 60*time.Second)
+	defer icancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "cmd-test", Version: "0"}
+	if _, err := c.Initialize(ictx, init); err != nil {
+		t.Fatalf("initialize: %v\nstderr:\n%s", err, stderr.String())
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "retrieve_tools"
+	req.Params.Arguments = map[string]any{"query": "list the files in a directory"}
+	res, err := c.CallTool(ictx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("retrieve_tools: %v %+v", err, res)
+	}
+	if got := res.Content[0].(mcp.TextContent).Text; !strings.Contains(got, "filesystem:list_directory") {
+		t.Errorf("retrieve_tools: got %q, want filesystem:list_directory among the matches", got)
+	}
+
+	// Closing stdin is how a client ends a stdio server.
+	stdinW.Close()
+	select {
+	case code := <-codec:
+		if code != exitOK {
+			t.Errorf("exit code after stdin closed: got %d, want 0\nstderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve --stdio did not exit within 30s of stdin closing\nstderr:\n%s", stderr.String())
+	}
+	<-linesDone
+	c.Close()
+
+	if len(lines) < 2 {
+		t.Fatalf("stdout: got %d lines, want at least the initialize and tools/call responses", len(lines))
+	}
+	for _, l := range lines {
+		var msg struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if err := json.Unmarshal([]byte(l), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Errorf("stdout line is not a JSON-RPC message: %q", l)
+		}
+	}
+	if !strings.Contains(stderr.String(), "mcproxy ready") || !strings.Contains(stderr.String(), `"upstream": "filesystem"`) {
+		t.Errorf("stderr: got %q, want the logs there", stderr.String())
+	}
+}

@@ -1,0 +1,142 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NoaConfig is the "noa" object: model-driven context compression on every
+// client session. Zero values mean "default"; the tuning knobs default to
+// noa's own values, which scale with context_limit and are resolved by the
+// session package (this package does not depend on the engine).
+type NoaConfig struct {
+	// Enabled switches noa on for every session. nil means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// ContextLimit is the token budget noa paces against. Over MCP it sees
+	// only tool traffic, so this is the share of the model's window that
+	// tool calls and results may fill. Zero means DefaultNoaContextLimit.
+	ContextLimit int `json:"context_limit,omitempty"`
+	// MaxResultTokens is the largest tool result returned whole; a larger
+	// one comes back head-and-tail with its original archived and a
+	// read_archive pointer. Zero means DefaultMaxResultTokens.
+	MaxResultTokens int `json:"max_result_tokens,omitempty"`
+
+	// NudgeStartPct is the usage (percent of context_limit) below which noa
+	// never asks the model to compress; PressurePct where asking stops
+	// waiting for growth; EmergencyPct where the request turns urgent.
+	NudgeStartPct int `json:"nudge_start_pct,omitempty"`
+	PressurePct   int `json:"pressure_pct,omitempty"`
+	EmergencyPct  int `json:"emergency_pct,omitempty"`
+	// MinCompressChars is the least one Compress call must cover, in
+	// characters; MinSummaryChars and MaxSummaryChars bound each summary.
+	MinCompressChars int `json:"min_compress_chars,omitempty"`
+	MinSummaryChars  int `json:"min_summary_chars,omitempty"`
+	MaxSummaryChars  int `json:"max_summary_chars,omitempty"`
+	// PreserveRecentMessages and PreserveRecentTokens size the recent tail
+	// that may not be compressed yet.
+	PreserveRecentMessages int `json:"preserve_recent_messages,omitempty"`
+	PreserveRecentTokens   int `json:"preserve_recent_tokens,omitempty"`
+	// MaxCompressAttempts is how many ignored or failed requests in a row
+	// pause nudging until the context has grown further.
+	MaxCompressAttempts int `json:"max_compress_attempts,omitempty"`
+	// MaxTier is the highest consolidation tier: 1 turns consolidation off,
+	// 2 or 3 (the default) allow summaries of summaries. Tier2Trigger and
+	// Tier3Trigger are how many blocks of the tier below trigger it.
+	MaxTier      int `json:"max_tier,omitempty"`
+	Tier2Trigger int `json:"tier2_trigger,omitempty"`
+	Tier3Trigger int `json:"tier3_trigger,omitempty"`
+	// ProtectedTools are never compressed: exact tool names (as recorded,
+	// "server:tool" for call_tool) or a prefix ending in "*".
+	ProtectedTools []string `json:"protected_tools,omitempty"`
+}
+
+// Noa defaults.
+const (
+	DefaultNoaContextLimit = 200000
+	DefaultMaxResultTokens = 25000
+)
+
+// Bounds on noa's sizes: below MinNoaContextLimit pacing has no room to
+// work; MinMaxResultTokens keeps a cut result's head and tail readable.
+const (
+	MinNoaContextLimit = 8000
+	MaxNoaContextLimit = 10000000
+	MinMaxResultTokens = 500
+)
+
+// IsEnabled reports whether noa runs (nil Enabled means yes).
+func (n NoaConfig) IsEnabled() bool { return n.Enabled == nil || *n.Enabled }
+
+// applyDefaults fills context_limit and max_result_tokens; the tuning knobs
+// stay zero, meaning noa's defaults for the window.
+func (n *NoaConfig) applyDefaults() {
+	if n.ContextLimit == 0 {
+		n.ContextLimit = DefaultNoaContextLimit
+	}
+	if n.MaxResultTokens == 0 {
+		n.MaxResultTokens = DefaultMaxResultTokens
+	}
+}
+
+// validate returns the problems with the noa object, paths under path.
+func (n NoaConfig) validate(path string) []error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fieldErr(joinPath(path, field), format, args...))
+	}
+	limit := n.ContextLimit
+	if limit != 0 && (limit < MinNoaContextLimit || limit > MaxNoaContextLimit) {
+		add("context_limit", "%d is out of range: want %d to %d tokens", limit, MinNoaContextLimit, MaxNoaContextLimit)
+	}
+	if limit == 0 {
+		limit = DefaultNoaContextLimit
+	}
+	if m := n.MaxResultTokens; m != 0 && (m < MinMaxResultTokens || m > limit) {
+		add("max_result_tokens", "%d is out of range: want %d to context_limit (%d)", m, MinMaxResultTokens, limit)
+	}
+	pcts := []struct {
+		field string
+		v     int
+	}{{"nudge_start_pct", n.NudgeStartPct}, {"pressure_pct", n.PressurePct}, {"emergency_pct", n.EmergencyPct}}
+	for _, p := range pcts {
+		if p.v < 0 || p.v > 100 {
+			add(p.field, "%d is not a percentage: want 1 to 100", p.v)
+		}
+	}
+	for i := range pcts {
+		for j := i + 1; j < len(pcts); j++ {
+			if pcts[i].v > 0 && pcts[j].v > 0 && pcts[i].v > pcts[j].v {
+				add(pcts[i].field, "%d exceeds %s (%d); want nudge_start_pct <= pressure_pct <= emergency_pct", pcts[i].v, pcts[j].field, pcts[j].v)
+			}
+		}
+	}
+	for _, f := range []struct {
+		field string
+		v     int
+	}{
+		{"min_compress_chars", n.MinCompressChars}, {"min_summary_chars", n.MinSummaryChars},
+		{"max_summary_chars", n.MaxSummaryChars}, {"preserve_recent_messages", n.PreserveRecentMessages},
+		{"preserve_recent_tokens", n.PreserveRecentTokens}, {"max_compress_attempts", n.MaxCompressAttempts},
+		{"tier2_trigger", n.Tier2Trigger}, {"tier3_trigger", n.Tier3Trigger},
+	} {
+		if f.v < 0 {
+			add(f.field, "must not be negative, got %d (leave it out for the default)", f.v)
+		}
+	}
+	if n.MaxSummaryChars > 0 && n.MinSummaryChars > n.MaxSummaryChars {
+		add("min_summary_chars", "%d exceeds max_summary_chars (%d); every summary would be rejected", n.MinSummaryChars, n.MaxSummaryChars)
+	}
+	if n.MaxTier < 0 || n.MaxTier > 3 {
+		add("max_tier", "%d is not a tier: want 1 (no consolidation), 2 or 3", n.MaxTier)
+	}
+	for i, t := range n.ProtectedTools {
+		p := fmt.Sprintf("protected_tools[%d]", i)
+		switch {
+		case strings.TrimSpace(t) == "":
+			add(p, "is blank")
+		case strings.Contains(strings.TrimSuffix(t, "*"), "*"):
+			add(p, "%q: only a single trailing * is supported (a prefix match)", t)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNoaConfigParse(t *testing.T) {
+	cfg, err := Parse([]byte(`{"noa": {"enabled": false, "context_limit": 120000, "max_result_tokens": 8000,
+		"nudge_start_pct": 40, "pressure_pct": 70, "emergency_pct": 88, "max_tier": 2, "protected_tools": ["git:*"]}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := cfg.Noa
+	if n.IsEnabled() {
+		t.Errorf("got enabled, want disabled")
+	}
+	if n.ContextLimit != 120000 || n.MaxResultTokens != 8000 || n.NudgeStartPct != 40 || n.PressurePct != 70 || n.EmergencyPct != 88 || n.MaxTier != 2 {
+		t.Errorf("got %+v, want the values in the file", n)
+	}
+	if got := (NoaConfig{}).IsEnabled(); !got {
+		t.Errorf("zero NoaConfig: got enabled=false, want true")
+	}
+}
+
+func TestNoaConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string // substrings, each must appear; nil = valid
+	}{
+		{"defaults", `{}`, nil},
+		{"all knobs in range", `{"context_limit": 64000, "max_result_tokens": 4000, "nudge_start_pct": 30, "pressure_pct": 60, "emergency_pct": 80,
+			"min_compress_chars": 100, "min_summary_chars": 10, "max_summary_chars": 100, "preserve_recent_messages": 0,
+			"preserve_recent_tokens": 10, "max_compress_attempts": 1, "max_tier": 1, "tier2_trigger": 2, "tier3_trigger": 2}`, nil},
+		{"context limit too small", `{"context_limit": 100}`, []string{"noa.context_limit: 100 is out of range"}},
+		{"result larger than the window", `{"context_limit": 10000, "max_result_tokens": 20000}`, []string{"noa.max_result_tokens: 20000 is out of range"}},
+		{"result limit against default window", `{"max_result_tokens": 300000}`, []string{"noa.max_result_tokens", "context_limit (200000)"}},
+		{"percent over 100", `{"emergency_pct": 150}`, []string{"noa.emergency_pct: 150 is not a percentage"}},
+		{"percents out of order", `{"nudge_start_pct": 80, "pressure_pct": 60}`, []string{"noa.nudge_start_pct: 80 exceeds pressure_pct (60)"}},
+		{"negative knob", `{"min_summary_chars": -1}`, []string{"noa.min_summary_chars: must not be negative"}},
+		{"summary bounds crossed", `{"min_summary_chars": 500, "max_summary_chars": 100}`, []string{"noa.min_summary_chars: 500 exceeds max_summary_chars (100)"}},
+		{"tier out of range", `{"max_tier": 4}`, []string{"noa.max_tier: 4 is not a tier"}},
+		{"bad pattern", `{"protected_tools": ["", "a*b*"]}`, []string{"noa.protected_tools[0]: is blank", `noa.protected_tools[1]: "a*b*"`}},
+		{"wrong type", `{"context_limit": "big"}`, []string{"noa.context_limit: want a whole number"}},
+		{"unknown key", `{"context_limt": 1}`, []string{"noa.context_limt: unknown key", `did you mean "context_limit"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(`{"noa": `+tc.in+`}`), nil)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got no error, want one containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got error %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}

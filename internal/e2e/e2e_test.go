@@ -1,0 +1,326 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// fsReadTool matches the filesystem server's tools that read a file's contents.
+var fsReadTool = regexp.MustCompile(`filesystem:read_(text_)?file\b`)
+
+// TestProxyEndToEnd is the central acceptance test: mcproxy, built from
+// source, fronts real npm servers over all three upstream transports and is
+// driven by mcp-go's client over stdio, streamable HTTP and SSE, and by the
+// official TypeScript SDK over stdio and streamable HTTP.
+func TestProxyEndToEnd(t *testing.T) {
+	fx := newFixture(t)
+	base, serveProc := serveHTTP(t, fx.config)
+
+	t.Run("mcp-go/stdio", func(t *testing.T) {
+		c, err := client.NewStdioMCPClient(binary, os.Environ(), "serve", "--stdio", "--config", fx.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		initialize(t, c)
+		smoke(t, c, fx, "stdio")
+	})
+	t.Run("mcp-go/streamable-http", func(t *testing.T) {
+		c, err := client.NewStreamableHttpClient(base + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		initialize(t, c)
+		smoke(t, c, fx, "streamable-http")
+	})
+	t.Run("mcp-go/sse", func(t *testing.T) {
+		c, err := client.NewSSEMCPClient(base + "/sse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// The SSE stream lives as long as Start's context.
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		initialize(t, c)
+		smoke(t, c, fx, "sse")
+	})
+	t.Run("typescript-sdk/stdio", func(t *testing.T) {
+		runSmokeScript(t, map[string]any{
+			"transport": "stdio", "command": binary, "args": []string{"serve", "--stdio", "--config", fx.config},
+			"fsDir": fx.fsDir, "tag": "stdio",
+		})
+	})
+	t.Run("typescript-sdk/streamable-http", func(t *testing.T) {
+		runSmokeScript(t, map[string]any{"transport": "http", "url": base + "/mcp", "fsDir": fx.fsDir, "tag": "http"})
+	})
+	// Secrets and protocol stay out of the log; the log is on stderr only.
+	if strings.Contains(serveProc.output(), "Bearer") {
+		t.Errorf("mcproxy log contains an Authorization header value")
+	}
+}
+
+// smoke runs the issue's checks through one connected client; tag keeps the
+// files and entities of different transports apart.
+func smoke(t *testing.T, c *client.Client, fx *fixture, tag string) {
+	t.Helper()
+	if got, want := sorted(listTools(t, c)), []string{"call_tool", "describe_tool", "retrieve_tools"}; !cmp.Equal(got, want) {
+		t.Fatalf("tools/list: got %v, want %v", got, want)
+	}
+
+	res := callTool(t, c, "retrieve_tools", map[string]any{"query": "read the contents of a file", "limit": 3})
+	if res.IsError || !fsReadTool.MatchString(text(res)) {
+		t.Errorf("retrieve_tools top 3: got %q (isError %v), want a filesystem read tool", text(res), res.IsError)
+	}
+	t.Logf("retrieve_tools top 3 for %q:\n%s", "read the contents of a file", text(res))
+
+	path := filepath.Join(fx.fsDir, "go-"+tag+".txt")
+	content := "written through mcproxy over " + tag
+	proxied(t, c, "filesystem:write_file", map[string]any{"path": path, "content": content})
+	if got := proxied(t, c, "filesystem:read_text_file", map[string]any{"path": path}); got != content {
+		t.Errorf("read_text_file: got %q, want %q", got, content)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != content {
+		t.Errorf("file on disk: got %q (%v), want %q", got, err, content)
+	}
+
+	for _, server := range []string{"everything", "everything_http", "everything_sse"} {
+		msg := "hello " + tag + " via " + server
+		if got := proxied(t, c, server+":echo", map[string]any{"message": msg}); !strings.Contains(got, msg) {
+			t.Errorf("%s:echo: got %q, want it to echo %q", server, got, msg)
+		}
+	}
+
+	entity := "entity-" + tag
+	proxied(t, c, "memory:create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": entity, "entityType": "test", "observations": []any{"created over " + tag}},
+	}})
+	if got := proxied(t, c, "memory:read_graph", map[string]any{}); !strings.Contains(got, entity) {
+		t.Errorf("memory:read_graph: got %q, want it to contain %q", got, entity)
+	}
+
+	// Errors a model can act on.
+	res = callTool(t, c, "call_tool", map[string]any{"name": "filesystem:read_txt_file", "arguments": map[string]any{"path": path}})
+	if !res.IsError || !strings.Contains(text(res), "filesystem:read_text_file") || !strings.Contains(text(res), "retrieve_tools") {
+		t.Errorf("unknown tool: got %q (isError %v), want a tool error suggesting filesystem:read_text_file", text(res), res.IsError)
+	}
+	res = callTool(t, c, "describe_tool", map[string]any{"names": []any{"filesystem:read_text_file"}})
+	var described []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if err := json.Unmarshal([]byte(text(res)), &described); err != nil || len(described) != 1 || !strings.Contains(string(described[0].InputSchema), `"path"`) {
+		t.Errorf("describe_tool: got %q (%v), want the full schema of read_text_file", text(res), err)
+	}
+	// The upstream's own tool errors pass through with isError.
+	res = callTool(t, c, "call_tool", map[string]any{"name": "filesystem:read_text_file", "arguments": map[string]any{"path": "/etc/passwd"}})
+	if !res.IsError {
+		t.Errorf("reading outside the allowed directory: got %q, want the filesystem server's tool error", text(res))
+	}
+}
+
+func runSmokeScript(t *testing.T, opts map[string]any) {
+	t.Helper()
+	arg, err := json.Marshal(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "smoke.mjs"), string(arg))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("smoke.mjs (TypeScript SDK client): %v\n%s", err, out)
+	}
+	t.Logf("smoke.mjs:\n%s", out)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestDirectModeStdio exposes every upstream tool as server__tool.
+func TestDirectModeStdio(t *testing.T) {
+	fx := newFixture(t)
+	c, err := client.NewStdioMCPClient(binary, os.Environ(), "serve", "--stdio", "--mode", "direct", "--config", fx.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	initialize(t, c)
+	names := listTools(t, c)
+	for _, want := range []string{"filesystem__read_text_file", "everything__echo", "everything_http__echo", "everything_sse__echo", "memory__read_graph"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list in direct mode: got %v, want it to include %s", names, want)
+		}
+	}
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	for _, n := range names {
+		if !valid.MatchString(n) {
+			t.Errorf("tool name %q is not valid for every client", n)
+		}
+	}
+	res := callTool(t, c, "everything__echo", map[string]any{"message": "direct"})
+	if res.IsError || !strings.Contains(text(res), "direct") {
+		t.Errorf("everything__echo: got %q (isError %v), want the echo", text(res), res.IsError)
+	}
+}
+
+// TestHTTPSafety checks the HTTP guard on the real binary.
+func TestHTTPSafety(t *testing.T) {
+	dir := t.TempDir()
+	const token = "e2e-s3cret-token"
+	config := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(config, []byte(`{"mcpServers": {}, "auth_token": "`+token+`", "data_dir": "`+filepath.Join(dir, "data")+`", "log_level": "debug"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, p := serveHTTP(t, config)
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`
+
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		host               string
+		want               int
+	}{
+		{"foreign origin", "POST", "/mcp", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer " + token}, "", 403},
+		{"foreign origin on sse", "GET", "/sse", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer " + token}, "", 403},
+		{"foreign host", "POST", "/mcp", map[string]string{"Authorization": "Bearer " + token}, "evil.example", 403},
+		{"missing bearer", "POST", "/mcp", nil, "", 401},
+		{"wrong bearer", "POST", "/mcp", map[string]string{"Authorization": "Bearer nope"}, "", 401},
+		{"missing bearer on message", "POST", "/message?sessionId=x", nil, "", 401},
+		{"right bearer", "POST", "/mcp", map[string]string{"Authorization": "Bearer " + token, "Origin": "http://localhost:6274"}, "", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r *strings.Reader
+			if tc.method == "POST" {
+				r = strings.NewReader(body)
+			} else {
+				r = strings.NewReader("")
+			}
+			req, err := http.NewRequest(tc.method, base+tc.path, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("got %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+
+	t.Run("mcp-go client with the token", func(t *testing.T) {
+		c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		initialize(t, c)
+		res := callTool(t, c, "retrieve_tools", map[string]any{"query": "anything"})
+		if res.IsError || !strings.Contains(text(res), "No tools match") {
+			t.Errorf("retrieve_tools with no upstreams: got %q, want a no-match answer", text(res))
+		}
+	})
+
+	if strings.Contains(p.output(), token) {
+		t.Errorf("mcproxy's log contains the auth token:\n%s", p.output())
+	}
+}
+
+// TestCommandLine covers the subcommands a newcomer meets first.
+func TestCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("version", func(t *testing.T) {
+		code, out, _ := runBinary(t, 30*time.Second, "version")
+		if code != 0 || !strings.HasPrefix(out, "mcproxy ") {
+			t.Errorf("version: got exit %d and %q, want 0 and a version line", code, out)
+		}
+	})
+	t.Run("malformed config names the field", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.json")
+		if err := os.WriteFile(bad, []byte(`{"mcpServers": {"git": {"command": "git-mcp", "call_timeout": "soon"}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"serve", "--config", bad}, {"search", "x", "--config", bad}} {
+			code, out, errOut := runBinary(t, 30*time.Second, args...)
+			if code == 0 || !strings.Contains(errOut, "mcpServers.git.call_timeout") || out != "" {
+				t.Errorf("%v: got exit %d, stdout %q, stderr %q; want non-zero, nothing on stdout and the field path on stderr", args, code, out, errOut)
+			}
+		}
+	})
+	t.Run("missing config", func(t *testing.T) {
+		code, _, errOut := runBinary(t, 30*time.Second, "serve", "--config", filepath.Join(dir, "nope.json"))
+		if code == 0 || !strings.Contains(errOut, "no config file") {
+			t.Errorf("got exit %d, stderr %q; want non-zero and a hint", code, errOut)
+		}
+	})
+	t.Run("unknown command", func(t *testing.T) {
+		code, _, errOut := runBinary(t, 30*time.Second, "frobnicate")
+		if code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+			t.Errorf("got exit %d, stderr %q; want 2 and the usage", code, errOut)
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		fsDir := t.TempDir()
+		config := filepath.Join(dir, "search.json")
+		cfg := map[string]any{"mcpServers": map[string]any{
+			"filesystem": map[string]any{"command": nodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
+			"broken":     map[string]any{"command": filepath.Join(dir, "no-such-server")},
+		}}
+		data, _ := json.Marshal(cfg)
+		if err := os.WriteFile(config, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runBinary(t, 90*time.Second, "search", "read the contents of a file", "--config", config, "--limit", "3")
+		if code != 0 {
+			t.Fatalf("search: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		lines := strings.Split(out, "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[0], `3 match(es) for "read the contents of a file"`) {
+			t.Errorf("search header: got %q", lines[0])
+		}
+		if !fsReadTool.MatchString(out) {
+			t.Errorf("search: got\n%s\nwant a filesystem read tool in the top 3", out)
+		}
+		if !regexp.MustCompile(`(?m)^  broken \(stdio\): down: .*no-such-server`).MatchString(out) {
+			t.Errorf("search: got\n%s\nwant a status line for the broken server", out)
+		}
+		t.Logf("mcproxy search output:\n%s", out)
+	})
+}

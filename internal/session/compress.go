@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// compressExample is the shape every corrective message shows.
+const compressExample = `{"content": [{"start": "m00012", "end": "m00040", "summary": "...", "topic": "..."}]}`
+
+// parseProblem is the corrective message for arguments noa could not use.
+func parseProblem(d noa.CompressParseDiagnostics) string {
+	var why string
+	switch d.Kind {
+	case noa.ParseEmptyInput:
+		why = "the call had no arguments"
+	case noa.ParseNotObject:
+		why = "the arguments are not a JSON object"
+	case noa.ParseMissingContent:
+		why = `the arguments have no "content" field (found: ` + strings.Join(d.Keys, ", ") + ")"
+	case noa.ParseContentNotList:
+		why = `"content" is not a list of ranges`
+	case noa.ParseTruncated:
+		why = "the arguments were cut off before the first complete range"
+	case noa.ParseMalformedJSON:
+		why = "the arguments are not valid JSON"
+	default:
+		why = "no range in the call is usable"
+	}
+	msg := "the arguments could not be used: " + why + ". Nothing was compressed. Call Compress again with arguments shaped like " + compressExample +
+		`, where start and end are refs (mNNNNN) or block ids (bN) from the latest range table.`
+	if len(d.InvalidReasons) > 0 {
+		msg += " Problems found: " + strings.Join(d.InvalidReasons, "; ") + "."
+	}
+	return msg
+}
+
+// HandleCompress applies one Compress call with raw JSON arguments and
+// returns the panel for the model. Errors and warnings in the panel are the
+// model's way to correct its call; a call that compresses nothing changes no
+// block, ref or archive (noa's pacing counters do count it as a failed
+// attempt). The order of effects is archives, then the transcript, then
+// state.json, so a crash between any two leaves the session consistent.
+//
+// A Go error means the call could not be recorded (the transcript could not
+// be written); any archives it wrote have been removed and nothing changed.
+func (h *Host) HandleCompress(ctx context.Context, raw []byte) (*mcp.CallToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	msgID, callID := h.newIDs()
+	resultID, _ := h.newIDs()
+	call := noa.CoreMessage{ID: msgID, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName, ToolCallID: callID, Text: string(raw)}
+
+	prefix := h.msgs[:len(h.msgs):len(h.msgs)]
+	st := h.synced(prefix, h.st)
+	view := noa.ProjectView(prefix, st, h.cfg)
+	before := h.sum(view)
+	now := h.opts.Now()
+	meta := &compressRecord{CallID: callID, CreatedAt: now.UTC().Format("2006-01-02T15:04:05Z07:00"), Now: now.Unix()}
+
+	parsed := noa.ParseCompressArgs(raw)
+	var ar noa.ApplyResult
+	switch d := parsed.Diagnostics; {
+	case !d.Ok && d.Kind == noa.ParseNoValidRanges && d.InvalidItems == 0:
+		ar = noa.ApplyCompression(noa.ApplyInput{State: st, Config: h.cfg}) // nothing asked: noa's neutral answer
+	case !d.Ok:
+		ar = noa.ApplyResult{State: st, Errors: []string{parseProblem(d)}}
+	default:
+		ar = noa.ApplyCompression(noa.ApplyInput{
+			Ranges:      parsed.Ranges,
+			Messages:    view,
+			State:       st,
+			Config:      h.cfg,
+			CallID:      callID,
+			Archiver:    h.arch,
+			CreatedAt:   meta.CreatedAt,
+			Now:         meta.Now,
+			CountTokens: h.count.count,
+		})
+		if d.Kind != noa.ParseOK {
+			ar.Warnings = append(ar.Warnings, fmt.Sprintf("your arguments arrived malformed (%s) and were repaired; check that every range you meant is listed above", d.Kind))
+		}
+		if d.InvalidItems > 0 {
+			ar.Warnings = append(ar.Warnings, fmt.Sprintf("%d range(s) were unusable and skipped: %s", d.InvalidItems, strings.Join(d.InvalidReasons, "; ")))
+		}
+	}
+	afterView := noa.ProjectView(prefix, ar.State, h.cfg)
+	panel := noa.FormatPanel(noa.PanelInput{Result: ar, BeforeTokens: before, AfterTokens: h.sum(afterView), Messages: afterView})
+	for _, b := range ar.BlocksCreated {
+		meta.Blocks = append(meta.Blocks, b.BlockID)
+		meta.Archives = append(meta.Archives, b.ArchiveRel)
+	}
+	meta.Errors = len(ar.Errors)
+	h.stage("archived")
+
+	result := noa.CoreMessage{ID: resultID, Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: noa.CompressToolName, ToolCallID: callID, Text: panel}
+	msgs := append(prefix, call, result)
+	next := h.synced(msgs, ar.State)
+	resRec := fromCore(result)
+	resRec.IsError = len(ar.BlocksCreated) == 0 && len(ar.Errors) > 0
+	if err := h.appendRecords(
+		record{Kind: kindMessage, Message: fromCore(call)},
+		record{Kind: kindMessage, Message: resRec, Pacing: pacingOf(next), Compress: meta},
+	); err != nil {
+		for _, b := range ar.BlocksCreated {
+			_ = h.arch.Remove(b.ArchivePath)
+		}
+		return nil, fmt.Errorf("recording Compress call: %w", err)
+	}
+	h.stage("logged")
+	h.push(call)
+	h.push(result)
+	h.st = next
+	if err := h.saveState(); err != nil {
+		h.log.Warn("writing state.json after Compress; the transcript has it", zap.Error(err))
+	}
+	out := mcp.NewToolResultText(panel)
+	out.IsError = resRec.IsError
+	return out, nil
+}
+
+func (h *Host) stage(name string) {
+	if h.opts.hook != nil {
+		h.opts.hook(name)
+	}
+}
+
+// sum measures a view.
+func (h *Host) sum(view []noa.CoreMessage) int {
+	n := 0
+	for _, m := range view {
+		n += h.count.message(m)
+	}
+	return n
+}

@@ -1,0 +1,179 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// File names inside a session directory.
+const (
+	TranscriptFile = "transcript.jsonl"
+	StateFile      = "state.json"
+	ArchiveDir     = "archive"
+)
+
+// Record kinds.
+const (
+	kindMessage = "message"
+)
+
+// record is one line of transcript.jsonl. Every message of the stream is a
+// record; the record of a tool result (and of a Compress call's panel)
+// carries the pacing noa held after that turn, and a Compress call's panel
+// record carries the call's metadata, so the whole state can be rebuilt from
+// the transcript alone.
+type record struct {
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"`
+	// Time is when the record was written, in Unix milliseconds.
+	Time     int64           `json:"time"`
+	Message  *message        `json:"message,omitempty"`
+	Pacing   *pacing         `json:"pacing,omitempty"`
+	Compress *compressRecord `json:"compress,omitempty"`
+}
+
+// message is a noa.CoreMessage as recorded.
+type message struct {
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Type   string `json:"type"`
+	Tool   string `json:"tool,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	Text   string `json:"text"`
+	// Original is set on a result returned cut to size: the path, relative
+	// to archive/, of its full original text.
+	Original string `json:"original,omitempty"`
+	IsError  bool   `json:"is_error,omitempty"`
+}
+
+func (m message) core() noa.CoreMessage {
+	return noa.CoreMessage{ID: m.ID, Role: noa.Role(m.Role), ContentType: noa.ContentType(m.Type), Text: m.Text, ToolName: m.Tool, ToolCallID: m.CallID}
+}
+
+func fromCore(c noa.CoreMessage) *message {
+	return &message{ID: c.ID, Role: string(c.Role), Type: string(c.ContentType), Tool: c.ToolName, CallID: c.ToolCallID, Text: c.Text}
+}
+
+// pacing is the part of noa's state that the conversation does not
+// determine: nudge bookkeeping and failure counters. It is recorded after
+// every turn so a rebuild restores it exactly.
+type pacing struct {
+	Nudge               noa.NudgeState `json:"nudge"`
+	ConsecutiveFailures int            `json:"consecutive_failures,omitempty"`
+	SuppressedAtTokens  int            `json:"suppressed_at_tokens,omitempty"`
+	DeadRanges          map[string]int `json:"dead_ranges,omitempty"`
+	// Tokens is the measured size of the session's view that turn and
+	// Nudged whether a nudge went out; both are for people reading the
+	// transcript, not for the rebuild.
+	Tokens int  `json:"tokens,omitempty"`
+	Nudged bool `json:"nudged,omitempty"`
+}
+
+func pacingOf(st noa.CompressionState) *pacing {
+	p := &pacing{
+		Nudge:               st.Nudge,
+		ConsecutiveFailures: st.Stats.ConsecutiveFailures,
+		SuppressedAtTokens:  st.Stats.SuppressedAtTokens,
+		DeadRanges:          st.Stats.DeadRanges,
+	}
+	// Clone through the state's own copier so the record never aliases live
+	// maps.
+	c := noa.CloneState(noa.CompressionState{Nudge: st.Nudge, Stats: noa.Stats{DeadRanges: st.Stats.DeadRanges}})
+	p.Nudge, p.DeadRanges = c.Nudge, c.Stats.DeadRanges
+	if len(p.DeadRanges) == 0 {
+		p.DeadRanges = nil
+	}
+	return p
+}
+
+// apply writes the pacing into st (which the caller owns).
+func (p *pacing) apply(st *noa.CompressionState) {
+	c := noa.CloneState(noa.CompressionState{Nudge: p.Nudge, Stats: noa.Stats{DeadRanges: p.DeadRanges}})
+	st.Nudge = c.Nudge
+	st.Stats.DeadRanges = c.Stats.DeadRanges
+	st.Stats.ConsecutiveFailures = p.ConsecutiveFailures
+	st.Stats.SuppressedAtTokens = p.SuppressedAtTokens
+}
+
+// compressRecord describes one Compress call.
+type compressRecord struct {
+	CallID string `json:"call_id"`
+	// CreatedAt and Now are the instant handed to noa.ApplyCompression.
+	CreatedAt string `json:"created_at"`
+	Now       int64  `json:"now"`
+	// Blocks are the ids of the blocks created; Archives their archive
+	// paths relative to archive/. Errors counts the corrective messages.
+	Blocks   []string `json:"blocks,omitempty"`
+	Archives []string `json:"archives,omitempty"`
+	Errors   int      `json:"errors,omitempty"`
+}
+
+// transcript is what reading transcript.jsonl yields.
+type transcript struct {
+	records []record
+	// valid is the length of the file up to the last complete record;
+	// torn is set when bytes after it (a record cut short by a crash) were
+	// ignored.
+	valid int64
+	torn  bool
+}
+
+// readTranscript reads a transcript. A missing file is an empty transcript.
+// A last line without its newline is a write cut short by a crash: it is
+// ignored and reported. A malformed complete line is corruption: an error
+// naming the line.
+func readTranscript(path string) (transcript, error) {
+	var t transcript
+	f, err := os.Open(path)
+	if notExist(err) {
+		return t, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("opening transcript: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	line := 0
+	for {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line++
+			var rec record
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if derr := dec.Decode(&rec); derr != nil {
+				return t, fmt.Errorf("transcript %s line %d: %w", path, line, derr)
+			}
+			t.records = append(t.records, rec)
+			t.valid += int64(len(b))
+		} else if len(b) > 0 {
+			t.torn = true
+		}
+		if errors.Is(err, io.EOF) {
+			return t, nil
+		}
+		if err != nil {
+			return t, fmt.Errorf("reading transcript %s: %w", path, err)
+		}
+	}
+}
+
+// encodeRecords renders records as JSON lines.
+func encodeRecords(recs []record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return nil, fmt.Errorf("encoding transcript record %d: %w", recs[i].Seq, err)
+		}
+	}
+	return buf.Bytes(), nil
+}
