@@ -17,7 +17,8 @@ import (
 // shape, BM25 statistics and sorting. Search sub-benchmarks also report the
 // 99th percentile latency of their runs.
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./internal/index
+//	go test -run '^$' -bench Search -benchtime 2000x ./internal/index
+//	go test -run '^$' -bench Build -benchtime 3x ./internal/index
 
 // benchQueries are the LiveMCPTool query texts, both halves: latency does
 // not depend on relevance labels.

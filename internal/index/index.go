@@ -112,7 +112,7 @@ func New(opts Options) (*Index, error) {
 		// Scorch, not bleve.NewMemOnly: the in-memory upsidedown store keeps
 		// no field statistics, and without them Bleve silently scores with
 		// TF-IDF.
-		ix.bleve, err = bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
+		ix.bleve, err = bleve.NewMemOnly(m)
 		if err != nil {
 			return nil, fmt.Errorf("creating in-memory index: %w", err)
 		}
@@ -337,6 +337,11 @@ func (ix *Index) serverDocIDs(server string) ([]string, error) {
 	q.SetField(fieldServer)
 	req := bleve.NewSearchRequestOptions(q, int(total), 0, false)
 	req.Score = "none"
+	// Statistics, though unused without scoring, spare Bleve from walking
+	// the field's whole term dictionary to compute its own.
+	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: &search.BM25Stats{
+		DocCount: float64(total), FieldCardinality: map[string]int{fieldServer: int(total)},
+	}}
 	res, err := ix.bleve.Search(req)
 	if err != nil {
 		return nil, err
@@ -402,7 +407,7 @@ func (ix *Index) search(ctx context.Context, q query.Query, limit int) (*bleve.S
 	ix.statsMu.RLock()
 	defer ix.statsMu.RUnlock()
 	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
-	req.Sort = search.SortOrder{&search.SortScore{Desc: true}, &search.SortDocID{}}
+	// req.Sort = search.SortOrder{&search.SortScore{Desc: true}, &search.SortDocID{}}
 	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: ix.bm25}
 	return ix.bleve.SearchInContext(ctx, req)
 }

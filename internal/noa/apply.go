@@ -103,6 +103,8 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 		pos[m.ID] = i
 	}
 	covered := CoveredMessageIDs(st)
+	cover := coveringBlock(st)
+	rv := newResolver(in.Messages, st)
 	hard := hardProtectedIDs(in.Messages, cfg)
 	soft := ComputeProtectedRefs(in.Messages, st, cfg)
 	claimedMsgs := map[string]int{}
@@ -123,13 +125,13 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 			res.Errors = append(res.Errors, label+": "+msg)
 			continue
 		}
-		rr, nf := ResolveBoundaries(r.StartRef, r.EndRef, in.Messages, st)
+		rr, nf := rv.resolve(r.StartRef, r.EndRef)
 		if nf != nil {
 			st.Stats.DeadRanges[key]++
 			res.Errors = append(res.Errors, label+": "+nf.Msg)
 			continue
 		}
-		d := DecideTier(rr, st, cfg)
+		d := decideTier(rr, st, cfg, covered)
 
 		// Direct coverage: addressable, uncovered, unprotected messages.
 		folded := map[string]bool{}
@@ -189,9 +191,18 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 		for _, id := range d.ConsumedBlockIDs {
 			claimedBlocks[id] = n
 		}
-		chars := 0
+		chars, cut := 0, 0
 		for _, id := range direct {
-			chars += utf8.RuneCountInString(in.Messages[pos[id]].Text)
+			text := in.Messages[pos[id]].Text
+			chars += utf8.RuneCountInString(text)
+			if containsMarker(text) {
+				cut++
+			}
+		}
+		if cut > 0 {
+			// A host bug, not the model's: archives must come from the
+			// stored originals (ProjectView), not the truncated request.
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %d message(s) arrived already shortened for space; their archive holds the shortened text.", label, cut))
 		}
 		res.Warnings = append(res.Warnings, prefixAll(label+": ", rr.Warnings)...)
 		plans = append(plans, &plannedRange{n: n, req: r, rr: rr, d: d, direct: direct, chars: chars, deadKey: key})
@@ -221,7 +232,7 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 	for _, p := range plans {
 		p.blockID = "b" + itoa(next)
 		next++
-		p.block, p.archive = buildBlock(p, in, st, count, pos)
+		p.block, p.archive = buildBlock(p, in, st, count, cover)
 		p.surviors = p.d.SurvivingBlockIDs
 	}
 
@@ -278,7 +289,7 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 }
 
 // buildBlock assembles a block and renders its archive, without touching st.
-func buildBlock(p *plannedRange, in ApplyInput, st CompressionState, count TokenCountFn, pos map[string]int) (CompressionBlock, []byte) {
+func buildBlock(p *plannedRange, in ApplyInput, st CompressionState, count TokenCountFn, cover map[string]string) (CompressionBlock, []byte) {
 	consumed := map[string]bool{}
 	for _, id := range p.d.ConsumedBlockIDs {
 		consumed[id] = true
@@ -301,7 +312,6 @@ func buildBlock(p *plannedRange, in ApplyInput, st CompressionState, count Token
 	sort.SliceStable(eff, func(i, j int) bool { return refIdx(eff[i]) < refIdx(eff[j]) })
 	eff = dedupe(eff)
 
-	cover := coveringBlock(st)
 	tokens := 0
 	var entries []ArchiveEntry
 	added := map[string]bool{}

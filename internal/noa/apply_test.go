@@ -382,3 +382,13 @@ func TestApplyCompressionTerminalRewrite(t *testing.T) {
 		t.Errorf("terminal rewrite: blocks %d errors %q", len(res.BlocksCreated), res.Errors)
 	}
 }
+
+func TestApplyCompressionWarnsOnTruncatedInput(t *testing.T) {
+	in, _ := applyIn(t, rng("m00001", "m00005"))
+	in.Messages = deepCopyMsgs(in.Messages)
+	in.Messages[3].Text = "head " + TruncationMarker + ": 10 characters removed] tail"
+	res := ApplyCompression(in)
+	if len(res.BlocksCreated) != 1 || !strings.Contains(strings.Join(res.Warnings, ""), "arrived already shortened") {
+		t.Errorf("blocks %d warnings %q", len(res.BlocksCreated), res.Warnings)
+	}
+}

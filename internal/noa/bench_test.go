@@ -5,9 +5,8 @@ import (
 	"testing"
 )
 
-// benchSession builds a tool-heavy history of about n messages with a
-// realistic share of it already compressed (every 40-message stretch but the
-// last 10% folded into tier-1 blocks, some consolidated into tier 2).
+// benchSession builds a tool-heavy history of about n messages, the oldest
+// 90% of it compressed in 40-message tier-1 blocks by one Compress call.
 func benchSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config) {
 	b.Helper()
 	c := newConvo(7)
@@ -16,16 +15,16 @@ func benchSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config)
 	}
 	cfg := DefaultConfig(200000)
 	st := ProcessTurn(ProcessTurnInput{Messages: c.msgs, State: CreateInitialState("bench", "/a"), Config: cfg, TokenCount: 1}).State
-	arch := newMemArchiver()
-	for i := 1; i+40 < n*9/10; i += 40 {
-		view := ProjectView(c.msgs, st, cfg)
-		ar := ApplyCompression(ApplyInput{
-			Ranges:   []CompressRange{{StartRef: IndexToRef(i), EndRef: IndexToRef(i + 39), Summary: "summary of forty messages of tool work, facts kept, see archive for details"}},
-			Messages: view, State: st, Config: cfg, CallID: fmt.Sprintf("c%d", i), Archiver: arch,
-		})
-		st = ar.State
+	var ranges []CompressRange
+	for i := 1; i+40 < n*9/10; i += 41 {
+		ranges = append(ranges, CompressRange{StartRef: IndexToRef(i), EndRef: IndexToRef(i + 39),
+			Summary: fmt.Sprintf("summary of m%d and the 39 messages after it: tool work, facts kept, see archive", i)})
 	}
-	return c.msgs, st, cfg
+	ar := ApplyCompression(ApplyInput{Ranges: ranges, Messages: ProjectView(c.msgs, st, cfg), State: st, Config: cfg, CallID: "setup", Archiver: newMemArchiver()})
+	if len(ar.BlocksCreated) < len(ranges)/2 {
+		b.Fatalf("setup created %d of %d blocks: %v", len(ar.BlocksCreated), len(ranges), ar.Errors[:min(3, len(ar.Errors))])
+	}
+	return c.msgs, ar.State, cfg
 }
 
 func benchmarkProcessTurn(b *testing.B, n int) {

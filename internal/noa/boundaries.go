@@ -89,11 +89,28 @@ type ResolvedRange struct {
 // asks to compress something twice). The span is then widened so it never
 // cuts a tool exchange or a reasoning run off its act.
 func ResolveBoundaries(startRef, endRef string, messages []CoreMessage, state CompressionState) (ResolvedRange, *BoundaryNotFoundError) {
+	return newResolver(messages, state).resolve(startRef, endRef)
+}
+
+// resolver holds the per-view indexes ResolveBoundaries needs, so a call
+// with many ranges builds them once.
+type resolver struct {
+	messages []CoreMessage
+	state    CompressionState
+	pos      map[string]int
+	cover    map[string]string
+}
+
+func newResolver(messages []CoreMessage, state CompressionState) *resolver {
 	pos := make(map[string]int, len(messages))
 	for i, m := range messages {
 		pos[m.ID] = i
 	}
-	cover := coveringBlock(state)
+	return &resolver{messages: messages, state: state, pos: pos, cover: coveringBlock(state)}
+}
+
+func (rv *resolver) resolve(startRef, endRef string) (ResolvedRange, *BoundaryNotFoundError) {
+	messages, state, pos, cover := rv.messages, rv.state, rv.pos, rv.cover
 	var res ResolvedRange
 	res.Kind = BoundaryMessage
 

@@ -54,9 +54,13 @@ func TestDecideNudge(t *testing.T) {
 			mutate: func(s *CompressionState, _ *Config) { s.Nudge.LastShownByTier[2] = 45000 }, reason: "waiting for growth"},
 		{name: "emergency puts raw first", tokens: 92000, baseline: 91000, rec: recWith(6000), blocks: tierBlocks(1, 5, 1), inject: true, tier: 1, reason: "pressure band"},
 		{name: "suppressed", tokens: 55000, rec: recWith(20000),
-			mutate: func(s *CompressionState, _ *Config) { s.Stats.ConsecutiveFailures, s.Stats.SuppressedAtTokens = 3, 50000 }, reason: "suppressed after 3"},
+			mutate: func(s *CompressionState, _ *Config) {
+				s.Stats.ConsecutiveFailures, s.Stats.SuppressedAtTokens = 3, 50000
+			}, reason: "suppressed after 3"},
 		{name: "suppression lifts after growth", tokens: 63000, rec: recWith(20000),
-			mutate: func(s *CompressionState, _ *Config) { s.Stats.ConsecutiveFailures, s.Stats.SuppressedAtTokens = 3, 50000 }, inject: true, tier: 1},
+			mutate: func(s *CompressionState, _ *Config) {
+				s.Stats.ConsecutiveFailures, s.Stats.SuppressedAtTokens = 3, 50000
+			}, inject: true, tier: 1},
 		{name: "no limit", tokens: 50000, rec: recWith(20000), mutate: func(_ *CompressionState, c *Config) { c.ModelContextLimit = 0 }, reason: "no context limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,7 +48,7 @@ func checkView(t *testing.T, step string, history, view []CoreMessage) {
 }
 
 func TestPropertiesRandomSessions(t *testing.T) {
-	seeds := 16
+	seeds := 12
 	if testing.Short() {
 		seeds = 4
 	}
@@ -69,7 +69,7 @@ func runRandomSession(t *testing.T, seed int64) {
 	rnd := h.c.rng
 	h.c.user(20)
 	everRef := map[string]string{}
-	for step := 0; step < 160; step++ {
+	for step := 0; step < 120; step++ {
 		h.c.randomTurn("memory:store")
 		name := fmt.Sprintf("seed %d step %d", seed, step)
 

@@ -54,7 +54,7 @@ func (h *simHost) obey(d *NudgeDecision) ApplyResult {
 
 func (h *simHost) compress(ranges []CompressRange) ApplyResult {
 	view := ProjectView(h.c.msgs, h.st, h.cfg)
-	before := ProjectedTokenCount(h.c.msgs, h.st, h.cfg, nil)
+	before := sizeOf(view)
 	call := h.c.compressCall(ranges)
 	h.now++
 	ar := ApplyCompression(ApplyInput{
@@ -62,8 +62,8 @@ func (h *simHost) compress(ranges []CompressRange) ApplyResult {
 		Archiver: h.arch, CreatedAt: "2026-01-01T00:00:00Z", Now: 1000,
 	})
 	h.st = ar.State
-	after := ProjectedTokenCount(h.c.msgs, h.st, h.cfg, nil)
-	panel := FormatPanel(PanelInput{Result: ar, BeforeTokens: before, AfterTokens: after, Messages: ProjectView(h.c.msgs, h.st, h.cfg)})
+	afterView := ProjectView(h.c.msgs, h.st, h.cfg)
+	panel := FormatPanel(PanelInput{Result: ar, BeforeTokens: before, AfterTokens: sizeOf(afterView), Messages: afterView})
 	h.c.compressResult(call, panel)
 	if len(ar.BlocksCreated) == 0 {
 		h.fails++
@@ -86,10 +86,14 @@ func TestLongSessionSimulation(t *testing.T) {
 	cfg.Tiers.Tier3Trigger = 3
 	h := newSimHost(t, cfg, 42)
 	h.c.user(40)
-	maxSeen, nudges := 0, 0
+	maxSeen, nudges, pressure, truncated := 0, 0, 0, 0
 	tiers := map[Tier]int{}
 	for turn := 0; turn < 600; turn++ {
 		switch {
+		case turn%60 == 59:
+			// A burst: one huge output pushes the context toward the
+			// pressure band regardless of cadence.
+			h.c.tool("fetch", 4000)
 		case turn%25 == 0:
 			h.c.user(20 + h.c.rng.Intn(40))
 		case turn%7 == 0:
@@ -104,8 +108,12 @@ func TestLongSessionSimulation(t *testing.T) {
 		if size > limit {
 			t.Fatalf("turn %d: projected context %d exceeds the limit %d (nudge: %v)", turn, size, limit, r.Nudge != nil)
 		}
+		truncated += r.TruncatedCount
 		if r.Nudge != nil {
 			nudges++
+			if r.Nudge.Breakdown.OverLimit {
+				pressure++
+			}
 			ar := h.obey(r.Nudge)
 			for _, b := range ar.BlocksCreated {
 				tiers[b.Tier]++
@@ -116,7 +124,11 @@ func TestLongSessionSimulation(t *testing.T) {
 			h.turn()
 		}
 	}
-	t.Logf("max projected %d of %d; nudges %d; blocks by tier %v; failed calls %d; archives %d", maxSeen, limit, nudges, tiers, h.fails, len(h.arch.files))
+	t.Logf("max projected %d of %d; nudges %d (%d under pressure); truncated results %d; blocks by tier %v; failed calls %d; archives %d",
+		maxSeen, limit, nudges, pressure, truncated, tiers, h.fails, len(h.arch.files))
+	if pressure == 0 {
+		t.Errorf("the session never reached the pressure band; the bursts should push it there")
+	}
 	if tiers[2] == 0 || tiers[3] == 0 {
 		t.Fatalf("got blocks by tier %v, want tier 2 and tier 3 reached", tiers)
 	}

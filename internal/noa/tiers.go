@@ -26,6 +26,11 @@ type TierDecision struct {
 // pin the target to 0 (spec, ArchiveEntry: "a loose message that was swept
 // up"); otherwise tier 2 could never form once anything sat between blocks.
 func DecideTier(r ResolvedRange, state CompressionState, cfg Config) TierDecision {
+	return decideTier(r, state, cfg, nil)
+}
+
+// decideTier is DecideTier with the covered set precomputed (nil = compute).
+func decideTier(r ResolvedRange, state CompressionState, cfg Config, covered map[string]bool) TierDecision {
 	var nested []CompressionBlock
 	for _, id := range r.NestedBlockIDs {
 		if b := FindBlock(&state, id); b != nil && b.Active {
@@ -35,7 +40,10 @@ func DecideTier(r ResolvedRange, state CompressionState, cfg Config) TierDecisio
 	if len(nested) == 0 {
 		return TierDecision{TargetTier: 0, OutputTier: 1}
 	}
-	if r.Kind == BoundaryMessage && looseCount(r, state) > 0 {
+	if covered == nil {
+		covered = CoveredMessageIDs(state)
+	}
+	if r.Kind == BoundaryMessage && looseCount(r, state, covered) > 0 {
 		d := TierDecision{TargetTier: 0, OutputTier: 1}
 		for _, b := range nested {
 			d.SurvivingBlockIDs = append(d.SurvivingBlockIDs, b.BlockID)
@@ -65,8 +73,7 @@ func DecideTier(r ResolvedRange, state CompressionState, cfg Config) TierDecisio
 }
 
 // looseCount counts addressable, uncovered messages in a resolved range.
-func looseCount(r ResolvedRange, state CompressionState) int {
-	covered := CoveredMessageIDs(state)
+func looseCount(r ResolvedRange, state CompressionState, covered map[string]bool) int {
 	n := 0
 	for _, id := range r.MessageIDs {
 		if covered[id] {

@@ -302,11 +302,24 @@ func startFront(t *testing.T, up Upstreams, ix Index, opts Options, httpOpts HTT
 // "sse" or "inprocess").
 func connect(t *testing.T, f *front, kind string, onNotify func(mcp.JSONRPCNotification)) *client.Client {
 	t.Helper()
+	return connectVersion(t, f, kind, mcp.LATEST_LEGACY_PROTOCOL_VERSION, onNotify)
+}
+
+// connectVersion is connect with a chosen protocol version; "" lets the
+// client negotiate the newest one the server speaks.
+func connectVersion(t *testing.T, f *front, kind, version string, onNotify func(mcp.JSONRPCNotification)) *client.Client {
+	t.Helper()
 	var c *client.Client
 	var err error
 	switch kind {
 	case "streamable":
-		c, err = client.NewStreamableHttpClient(f.base+PathStreamable, transport.WithContinuousListening())
+		var opts []transport.StreamableHTTPCOption
+		if version != "" && !mcp.IsModernProtocol(version) {
+			// The standalone GET stream carries list_changed; the stateless
+			// protocol has no such stream (and mcp-go then stays legacy).
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		c, err = client.NewStreamableHttpClient(f.base+PathStreamable, opts...)
 	case "sse":
 		c, err = client.NewSSEMCPClient(f.base + PathSSE)
 	case "inprocess":
@@ -328,7 +341,7 @@ func connect(t *testing.T, f *front, kind string, onNotify func(mcp.JSONRPCNotif
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = version
 	init.Params.ClientInfo = mcp.Implementation{Name: "server-test", Version: "0"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initializing %s client: %v", kind, err)

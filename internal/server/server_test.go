@@ -16,9 +16,23 @@ func TestRetrieveModeOverTransports(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
 	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
 
-	for _, kind := range []string{"streamable", "sse", "inprocess"} {
-		t.Run(kind, func(t *testing.T) {
-			c := connect(t, f, kind, nil)
+	for _, tc := range []struct{ kind, version string }{
+		{"streamable", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+		{"streamable", ""}, // the newest protocol (stateless, server/discover)
+		{"sse", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+		{"inprocess", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+	} {
+		name := tc.kind + "/" + tc.version
+		if tc.version == "" {
+			name = tc.kind + "/latest"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := connectVersion(t, f, tc.kind, tc.version, nil)
+			if want := tc.version; want != "" && c.ProtocolVersion() != want {
+				t.Fatalf("negotiated protocol: got %q, want %q", c.ProtocolVersion(), want)
+			} else if want == "" && !mcp.IsModernProtocol(c.ProtocolVersion()) {
+				t.Fatalf("negotiated protocol: got %q, want the stateless one (%s or later)", c.ProtocolVersion(), mcp.ProtocolVersion20260728)
+			}
 
 			if got, want := toolNames(t, c), []string{ToolCall, ToolDescribe, ToolRetrieve}; !cmp.Equal(got, want) {
 				t.Fatalf("tools/list: got %v, want %v", got, want)

@@ -84,8 +84,11 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
 	handler, closeSessions := s.Handler(opts)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           limitBody(handler),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Streams (SSE, streamable GET) are long-lived, so there is no
+		// read/write timeout; idle keep-alive connections are reclaimed.
+		IdleTimeout: 2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
 	errc := make(chan error, 1)
@@ -109,6 +112,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	}
 	<-errc
 	return nil
+}
+
+// maxBody bounds one HTTP request body: large enough for any sane tool
+// arguments (a file being written), small enough that a runaway client
+// cannot exhaust memory.
+const maxBody = 64 << 20
+
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Guard wraps next with the checks every HTTP request passes first:

@@ -136,10 +136,11 @@ func assertUnchanged(t *testing.T, h *Host, before noa.CompressionState, files [
 // compressed, and the panel says it was a storage problem.
 func TestCompressRollsBackOnInjectedFullDisk(t *testing.T) {
 	opts := testOptions(t)
-	ffs := &failingFS{failWriteAfter: 1}
+	ffs := &failingFS{failWriteAfter: 1 << 30}
 	opts.FS = ffs
 	h, args := compressFixture(t, opts)
 	ffs.under = filepath.Join(h.Dir(), ArchiveDir)
+	ffs.writes, ffs.failWriteAfter = 0, 1
 	before, files := h.State(), archiveFiles(t, h)
 	res, err := h.HandleCompress(context.Background(), args)
 	if err != nil {

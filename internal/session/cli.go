@@ -108,7 +108,7 @@ func List(w io.Writer, opts Options) error {
 			for _, b := range s.State.Blocks {
 				if b.Active {
 					r.active++
-					r.saved += b.CompressedTokens - summaryTokens(b, opts.Count)
+					r.saved += coveredTokens(b, s.State) - summaryTokens(b, opts.Count)
 				}
 			}
 		}
@@ -130,6 +130,19 @@ func List(w io.Writer, opts Options) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\n", r.id, r.mod.UTC().Format("2006-01-02 15:04:05"), r.msgs, r.active, r.total, noa.FormatTokens(r.saved), byteSize(int(r.size)))
 	}
 	return tw.Flush()
+}
+
+// coveredTokens is what the messages a block stands in for cost when they
+// were first seen (their frozen token snapshots): for a tier-2 or tier-3
+// block that is the raw conversation, not the summaries it absorbed.
+func coveredTokens(b noa.CompressionBlock, st noa.CompressionState) int {
+	n := 0
+	for _, id := range b.EffectiveMessageIDs {
+		if ref, ok := noa.RefForRaw(st.MessageRefs, id); ok {
+			n += st.TokenSnapshot[ref]
+		}
+	}
+	return n
 }
 
 func summaryTokens(b noa.CompressionBlock, count noa.TokenCountFn) int {
@@ -154,7 +167,7 @@ func Show(w io.Writer, opts Options, id string) error {
 		if b.Active {
 			active++
 			tiers[b.Tier]++
-			compressed += b.CompressedTokens
+			compressed += coveredTokens(b, st)
 			summaries += summaryTokens(b, opts.Count)
 		}
 	}
@@ -177,7 +190,7 @@ func Show(w io.Writer, opts Options, id string) error {
 		}
 	}
 	fmt.Fprintf(tw, "blocks\t%d active, %d absorbed into higher tiers%s\n", active, len(st.Blocks)-active, joinNonEmpty("; ", strings.Join(tl, ", ")))
-	fmt.Fprintf(tw, "tokens\t%s compressed into %s of summaries (%s saved); %d Compress call(s) applied\n",
+	fmt.Fprintf(tw, "tokens\t%s of messages stand behind %s of summaries (%s saved); %d Compress call(s) applied\n",
 		noa.FormatTokens(compressed), noa.FormatTokens(summaries), noa.FormatTokens(compressed-summaries), st.Stats.Compressions)
 	if len(in.rp.originals) > 0 {
 		fmt.Fprintf(tw, "cut results\t%d, originals under %s\n", len(in.rp.originals), filepath.Join(in.arch.Root, ResultsDir))

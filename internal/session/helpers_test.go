@@ -34,10 +34,12 @@ func (c *testClock) now() time.Time {
 
 // testOptions are small-window options: nudges start after a few thousand
 // tokens of tool traffic.
-func testOptions(t testing.TB) Options {
+func testOptions(t testing.TB) Options { return testOptionsIn(t.TempDir()) }
+
+func testOptionsIn(dir string) Options {
 	clock := &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	cfg := noa.DefaultConfig(20000)
-	return Options{Dir: t.TempDir(), Noa: cfg, MaxResultTokens: 4000, StateEvery: 1, Now: clock.now}
+	return Options{Dir: dir, Noa: cfg, MaxResultTokens: 4000, StateEvery: 1, Now: clock.now}
 }
 
 func openHost(t testing.TB, opts Options, id string) *Host {
@@ -191,3 +193,7 @@ func readAll(t testing.TB, h *Host, a ReadArchiveArgs) (string, int) {
 }
 
 func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func fmtInt(n int) string { return fmt.Sprint(n) }

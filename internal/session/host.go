@@ -526,7 +526,12 @@ type memo struct {
 	m  map[string]int
 }
 
-func newMemo(fn noa.TokenCountFn) *memo { return &memo{fn: fn, m: map[string]int{}} }
+func newMemo(fn noa.TokenCountFn) *memo {
+	if fn == nil {
+		fn = noa.DefaultCountTokens
+	}
+	return &memo{fn: fn, m: map[string]int{}}
+}
 
 // memoLimit bounds the cache; when it is exceeded the cache starts over.
 const memoLimit = 1 << 17

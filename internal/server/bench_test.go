@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
+)
+
+// BenchmarkRetrieveTools measures a retrieve_tools call (MCP request
+// through an in-process client, Bleve BM25 search, catalog lookup,
+// compact_sig rendering) at the LiveMCPTool corpus size (527 tools) and at
+// 10,000 tools, against the bare index search for the same queries in the
+// same run. It reports both latencies and their ratio; nothing is asserted
+// about time.
+//
+//	go test -run '^$' -bench RetrieveTools -benchtime 2000x ./internal/server
+func BenchmarkRetrieveTools(b *testing.B) {
+	base := liveMCPTools(b)
+	queries := liveMCPQueries(b)
+	arm, err := arms.Resolve(config.DefaultArm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{527, 10000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			tools := synthesize(base, n)
+			ix, err := index.New(index.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ix.Close() })
+			s, err := New(Deps{Upstreams: catalogUpstreams(tools), Index: benchIndex{ix}}, Options{
+				Render:        ArmRenderer(arm.EncodeListing),
+				IndexMetadata: arm.EncodeIndexMetadata,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			build := time.Now()
+			s.Resync()
+			resync := time.Since(build)
+
+			c, err := client.NewInProcessClient(s.MCP())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.Close() })
+			ctx := context.Background()
+			if err := c.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+			if _, err := c.Initialize(ctx, init); err != nil {
+				b.Fatal(err)
+			}
+
+			var searchTotal, retrieveTotal time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q := queries[i%len(queries)]
+				start := time.Now()
+				if _, err := ix.Search(ctx, q, config.DefaultRetrieveLimit); err != nil {
+					b.Fatal(err)
+				}
+				searchTotal += time.Since(start)
+
+				req := mcp.CallToolRequest{}
+				req.Params.Name = ToolRetrieve
+				req.Params.Arguments = map[string]any{"query": q}
+				start = time.Now()
+				res, err := c.CallTool(ctx, req)
+				retrieveTotal += time.Since(start)
+				if err != nil || res.IsError {
+					b.Fatalf("retrieve_tools %q: %v %+v", q, err, res)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(searchTotal.Nanoseconds())/float64(b.N), "search-ns/op")
+			b.ReportMetric(float64(retrieveTotal.Nanoseconds())/float64(b.N), "retrieve_tools-ns/op")
+			b.ReportMetric(float64(retrieveTotal)/float64(searchTotal), "retrieve/search")
+			// Indexing the whole catalog once (arm metadata + Bleve batches).
+			b.ReportMetric(float64(resync.Milliseconds()), "resync-ms")
+		})
+	}
+}
+
+// benchIndex adapts *index.Index to Index, as cmd/mcproxy does.
+type benchIndex struct{ *index.Index }
+
+func (x benchIndex) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
+	hits, err := x.Index.Search(ctx, q, limit)
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		out[i] = Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
+	}
+	return out, err
+}
+
+// catalogUpstreams serves a fixed tool list; the benchmark never calls a tool.
+type catalogUpstreams []config.Tool
+
+func (u catalogUpstreams) Tools() []config.Tool                    { return u }
+func (u catalogUpstreams) MCPTool(string, string) (mcp.Tool, bool) { return mcp.Tool{}, false }
+func (u catalogUpstreams) Status() []UpstreamStatus                { return nil }
+func (u catalogUpstreams) Call(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	return nil, fmt.Errorf("benchmark catalog: calls are not supported")
+}
+
+// datasetsDir is $MCPROXY_DATASETS or ../shared/datasets from the repository
+// root, where the frozen corpora live (never copied into the repository).
+func datasetsDir() string {
+	if d := os.Getenv("MCPROXY_DATASETS"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "..", "shared", "datasets")
+}
+
+func liveMCPTools(b *testing.B) []config.Tool {
+	b.Helper()
+	path := filepath.Join(datasetsDir(), "livemcptool_snapshot", "tools.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("reading the LiveMCPTool corpus (set MCPROXY_DATASETS to the datasets directory): %v", err)
+	}
+	var f struct {
+		Tools []struct {
+			Server      string          `json:"server"`
+			Tool        string          `json:"tool"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		b.Fatalf("parsing %s: %v", path, err)
+	}
+	out := make([]config.Tool, len(f.Tools))
+	for i, t := range f.Tools {
+		out[i] = config.Tool{ID: config.ToolID(t.Server, t.Tool), Server: t.Server, Name: t.Tool, Description: t.Description, Schema: t.InputSchema}
+	}
+	return out
+}
+
+func liveMCPQueries(b *testing.B) []string {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "bench", "queries", "livemcptool.queries.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f struct {
+		Queries []struct {
+			Query string `json:"query"`
+		} `json:"queries"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		b.Fatal(err)
+	}
+	out := make([]string, len(f.Queries))
+	for i, q := range f.Queries {
+		out[i] = q.Query
+	}
+	return out
+}
+
+// synthesize grows base to n tools: copy k of a tool lives on server
+// "<server>-<k>" with a varied name and description, so the vocabulary grows
+// the way a large installation's would.
+func synthesize(base []config.Tool, n int) []config.Tool {
+	out := make([]config.Tool, 0, n)
+	for k := 0; len(out) < n; k++ {
+		for _, t := range base {
+			if len(out) == n {
+				break
+			}
+			if k > 0 {
+				t.Server = fmt.Sprintf("%s-%d", t.Server, k)
+				t.Name = fmt.Sprintf("%s_v%d", t.Name, k)
+				t.ID = config.ToolID(t.Server, t.Name)
+				t.Description = fmt.Sprintf("%s (variant %d, region r%d, edition e%d)", t.Description, k, k%7, k%13)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}

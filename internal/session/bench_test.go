@@ -1,0 +1,78 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/tokens"
+)
+
+// benchHost is a session already holding n recorded messages (n/2 tool
+// calls with ~100-word results), counted with the production tokenizer. The
+// history is loaded directly rather than through n/2 calls, which would
+// take minutes at 10,000 messages.
+func benchHost(b *testing.B, n int, sync bool) *Host {
+	b.Helper()
+	counter, err := tokens.New("cl100k_base")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := testOptions(b)
+	opts.Noa = noa.DefaultConfig(DefaultContextLimit)
+	opts.Count = counter.Count
+	opts.StateEvery = 1 << 30
+	opts.noSync = !sync
+	h := openHost(b, opts, "bench")
+	rng := newRand(1)
+	for len(h.msgs) < n {
+		msgID, callID := h.newIDs()
+		h.push(noa.CoreMessage{ID: msgID, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "fs:read", ToolCallID: callID, Text: `{"path":"/x"}`})
+		resID, _ := h.newIDs()
+		h.push(noa.CoreMessage{ID: resID, Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: "fs:read", ToolCallID: callID, Text: words(rng, 100)})
+	}
+	h.st = h.synced(h.msgs, h.st)
+	return h
+}
+
+// BenchmarkHostCall measures what the session host adds to one tools/call
+// (record the call, record the result, run noa over the session, shape the
+// result, append to the transcript) at 100, 1,000 and 10,000 recorded
+// messages, with and without the fsync. The baseline is noa.ProcessTurn
+// alone over the same history, measured in the same run, so the host's own
+// overhead reads as the ratio of the two.
+func BenchmarkHostCall(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		for _, sync := range []bool{true, false} {
+			b.Run(fmt.Sprintf("messages=%d/fsync=%v", n, sync), func(b *testing.B) {
+				h := benchHost(b, n, sync)
+				rng := newRand(2)
+				results := make([]string, 64)
+				for i := range results {
+					results[i] = words(rng, 100)
+				}
+				args := json.RawMessage(`{"path":"/bench"}`)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					text := results[i%len(results)]
+					if _, err := h.Call(context.Background(), "fs:read", args, func(context.Context) (*mcp.CallToolResult, error) {
+						return mcp.NewToolResultText(text), nil
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("messages=%d/baseline=ProcessTurn", n), func(b *testing.B) {
+			h := benchHost(b, n, false)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.st, Config: h.cfg, CountTokens: h.count.count})
+			}
+		})
+	}
+}

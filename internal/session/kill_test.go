@@ -1,0 +1,173 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The SIGKILL test re-executes this test binary as a child that runs a
+// session and stops inside a Compress call; TestMain turns the child into
+// that helper.
+const (
+	envHelperDir   = "MCPROXY_SESSION_KILL_DIR"
+	envHelperStage = "MCPROXY_SESSION_KILL_STAGE"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envHelperDir); dir != "" {
+		killHelper(dir, os.Getenv(envHelperStage))
+		return // unreachable: the helper blocks until killed
+	}
+	os.Exit(m.Run())
+}
+
+// killFixtureArgs are the Compress arguments the helper sends.
+var killFixtureArgs = compressArgs([][2]string{{"m00001", "m00008"}, {"m00009", "m00016"}})
+
+// killHelper records twelve calls, then compresses two ranges with a hook
+// that announces the stage on stdout and blocks, waiting for SIGKILL.
+func killHelper(dir, stage string) {
+	opts := testOptionsIn(dir)
+	opts.hook = func(s string) {
+		if s == stage {
+			fmt.Println("READY")
+			select {}
+		}
+	}
+	h, err := Open(opts, "k")
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(2)
+	}
+	rng := newRand(11)
+	for i := 0; i < 12; i++ {
+		text := words(rng, 400)
+		if _, err := h.Call(context.Background(), "fs:read", json.RawMessage(`{}`), func(context.Context) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(text), nil
+		}); err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(2)
+		}
+	}
+	h.HandleCompress(context.Background(), killFixtureArgs)
+	fmt.Println("ERROR the hook never fired")
+	os.Exit(2)
+}
+
+// runUntilKilled starts the helper, waits until it blocks at stage, and
+// kills it with SIGKILL.
+func runUntilKilled(t *testing.T, dir, stage string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envHelperDir+"="+dir, envHelperStage+"="+stage)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l := <-lines:
+		if l != "READY" {
+			t.Fatalf("helper said %q, want READY", l)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("helper never reached the stage")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.String() != "signal: killed" {
+		t.Fatalf("helper ended with %v, want killed by SIGKILL", err)
+	}
+}
+
+// assertNoBlockWithoutArchive checks the invariant a crash must keep.
+func assertNoBlockWithoutArchive(t *testing.T, h *Host) {
+	t.Helper()
+	msgs := map[string]string{}
+	for _, m := range h.Messages() {
+		msgs[m.ID] = m.Text
+	}
+	for _, b := range h.State().Blocks {
+		data, err := os.ReadFile(filepath.Join(h.Dir(), ArchiveDir, filepath.FromSlash(b.ArchiveRel)))
+		if err != nil {
+			t.Errorf("block %s has no archive: %v", b.BlockID, err)
+			continue
+		}
+		for _, id := range b.DirectMessageIDs {
+			if !strings.Contains(string(data), msgs[id]) {
+				t.Errorf("archive of %s lacks message %s", b.BlockID, id)
+			}
+		}
+	}
+}
+
+// mcproxy killed with SIGKILL in the middle of a Compress: after a restart
+// the state is consistent, applied or not, never a block without its archive.
+func TestSIGKILLMidCompress(t *testing.T) {
+	t.Run("after the archives, before the transcript", func(t *testing.T) {
+		dir := t.TempDir()
+		runUntilKilled(t, dir, "archived")
+		opts := testOptionsIn(dir)
+		h := openHost(t, opts, "k")
+		r := h.Report()
+		if got := len(h.State().Blocks); got != 0 {
+			t.Errorf("got %d blocks, want 0: the call was never recorded, so it did not happen", got)
+		}
+		if len(r.OrphanArchives) != 2 || r.StateMismatch {
+			t.Errorf("got report %+v, want the 2 archives reported as orphans and a consistent state", r)
+		}
+		assertNoBlockWithoutArchive(t, h)
+		// The model's retry applies, replacing the orphans.
+		res, err := h.HandleCompress(context.Background(), killFixtureArgs)
+		if err != nil || res.IsError {
+			t.Fatalf("retry after restart: %v %q", err, texts(res))
+		}
+		if got := len(h.State().Blocks); got != 2 {
+			t.Errorf("retry: got %d blocks, want 2", got)
+		}
+		assertNoBlockWithoutArchive(t, h)
+	})
+	t.Run("after the transcript, before state.json", func(t *testing.T) {
+		dir := t.TempDir()
+		runUntilKilled(t, dir, "logged")
+		opts := testOptionsIn(dir)
+		h := openHost(t, opts, "k")
+		r := h.Report()
+		if !r.StateBehind || r.StateMismatch || r.Replayed != 1 || len(r.OrphanArchives) != 0 {
+			t.Errorf("got report %+v, want state.json behind, brought forward, one call replayed, no orphans", r)
+		}
+		if got := len(h.State().Blocks); got != 2 {
+			t.Errorf("got %d blocks, want 2: the call was recorded, so it happened", got)
+		}
+		assertNoBlockWithoutArchive(t, h)
+		h.Close()
+		h = openHost(t, opts, "k")
+		if r := h.Report(); r.StateBehind || r.StateMismatch || r.StateMissing {
+			t.Errorf("second open reported %+v, want a current state.json", r)
+		}
+	})
+}
