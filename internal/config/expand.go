@@ -37,7 +37,11 @@ func expand(s string, getenv func(string) (string, bool)) (string, error) {
 		case '{':
 			end := matchBrace(s, i+1)
 			if end < 0 {
-				return "", fmt.Errorf("unterminated %q: close it with } (write $${ for a literal ${)", s[i:])
+				ref := s[i:]
+				if len(ref) > 24 { // enough to find it; the rest may be a secret
+					ref = ref[:24] + "..."
+				}
+				return "", fmt.Errorf("unterminated %q: close it with } (write $${ for a literal ${)", ref)
 			}
 			v, err := expandRef(s[i+2:end], getenv)
 			if err != nil {

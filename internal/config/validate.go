@@ -365,16 +365,22 @@ func checkListen(addr string) string {
 	return ""
 }
 
+// checkURL never echoes the URL: it may carry a token in its query or
+// user info, and config errors end up in logs.
 func checkURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Sprintf("%q is not a URL: %v", raw, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Sprintf("not a valid URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Sprintf("%q is not an http:// or https:// URL", raw)
+		return "want an http:// or https:// URL"
 	}
 	if u.Host == "" {
-		return fmt.Sprintf("%q has no host", raw)
+		return "the URL has no host"
 	}
 	return ""
 }

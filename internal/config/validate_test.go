@@ -73,11 +73,12 @@ func TestValidate(t *testing.T) {
 			"b": {URL: "localhost:3000/mcp"},
 			"c": {URL: "http:///mcp"},
 			"d": {URL: "http://h:port/"},
+			"e": {URL: "https://user:secret@example.com/mcp?key=s3cret"},
 		}}, want: []string{
-			`mcpServers.a.url: "ftp://h/x" is not an http:// or https:// URL`,
-			`mcpServers.b.url: "localhost:3000/mcp" is not an http:// or https:// URL`,
-			`mcpServers.c.url: "http:///mcp" has no host`,
-			`mcpServers.d.url: "http://h:port/" is not a URL: parse "http://h:port/": invalid port ":port" after host`,
+			`mcpServers.a.url: want an http:// or https:// URL`,
+			`mcpServers.b.url: want an http:// or https:// URL`,
+			`mcpServers.c.url: the URL has no host`,
+			`mcpServers.d.url: not a valid URL: invalid port ":port" after host`,
 		}},
 		{name: "stdio-only and http-only fields", cfg: Config{MCPServers: map[string]ServerConfig{
 			"h": {URL: "http://h", Args: []string{"x"}, Env: map[string]string{"K": "v"}, Cwd: "/"},

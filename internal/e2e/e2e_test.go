@@ -27,7 +27,7 @@ var fsReadTool = regexp.MustCompile(`filesystem:read_(text_)?file\b`)
 // official TypeScript SDK over stdio and streamable HTTP.
 func TestProxyEndToEnd(t *testing.T) {
 	fx := newFixture(t)
-	base, serveProc := serveHTTP(t, fx.config)
+	base, _ := serveHTTP(t, fx.config)
 
 	t.Run("mcp-go/stdio", func(t *testing.T) {
 		c, err := client.NewStdioMCPClient(binary, os.Environ(), "serve", "--stdio", "--config", fx.config)
@@ -72,10 +72,6 @@ func TestProxyEndToEnd(t *testing.T) {
 	t.Run("typescript-sdk/streamable-http", func(t *testing.T) {
 		runSmokeScript(t, map[string]any{"transport": "http", "url": base + "/mcp", "fsDir": fx.fsDir, "tag": "http"})
 	})
-	// Secrets and protocol stay out of the log; the log is on stderr only.
-	if strings.Contains(serveProc.output(), "Bearer") {
-		t.Errorf("mcproxy log contains an Authorization header value")
-	}
 }
 
 // smoke runs the issue's checks through one connected client; tag keeps the

@@ -496,10 +496,6 @@ func TestBM25(t *testing.T) {
 		return out
 	}
 
-	bm := newIndex(t, Options{})
-	load(t, bm, tools)
-	got := scores(bm)
-
 	// Expected BM25: idf over 4 documents, 3 containing the term; average
 	// description length ceil((10+10+40+10)/4) = 18.
 	n, df, avgdl := 4.0, 3.0, 18.0
@@ -508,9 +504,15 @@ func TestBM25(t *testing.T) {
 		tf := math.Sqrt(freq)
 		return idf * tf * k1 / (tf + k1*(1-b+b*dl/avgdl))
 	}
-	for id, w := range map[string]float64{"s:once": bm25(1, 10), "s:many": bm25(9, 10), "s:long": bm25(1, 40)} {
-		if math.Abs(got[id]-w) > 1e-6*w {
-			t.Errorf("%s: got score %.6f, want BM25 %.6f", id, got[id], w)
+	var got map[string]float64
+	for _, opts := range []Options{{}, {Dir: t.TempDir()}} {
+		bm := newIndex(t, opts)
+		load(t, bm, tools)
+		got = scores(bm)
+		for id, w := range map[string]float64{"s:once": bm25(1, 10), "s:many": bm25(9, 10), "s:long": bm25(1, 40)} {
+			if math.Abs(got[id]-w) > 1e-6*w {
+				t.Errorf("%+v: %s: got score %.6f, want BM25 %.6f", opts, id, got[id], w)
+			}
 		}
 	}
 

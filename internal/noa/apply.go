@@ -65,7 +65,8 @@ type plannedRange struct {
 }
 
 // ApplyCompression turns one Compress call into blocks, in this order:
-// resolve every range → reject in-batch overlap → the atomic size gate →
+// resolve every range → reject in-batch overlap (the whole call) → the
+// atomic size gate →
 // build each block and its archive in memory → write every archive → only
 // then change state. A failed archive write removes the archives already
 // written and returns the input state untouched, because a block whose
@@ -110,6 +111,7 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 	claimedMsgs := map[string]int{}
 	claimedBlocks := map[string]int{}
 	var plans []*plannedRange
+	overlapped := false
 
 	for i, r := range in.Ranges {
 		n := i + 1
@@ -182,7 +184,13 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 			}
 		}
 		if overlap > 0 {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s overlaps range %d of this same call. Each message may be compressed once: merge the two into one range or drop one.", label, overlap))
+			// The model's intent is unclear (it may have meant the union), so
+			// the whole call is refused below rather than guessing which half
+			// it meant.
+			first := in.Ranges[overlap-1]
+			res.Errors = append(res.Errors, fmt.Sprintf("%s overlaps range %d (%s..%s) of this same call. Each message may be compressed once: merge the two into one range, or drop one, and call again.",
+				label, overlap, strings.TrimSpace(first.StartRef), strings.TrimSpace(first.EndRef)))
+			overlapped = true
 			continue
 		}
 		for _, id := range direct {
@@ -208,6 +216,10 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 		plans = append(plans, &plannedRange{n: n, req: r, rr: rr, d: d, direct: direct, chars: chars, deadKey: key})
 	}
 	if len(plans) == 0 {
+		return fail()
+	}
+	if overlapped {
+		res.Errors = append(res.Errors, "Because ranges in this call overlap, nothing was compressed.")
 		return fail()
 	}
 

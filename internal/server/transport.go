@@ -89,7 +89,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 		// Streams (SSE, streamable GET) are long-lived, so there is no
 		// read/write timeout; idle keep-alive connections are reclaimed.
 		IdleTimeout: 2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+		ErrorLog:    zap.NewStdLog(s.log.Named("http")),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

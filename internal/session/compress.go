@@ -77,8 +77,6 @@ func (h *Host) HandleCompress(ctx context.Context, raw []byte) (*mcp.CallToolRes
 		ar = noa.ApplyCompression(noa.ApplyInput{State: st, Config: h.cfg}) // nothing asked: noa's neutral answer
 	case !d.Ok:
 		ar = noa.ApplyResult{State: st, Errors: []string{parseProblem(d)}}
-	case overlapMsg(parsed.Ranges, view, st) != "":
-		ar = noa.ApplyResult{State: st, Errors: []string{overlapMsg(parsed.Ranges, view, st)}}
 	default:
 		ar = noa.ApplyCompression(noa.ApplyInput{
 			Ranges:      parsed.Ranges,
@@ -146,35 +144,4 @@ func (h *Host) sum(view []noa.CoreMessage) int {
 		n += h.count.message(m)
 	}
 	return n
-}
-
-// overlapMsg refuses a call whose ranges claim the same message or block.
-// noa alone would apply the first of two overlapping ranges and reject the
-// second; the model's intent is then unclear (it may have meant the union),
-// so the host refuses the whole call and changes nothing (issue 5: "overlapping
-// ranges ... no change of state").
-func overlapMsg(ranges []noa.CompressRange, view []noa.CoreMessage, st noa.CompressionState) string {
-	covered := noa.CoveredMessageIDs(st)
-	claimed := map[string]int{}
-	for i, r := range ranges {
-		rr, nf := noa.ResolveBoundaries(r.StartRef, r.EndRef, view, st)
-		if nf != nil {
-			continue // noa reports it
-		}
-		keys := append([]string(nil), rr.NestedBlockIDs...)
-		for _, id := range rr.MessageIDs {
-			if !covered[id] {
-				keys = append(keys, id)
-			}
-		}
-		for _, k := range keys {
-			if j, ok := claimed[k]; ok && j != i {
-				return fmt.Sprintf("range %d (%s..%s) overlaps range %d (%s..%s) of this same call, so nothing was compressed. "+
-					"Each message may be compressed once: merge the two into one range, or drop one, and call again.",
-					i+1, strings.TrimSpace(r.StartRef), strings.TrimSpace(r.EndRef), j+1, strings.TrimSpace(ranges[j].StartRef), strings.TrimSpace(ranges[j].EndRef))
-			}
-			claimed[k] = i
-		}
-	}
-	return ""
 }

@@ -185,8 +185,8 @@ func headTail(text string, total, budget int, count noa.TokenCountFn, handle str
 
 func cutNote(from, to, size int, handle string) string {
 	return fmt.Sprintf("\n\n%s: bytes %d-%d of %d were cut from the middle of this result. The original is archived verbatim; "+
-		"read the cut part with read_archive {\"ref\":%q,\"offset\":%d,\"limit\":%d} and, if the answer reports a next offset, continue from there.]\n\n",
-		noa.TruncationMarker, from, to, size, handle, from, to-from)
+		"read the cut part with read_archive {\"ref\":%q,\"offset\":%d,\"limit\":%d}; if the answer comes in pages, continue from the offset each page names until byte %d.]\n\n",
+		noa.TruncationMarker, from, to, size, handle, from, to-from, to)
 }
 
 // cutBack returns a cut position at or before i on a rune boundary,

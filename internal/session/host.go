@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -237,14 +238,15 @@ func (h *Host) load() error {
 		}
 		if !sameState(saved.State, at.state) {
 			rep.StateMismatch = true
-			rep.Warnings = append(rep.Warnings, "state.json differs from the state rebuilt from the transcript: "+stateDiff(saved.State, at.state))
+			rep.Warnings = append(rep.Warnings, "state.json differs from the state rebuilt from the transcript ("+stateDiff(saved.State, at.state)+
+				"); the transcript wins. A changed tokenizer or protected_tools since the session was written causes this, and can renumber refs")
 		}
 	}
 	h.msgs, h.originals, h.st, h.seq = full.msgs, full.originals, full.state, full.seq
 	for i, m := range h.msgs {
 		h.index[m.ID] = i
 	}
-	h.nextID = len(h.msgs)
+	h.nextID = highestID(h.msgs)
 	rep.OrphanArchives = orphanArchives(h.arch.Root, h.st)
 	if rep.StateMissing || rep.StateBehind || rep.StateMismatch {
 		if err := h.saveState(); err != nil {
@@ -300,6 +302,22 @@ func (h *Host) Close() error {
 
 // ErrClosed is returned by a Host used after Close.
 var ErrClosed = errors.New("session is closed")
+
+// highestID is the largest number used by a message or call id, so new ids
+// continue after it. (Counting messages would not do: a call whose result
+// was never recorded reserved a number that a later message may not take,
+// and one that a recorded message may have taken after it.)
+func highestID(msgs []noa.CoreMessage) int {
+	hi := 0
+	for _, m := range msgs {
+		for _, s := range []string{strings.TrimPrefix(m.ID, "msg"), strings.TrimPrefix(m.ToolCallID, "call")} {
+			if n, err := strconv.Atoi(s); err == nil && n > hi {
+				hi = n
+			}
+		}
+	}
+	return hi
+}
 
 func (h *Host) newIDs() (msgID, callID string) {
 	h.nextID++
@@ -537,9 +555,6 @@ func newMemo(fn noa.TokenCountFn) *memo {
 const memoLimit = 1 << 17
 
 func (c *memo) count(text string) int {
-	if len(text) < 32 {
-		return c.fn(text)
-	}
 	c.mu.Lock()
 	n, ok := c.m[text]
 	c.mu.Unlock()

@@ -320,3 +320,24 @@ func TestReadArchiveErrors(t *testing.T) {
 		t.Errorf("got %q, want %q", got, "ph")
 	}
 }
+
+// A protected tool's result has no ref; a cut one is pointed at by its
+// message id, which read_archive accepts too.
+func TestOversizeProtectedToolResult(t *testing.T) {
+	opts := testOptions(t)
+	opts.MaxResultTokens = 500
+	opts.Noa.ProtectedTools = []string{"vault:*"}
+	h := openHost(t, opts, "s")
+	original := words(newRand(9), 4000)
+	res := call(t, h, "vault:read", original)
+	tx := texts(res)
+	if len(tx) != 1 {
+		t.Fatalf("got %d text blocks, want only the cut text (a protected result has no tag)", len(tx))
+	}
+	if !strings.Contains(tx[0], `read_archive {"ref":"msg000002"`) {
+		t.Fatalf("cut text does not point at the message id")
+	}
+	if got, _ := readAll(t, h, ReadArchiveArgs{Ref: "msg000002"}); got != original {
+		t.Errorf("read_archive by message id: got %d bytes, want the %d-byte original", len(got), len(original))
+	}
+}

@@ -2,10 +2,14 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -17,62 +21,91 @@ import (
 // Manager owns the hosts of a running proxy, one per session id. Hosts are
 // opened on first use (an id seen before is restored from disk) and kept
 // until Release or Close. Sessions share nothing but the options: each has
-// its own directory, lock, refs, blocks and archives.
+// its own directory, lock, refs, blocks and archives. Opening a session
+// that has a long transcript to replay holds up only that session.
 type Manager struct {
 	opts Options
 
 	mu     sync.Mutex
-	hosts  map[string]*Host
+	hosts  map[string]*entry
 	closed bool
+}
+
+// entry is one session's host, opened once.
+type entry struct {
+	ready chan struct{} // closed once h and err are set
+	h     *Host
+	err   error
 }
 
 // NewManager returns a manager creating hosts with opts.
 func NewManager(opts Options) *Manager {
-	return &Manager{opts: opts, hosts: map[string]*Host{}}
+	return &Manager{opts: opts, hosts: map[string]*entry{}}
 }
 
 // Host returns the host of session id, opening (or creating) it on first
-// use.
+// use. Concurrent first uses of one id open it once.
 func (m *Manager) Host(id string) (*Host, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if h, ok := m.hosts[id]; ok {
-		return h, nil
+	e, ok := m.hosts[id]
+	if !ok {
+		e = &entry{ready: make(chan struct{})}
+		m.hosts[id] = e
 	}
-	h, err := Open(m.opts, id)
-	if err != nil {
-		return nil, err
+	m.mu.Unlock()
+	if ok {
+		<-e.ready
+		return e.h, e.err
 	}
-	m.hosts[id] = h
-	return h, nil
+	e.h, e.err = Open(m.opts, id)
+	m.mu.Lock()
+	switch {
+	case e.err != nil:
+		delete(m.hosts, id) // a later call may try again
+	case m.closed:
+		// Close ran while this session was opening; it must not leak.
+		e.h.Close()
+		e.h, e.err = nil, ErrClosed
+	}
+	m.mu.Unlock()
+	close(e.ready)
+	return e.h, e.err
 }
 
 // Release closes the host of session id (when the client's session ends).
 // Its files stay; a later Host(id) restores it.
 func (m *Manager) Release(id string) error {
 	m.mu.Lock()
-	h, ok := m.hosts[id]
+	e, ok := m.hosts[id]
 	delete(m.hosts, id)
 	m.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	return h.Close()
+	<-e.ready
+	if e.h == nil {
+		return nil
+	}
+	return e.h.Close()
 }
 
-// Close closes every host.
+// Close closes every host; later calls to Host fail with ErrClosed.
 func (m *Manager) Close() error {
 	m.mu.Lock()
-	hosts := m.hosts
-	m.hosts = map[string]*Host{}
+	entries := m.hosts
+	m.hosts = map[string]*entry{}
 	m.closed = true
 	m.mu.Unlock()
 	var errs []error
-	for _, h := range hosts {
-		errs = append(errs, h.Close())
+	for _, e := range entries {
+		<-e.ready
+		if e.h != nil {
+			errs = append(errs, e.h.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -99,20 +132,28 @@ func ReadArchiveTool() mcp.Tool {
 // SessionIDFunc tells which session a request belongs to.
 type SessionIDFunc func(ctx context.Context) string
 
-// ClientSessionID is the SessionIDFunc for mcp-go: the id of the
-// ClientSession in ctx, with stdio (whose id is the constant "stdio") mapped
-// to stdioID so each run of the proxy gets its own session.
+// ClientSessionID is the SessionIDFunc for mcp-go: SessionIDFor the
+// ClientSession in ctx.
 func ClientSessionID(stdioID string) SessionIDFunc {
 	return func(ctx context.Context) string {
-		s := mcpserver.ClientSessionFromContext(ctx)
-		if s == nil {
-			return ""
-		}
-		if id := s.SessionID(); id != "stdio" {
-			return id
-		}
-		return stdioID
+		return SessionIDFor(mcpserver.ClientSessionFromContext(ctx), stdioID)
 	}
+}
+
+// SessionIDFor is the session id a host is keyed on for an mcp-go client
+// session: its own id (the Mcp-Session-Id of streamable HTTP, the
+// connection's id for SSE), except that stdio, whose id is the constant
+// "stdio", maps to stdioID (see NewSessionID) so each run of the proxy gets
+// its own session. "" (no session: nil, or a request of the 2026-07-28
+// protocol, which has none) means the call passes through unrecorded.
+func SessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
+	if cs == nil {
+		return ""
+	}
+	if id := cs.SessionID(); id != "stdio" {
+		return id
+	}
+	return stdioID
 }
 
 // RawArguments is a call's arguments as JSON.
@@ -211,4 +252,18 @@ func (m *Manager) ReadArchiveHandler(idOf SessionIDFunc) mcpserver.ToolHandlerFu
 			return h.ReadArchive(ctx, a), nil
 		})
 	}
+}
+
+// NewSessionID returns a fresh session id for a connection that has none of
+// its own (stdio, whose mcp-go session id is the constant "stdio"): the UTC
+// start time, so `sessions list` sorts and reads naturally, and 8 random hex
+// digits, so two proxies started in the same second do not share a session.
+func NewSessionID(now time.Time) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; fall back to
+		// the clock's nanoseconds rather than to a shared id.
+		binary.BigEndian.PutUint32(b[:], uint32(now.UnixNano()))
+	}
+	return "stdio-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }

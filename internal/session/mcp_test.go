@@ -3,14 +3,17 @@ package session
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -25,7 +28,7 @@ import (
 func newMCPFront(t *testing.T, m *Manager) string {
 	t.Helper()
 	hooks := &mcpserver.Hooks{}
-	hooks.AddOnUnregisterSession(func(ctx context.Context, s mcpserver.ClientSession) { m.Release(s.SessionID()) })
+	hooks.AddOnUnregisterSession(func(ctx context.Context, s mcpserver.ClientSession) { m.Release(SessionIDFor(s, "stdio-test")) })
 	idOf := ClientSessionID("stdio-test")
 	srv := mcpserver.NewMCPServer("front", "test",
 		mcpserver.WithToolCapabilities(false),
@@ -221,5 +224,44 @@ func TestModernProtocolRequestPassesThrough(t *testing.T) {
 	res := callTool(t, c, "bulky", map[string]any{"marker": "M", "words": 10})
 	if got := len(res.Content); got != 1 {
 		t.Errorf("got %d content blocks, want 1 (passed through, no ref tag)", got)
+	}
+}
+
+// Over stdio (mcp-go's constant session id "stdio") the host is keyed on the
+// id this run was given.
+func TestStdioSessionID(t *testing.T) {
+	opts := testOptions(t)
+	m := NewManager(opts)
+	t.Cleanup(func() { m.Close() })
+	stdioID := NewSessionID(time.Now())
+	idOf := ClientSessionID(stdioID)
+	srv := mcpserver.NewMCPServer("front", "test", mcpserver.WithToolHandlerMiddleware(m.Middleware(idOf)))
+	srv.AddTool(mcp.NewTool("echo"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echoed"), nil
+	})
+	srvIn, cliOut := io.Pipe()
+	cliIn, srvOut := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.NewStdioServer(srv).Listen(ctx, srvIn, srvOut) }()
+	t.Cleanup(func() {
+		cancel()
+		cliOut.Close()
+		srvOut.Close()
+		<-done
+	})
+	c := client.NewClient(transport.NewIO(cliIn, cliOut, io.NopCloser(strings.NewReader(""))))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, c, "echo", nil)
+	if tx := texts(res); len(tx) != 2 || !strings.HasPrefix(tx[1], "[m00002 ") {
+		t.Fatalf("got %q, want the result and its ref tag", tx)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, stdioID, TranscriptFile)); err != nil {
+		t.Errorf("no transcript for the stdio session %s: %v", stdioID, err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -221,5 +223,39 @@ func TestInvalidSessionID(t *testing.T) {
 		if _, err := Open(testOptions(t), id); err == nil {
 			t.Errorf("Open(%q) succeeded, want an error", id)
 		}
+	}
+}
+
+// A call whose result was never recorded (the process died while the
+// upstream ran) keeps its reserved numbers: ids after a restart never repeat.
+func TestIDsAfterUnansweredCall(t *testing.T) {
+	opts := testOptions(t)
+	h := openHost(t, opts, "s")
+	release, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Call(context.Background(), "slow", nil, func(context.Context) (*mcp.CallToolResult, error) {
+			close(started)
+			<-release
+			return mcp.NewToolResultText("late"), nil
+		})
+	}()
+	<-started
+	call(t, h, "fast", "quick") // msg000003 and its result msg000004
+	// "Crash": reopen while the slow call is unanswered.
+	h2 := openHost(t, opts, "s")
+	call(t, h2, "next", "after")
+	h.Close() // the old process is gone: its late answer is not recorded
+	close(release)
+	<-done
+	seen := map[string]bool{}
+	for _, m := range h2.Messages() {
+		if seen[m.ID] {
+			t.Fatalf("id %s used twice", m.ID)
+		}
+		seen[m.ID] = true
+	}
+	if got := h2.Messages()[len(h2.Messages())-1].ID; got != "msg000006" {
+		t.Errorf("got last id %s, want msg000006", got)
 	}
 }

@@ -77,18 +77,15 @@ type pacing struct {
 }
 
 func pacingOf(st noa.CompressionState) *pacing {
+	// Copy through noa's own cloner so the record never aliases live maps.
+	c := noa.CloneState(noa.CompressionState{Nudge: st.Nudge, Stats: noa.Stats{DeadRanges: st.Stats.DeadRanges}})
 	p := &pacing{
-		Nudge:               st.Nudge,
+		Nudge:               c.Nudge,
 		ConsecutiveFailures: st.Stats.ConsecutiveFailures,
 		SuppressedAtTokens:  st.Stats.SuppressedAtTokens,
-		DeadRanges:          st.Stats.DeadRanges,
 	}
-	// Clone through the state's own copier so the record never aliases live
-	// maps.
-	c := noa.CloneState(noa.CompressionState{Nudge: st.Nudge, Stats: noa.Stats{DeadRanges: st.Stats.DeadRanges}})
-	p.Nudge, p.DeadRanges = c.Nudge, c.Stats.DeadRanges
-	if len(p.DeadRanges) == 0 {
-		p.DeadRanges = nil
+	if len(c.Stats.DeadRanges) > 0 {
+		p.DeadRanges = c.Stats.DeadRanges
 	}
 	return p
 }
