@@ -6,12 +6,13 @@
 //
 //	mcproxy serve [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
 //	mcproxy search "QUERY" [--config F] [--limit N]
+//	mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
 //	mcproxy bench ...
 //	mcproxy version
 //
 // This package holds flags and wiring only: it loads the config, decides
 // where logs go, and connects internal/upstream, internal/index,
-// internal/arms and internal/server.
+// internal/arms, internal/session and internal/server.
 package main
 
 import (

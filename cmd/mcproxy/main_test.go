@@ -21,7 +21,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -42,6 +44,13 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"search", "x", "--limit", "99"}, exitUsage, "", "--limit must be 1 to 50"},
 		{[]string{"serve", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 		{[]string{"serve", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{[]string{"sessions"}, exitUsage, "", "mcproxy sessions show ID"},
+		{[]string{"sessions", "help"}, exitOK, "mcproxy sessions archive ID BLOCK", ""},
+		{[]string{"sessions", "frob"}, exitUsage, "", `unknown subcommand "frob"`},
+		{[]string{"sessions", "show"}, exitUsage, "", "want ID, got 0 argument(s)"},
+		{[]string{"sessions", "archive", "s1"}, exitUsage, "", "want ID BLOCK, got 1 argument(s)"},
+		{[]string{"sessions", "list", "extra"}, exitUsage, "", "takes no arguments"},
+		{[]string{"sessions", "list", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -235,5 +244,103 @@ func TestServeStdioKeepsStdoutClean(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "mcproxy ready") || !strings.Contains(stderr.String(), `"upstream": "filesystem"`) {
 		t.Errorf("stderr: got %q, want the logs there", stderr.String())
+	}
+}
+
+// TestSessionsCommand runs `mcproxy sessions` on a data directory with no
+// sessions and with one written by a real host.
+func TestSessionsCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "config.json")
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{}, "data_dir": filepath.Join(dir, "data"), "noa": map[string]any{"context_limit": 20000}})
+	if err := os.WriteFile(cfgFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runOK := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), append(args, "--config", cfgFile), strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	if got := runOK("sessions", "list"); !strings.HasPrefix(got, "no sessions in "+filepath.Join(dir, "data", "sessions")) {
+		t.Errorf("list with no sessions: got %q", got)
+	}
+
+	// One session, written the way serve writes it.
+	cfg, err := loadConfig(cfgFile, func(*config.Config) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _, err := sessionOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := session.Open(opts, "s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Call(context.Background(), "fs:read", []byte(`{"path":"/a"}`), func(context.Context) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("the original text"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runOK("sessions", "list"); !strings.Contains(got, "s-1") {
+		t.Errorf("list: got %q, want the session s-1", got)
+	}
+	if got := runOK("sessions", "show", "s-1"); !strings.Contains(got, "state.json  current") || !strings.Contains(got, "no blocks yet") {
+		t.Errorf("show: got %q, want a current state and no blocks", got)
+	}
+	if got := runOK("sessions", "archive", "s-1", "m00002"); got != "the original text" {
+		t.Errorf("archive m00002: got %q, want the result verbatim", got)
+	}
+	if got := runOK("sessions", "rebuild", "s-1"); !strings.Contains(got, "state.json now: current") {
+		t.Errorf("rebuild: got %q", got)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "show", "nope"}, `no session "nope"`},
+		{[]string{"sessions", "show", "../etc"}, `invalid session id "../etc"`},
+		{[]string{"sessions", "archive", "s-1", "b7"}, `no block "b7"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append(tc.args, "--config", cfgFile), strings.NewReader(""), &stdout, &stderr)
+		if code != exitError || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %d, nothing on stdout and %q", tc.args, code, stdout.String(), stderr.String(), exitError, tc.want)
+		}
+	}
+}
+
+// TestExampleConfigNoaDefaults checks that the noa section of
+// configs/example.json spells out exactly the defaults a config without one
+// gets, so a user editing it starts from what mcproxy really runs.
+func TestExampleConfigNoaDefaults(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	cfg, err := config.Load(filepath.Join("..", "..", "configs", "example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := config.Parse([]byte(`{"mcpServers": {}}`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Noa.IsEnabled() || cfg.Noa.MaxResultTokens != bare.Noa.MaxResultTokens || cfg.Noa.ContextLimit != bare.Noa.ContextLimit || cfg.Tokenizer != bare.Tokenizer {
+		t.Errorf("example: enabled %v, context_limit %d, max_result_tokens %d, tokenizer %q; want true, %d, %d, %q",
+			cfg.Noa.IsEnabled(), cfg.Noa.ContextLimit, cfg.Noa.MaxResultTokens, cfg.Tokenizer, bare.Noa.ContextLimit, bare.Noa.MaxResultTokens, bare.Tokenizer)
+	}
+	got, warnings := session.EngineConfig(cfg.Noa)
+	want, _ := session.EngineConfig(bare.Noa)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("example's noa section differs from the defaults (-default +example):\n%s", diff)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("example's noa section: got warnings %q, want none", warnings)
 	}
 }

@@ -28,6 +28,7 @@ Usage:
   mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
+  mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy version
   mcproxy help
@@ -38,6 +39,16 @@ serve    Runs the proxy. With --stdio it speaks MCP on stdin/stdout (for clients
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits. Run it first to check a config.
+sessions Inspects noa's per-session files under <data_dir>/sessions: list
+         them, show one's blocks and archives, print an archived original,
+         or rebuild a session's state from its transcript
+         (mcproxy sessions help).
+
+noa (on unless "noa": {"enabled": false}) tags every tool result with a ref,
+asks the model to Compress old results when they fill noa.context_limit, and
+archives the originals so read_archive can return them verbatim. Clients on
+the stateless 2026-07-28 protocol have no session, so noa cannot follow them:
+their calls pass through unchanged. See docs/sessions.md.
 
 The config file (default ~/.mcproxy/config.json) uses the "mcpServers" map of
 Claude Desktop, Cursor and VS Code; see configs/example.json.
@@ -56,6 +67,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, rest, stdin, stdout, stderr)
 	case "search":
 		return runSearch(ctx, rest, stdout, stderr)
+	case "sessions":
+		return runSessions(rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":

@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -61,7 +63,31 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { _ = log.Sync() }()
 
 	dataDir := config.ExpandHome(cfg.DataDir)
-	st, err := newStack(cfg, stackOptions{IndexDir: filepath.Join(dataDir, "index"), Version: versionString(), Logger: log, WaitForStart: true})
+	sessions, err := newSessions(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	if sessions != nil {
+		// Deferred first, so it runs last: after the front has stopped
+		// serving, every session's state.json is brought up to date.
+		defer func() {
+			if err := sessions.Close(); err != nil {
+				log.Warn("closing noa sessions", zap.Error(err))
+			}
+		}()
+	}
+	// mcp-go gives the one stdio connection the constant session id
+	// "stdio"; each run gets its own noa session instead.
+	stdioID := session.NewSessionID(time.Now())
+	st, err := newStack(cfg, stackOptions{
+		IndexDir:       filepath.Join(dataDir, "index"),
+		Version:        versionString(),
+		Logger:         log,
+		WaitForStart:   true,
+		Sessions:       sessions,
+		StdioSessionID: stdioID,
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -71,6 +97,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("stopping upstreams", zap.Error(err))
 		}
 	}()
+	if sessions != nil && *stdio {
+		log.Info("noa session of this stdio connection", zap.String("session_id", stdioID))
+	}
 
 	// Bind first, so a taken port fails before anything starts.
 	var ln net.Listener

@@ -17,6 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -36,6 +37,11 @@ type stackOptions struct {
 	// WaitForStart holds tool calls until start has run (see
 	// server.Options.WaitForStart).
 	WaitForStart bool
+	// Sessions runs noa on client sessions; nil means off. The stack does
+	// not own it: whoever made it closes it after the stack.
+	Sessions *session.Manager
+	// StdioSessionID is the noa session id of a stdio connection.
+	StdioSessionID string
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -66,13 +72,15 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Upstreams: upstreams{mgr},
 		Index:     searchIndex{ix},
 		Logger:    log.Named("server"),
+		Sessions:  opts.Sessions,
 	}, server.Options{
-		Version:       opts.Version,
-		Mode:          cfg.Mode,
-		RetrieveLimit: cfg.RetrieveLimit,
-		Render:        server.ArmRenderer(arm.EncodeListing),
-		IndexMetadata: arm.EncodeIndexMetadata,
-		WaitForStart:  opts.WaitForStart,
+		Version:        opts.Version,
+		Mode:           cfg.Mode,
+		RetrieveLimit:  cfg.RetrieveLimit,
+		Render:         server.ArmRenderer(arm.EncodeListing),
+		IndexMetadata:  arm.EncodeIndexMetadata,
+		WaitForStart:   opts.WaitForStart,
+		StdioSessionID: opts.StdioSessionID,
 	})
 	if err != nil {
 		_ = mgr.Close()

@@ -18,7 +18,8 @@ type NoaConfig struct {
 	ContextLimit int `json:"context_limit,omitempty"`
 	// MaxResultTokens is the largest tool result returned whole; a larger
 	// one comes back head-and-tail with its original archived and a
-	// read_archive pointer. Zero means DefaultMaxResultTokens.
+	// read_archive pointer. Zero means DefaultMaxResultTokens, or half of
+	// context_limit when that is smaller.
 	MaxResultTokens int `json:"max_result_tokens,omitempty"`
 
 	// NudgeStartPct is the usage (percent of context_limit) below which noa
@@ -74,7 +75,9 @@ func (n *NoaConfig) applyDefaults() {
 		n.ContextLimit = DefaultNoaContextLimit
 	}
 	if n.MaxResultTokens == 0 {
-		n.MaxResultTokens = DefaultMaxResultTokens
+		// A small window gets a proportionate cut: one result may fill at
+		// most half of it (never below the smallest readable cut).
+		n.MaxResultTokens = max(MinMaxResultTokens, min(DefaultMaxResultTokens, n.ContextLimit/2))
 	}
 }
 
@@ -85,13 +88,16 @@ func (n NoaConfig) validate(path string) []error {
 		errs = append(errs, fieldErr(joinPath(path, field), format, args...))
 	}
 	limit := n.ContextLimit
-	if limit != 0 && (limit < MinNoaContextLimit || limit > MaxNoaContextLimit) {
+	limitBad := limit != 0 && (limit < MinNoaContextLimit || limit > MaxNoaContextLimit)
+	if limitBad {
 		add("context_limit", "%d is out of range: want %d to %d tokens", limit, MinNoaContextLimit, MaxNoaContextLimit)
 	}
 	if limit == 0 {
 		limit = DefaultNoaContextLimit
 	}
-	if m := n.MaxResultTokens; m != 0 && (m < MinMaxResultTokens || m > limit) {
+	// Against a context_limit that is itself wrong, max_result_tokens
+	// cannot be judged (and may only be its default).
+	if m := n.MaxResultTokens; m != 0 && !limitBad && (m < MinMaxResultTokens || m > limit) {
 		add("max_result_tokens", "%d is out of range: want %d to context_limit (%d)", m, MinMaxResultTokens, limit)
 	}
 	pcts := []struct {

@@ -18,6 +18,13 @@ func TestNoaConfigParse(t *testing.T) {
 	if n.ContextLimit != 120000 || n.MaxResultTokens != 8000 || n.NudgeStartPct != 40 || n.PressurePct != 70 || n.EmergencyPct != 88 || n.MaxTier != 2 {
 		t.Errorf("got %+v, want the values in the file", n)
 	}
+	for _, tc := range []struct{ in, want int }{{0, DefaultMaxResultTokens}, {20000, 10000}, {8000, 4000}, {64000, DefaultMaxResultTokens}} {
+		n := NoaConfig{ContextLimit: tc.in}
+		n.applyDefaults()
+		if n.MaxResultTokens != tc.want {
+			t.Errorf("context_limit %d: got default max_result_tokens %d, want %d", tc.in, n.MaxResultTokens, tc.want)
+		}
+	}
 	if got := (NoaConfig{}).IsEnabled(); !got {
 		t.Errorf("zero NoaConfig: got enabled=false, want true")
 	}
@@ -34,6 +41,7 @@ func TestNoaConfigValidate(t *testing.T) {
 			"min_compress_chars": 100, "min_summary_chars": 10, "max_summary_chars": 100, "preserve_recent_messages": 0,
 			"preserve_recent_tokens": 10, "max_compress_attempts": 1, "max_tier": 1, "tier2_trigger": 2, "tier3_trigger": 2}`, nil},
 		{"context limit too small", `{"context_limit": 100}`, []string{"noa.context_limit: 100 is out of range"}},
+		{"small window, default result limit", `{"context_limit": 20000}`, nil},
 		{"result larger than the window", `{"context_limit": 10000, "max_result_tokens": 20000}`, []string{"noa.max_result_tokens: 20000 is out of range"}},
 		{"result limit against default window", `{"max_result_tokens": 300000}`, []string{"noa.max_result_tokens", "context_limit (200000)"}},
 		{"percent over 100", `{"emergency_pct": 150}`, []string{"noa.emergency_pct: 150 is not a percentage"}},

@@ -78,7 +78,7 @@ func TestProxyEndToEnd(t *testing.T) {
 // files and entities of different transports apart.
 func smoke(t *testing.T, c *client.Client, fx *fixture, tag string) {
 	t.Helper()
-	if got, want := sorted(listTools(t, c)), []string{"call_tool", "describe_tool", "retrieve_tools"}; !cmp.Equal(got, want) {
+	if got, want := sorted(listTools(t, c)), []string{"Compress", "call_tool", "describe_tool", "read_archive", "retrieve_tools"}; !cmp.Equal(got, want) {
 		t.Fatalf("tools/list: got %v, want %v", got, want)
 	}
 
@@ -170,6 +170,11 @@ func TestDirectModeStdio(t *testing.T) {
 			t.Errorf("tools/list in direct mode: got %v, want it to include %s", names, want)
 		}
 	}
+	for _, want := range []string{"Compress", "read_archive"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list in direct mode: got %v, want noa's %s beside the upstream tools", names, want)
+		}
+	}
 	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	for _, n := range names {
 		if !valid.MatchString(n) {
@@ -177,8 +182,8 @@ func TestDirectModeStdio(t *testing.T) {
 		}
 	}
 	res := callTool(t, c, "everything__echo", map[string]any{"message": "direct"})
-	if res.IsError || !strings.Contains(text(res), "direct") {
-		t.Errorf("everything__echo: got %q (isError %v), want the echo", text(res), res.IsError)
+	if res.IsError || !strings.Contains(upstreamText(res), "direct") || refOf(res) == "" {
+		t.Errorf("everything__echo: got %q (isError %v), want the echo and noa's ref tag", text(res), res.IsError)
 	}
 }
 

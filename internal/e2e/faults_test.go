@@ -192,7 +192,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 		deadline := time.Now().Add(45 * time.Second)
 		for {
 			res := callTool(t, c, "call_tool", map[string]any{"name": "alpha:echo", "arguments": map[string]any{"message": "back"}})
-			if !res.IsError && text(res) == "alpha says back" {
+			if !res.IsError && upstreamText(res) == "alpha says back" {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,14 +280,59 @@ func callTool(t testing.TB, c *client.Client, name string, args map[string]any) 
 	return res
 }
 
-// proxied calls an upstream tool through call_tool and fails on a tool error.
+// proxied calls an upstream tool through call_tool, fails on a tool error,
+// and returns the upstream's text: with noa on (the default) the result must
+// end in a ref tag, which is checked and left out.
 func proxied(t testing.TB, c *client.Client, id string, args map[string]any) string {
 	t.Helper()
 	res := callTool(t, c, "call_tool", map[string]any{"name": id, "arguments": args})
 	if res.IsError {
 		t.Fatalf("call_tool %s: got a tool error: %s", id, text(res))
 	}
-	return text(res)
+	if refOf(res) == "" {
+		t.Fatalf("call_tool %s: got %q, want the result to end with noa's ref tag", id, text(res))
+	}
+	return upstreamText(res)
+}
+
+// refTag is noa's tag on a result: its ref and frozen token count.
+var refTag = regexp.MustCompile(`^\[(m\d{5}) · [0-9.,]+K? tok\]$`)
+
+// isNoaBlock reports whether a text block is one noa added to a result: the
+// ref tag or a nudge.
+func isNoaBlock(s string) bool { return refTag.MatchString(s) || strings.HasPrefix(s, "[noa]") }
+
+// upstreamText joins a result's text blocks except those noa added.
+func upstreamText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok && !isNoaBlock(tc.Text) {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// refOf returns the ref a result was tagged with, or "".
+func refOf(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			if m := refTag.FindStringSubmatch(tc.Text); m != nil {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}
+
+// nudgeOf returns a result's nudge block, or "".
+func nudgeOf(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok && strings.HasPrefix(tc.Text, "[noa]") {
+			return tc.Text
+		}
+	}
+	return ""
 }
 
 func text(res *mcp.CallToolResult) string {

@@ -70,8 +70,8 @@ type Index struct {
 	// statsMu is held for reading by each search and for writing while a
 	// batch lands, so a search always pairs the index with its statistics.
 	statsMu sync.RWMutex
-	stats   map[string]serverStats // by server; persisted with each batch
-	bm25    *search.BM25Stats      // totals of stats, as Bleve takes them
+	stats   map[string]serverStats // by server; written only under wmu, persisted with each batch
+	bm25    *search.BM25Stats      // totals of stats, as Bleve takes them; replaced, never modified
 }
 
 // serverStats is what BM25 needs to know about one server's documents: how
@@ -87,13 +87,23 @@ var ErrClosed = errors.New("index is closed")
 // Keys in the index's internal storage, written in the same batches as the
 // documents so they can never disagree with them.
 var (
-	internalStampKey = []byte("mcproxy.mapping") // mappingStamp
-	internalStatsKey = []byte("mcproxy.stats")   // map[server]serverStats as JSON
+	internalStampKey    = []byte("mcproxy.mapping") // mappingStamp
+	internalStatsPrefix = "mcproxy.stats/"          // + server name: serverStats as JSON
 )
+
+func statsKey(server string) []byte { return []byte(internalStatsPrefix + server) }
 
 // boltTimeout bounds waiting for the lock on an on-disk index; without it a
 // second mcproxy on the same data_dir would hang forever.
 const boltTimeout = 2 * time.Second
+
+// scorchConfig is the configuration of an on-disk index. Batches stay safe
+// (a batch returns once it is on disk): Scorch's unsafe_batch builds about
+// twice as fast, but its Close does not wait for the last batches to reach
+// the disk, so a clean restart would lose them.
+func scorchConfig() map[string]any {
+	return map[string]any{"bolt_timeout": boltTimeout.String()}
+}
 
 // New opens the index described by opts. With a Dir, an existing index is
 // reused when it was built with the current mapping; an index built with
@@ -141,7 +151,7 @@ func openOrCreate(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[str
 	if err != nil {
 		return nil, nil, err
 	}
-	idx, err = bleve.NewUsing(path, m, scorch.Name, scorch.Name, map[string]any{"bolt_timeout": boltTimeout.String()})
+	idx, err = bleve.NewUsing(path, m, scorch.Name, scorch.Name, scorchConfig())
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating index %s: %w", path, err)
 	}
@@ -167,7 +177,7 @@ func openExisting(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[str
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, nil
 	}
-	idx, err := bleve.OpenUsing(path, map[string]any{"bolt_timeout": boltTimeout.String()})
+	idx, err := bleve.OpenUsing(path, scorchConfig())
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, nil, fmt.Errorf("opening index %s: locked by another process (is another mcproxy using this data_dir?)", path)
 	}
@@ -194,19 +204,33 @@ func usable(idx bleve.Index, stamp string) (map[string]serverStats, bool) {
 	if err != nil || string(got) != stamp {
 		return nil, false
 	}
-	stats := map[string]serverStats{}
-	raw, err := idx.GetInternal(internalStatsKey)
+	// The servers are the terms of the server field; each has its own
+	// statistics entry.
+	dict, err := idx.FieldDict(fieldServer)
 	if err != nil {
 		return nil, false
 	}
-	if raw != nil {
-		if err := json.Unmarshal(raw, &stats); err != nil {
+	defer dict.Close()
+	stats := map[string]serverStats{}
+	docs := 0
+	for {
+		entry, err := dict.Next()
+		if err != nil {
 			return nil, false
 		}
-	}
-	var docs int
-	for _, s := range stats {
-		docs += s.Docs
+		if entry == nil {
+			break
+		}
+		raw, err := idx.GetInternal(statsKey(entry.Term))
+		if err != nil || raw == nil {
+			return nil, false
+		}
+		var st serverStats
+		if err := json.Unmarshal(raw, &st); err != nil || st.Docs != int(entry.Count) {
+			return nil, false
+		}
+		stats[entry.Term] = st
+		docs += st.Docs
 	}
 	if n, err := idx.DocCount(); err != nil || int(n) != docs {
 		return nil, false
@@ -306,28 +330,38 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	if batch.Size() == 0 {
 		return nil
 	}
-	stats := make(map[string]serverStats, len(ix.stats)+1)
-	for k, v := range ix.stats {
-		stats[k] = v
-	}
 	if len(docs) == 0 {
-		delete(stats, server)
+		batch.DeleteInternal(statsKey(server))
 	} else {
-		stats[server] = st
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return fmt.Errorf("encoding statistics: %w", err)
+		}
+		batch.SetInternal(statsKey(server), raw)
 	}
-	raw, err := json.Marshal(stats)
-	if err != nil {
-		return fmt.Errorf("encoding statistics: %w", err)
-	}
-	batch.SetInternal(internalStatsKey, raw)
+	bm25 := adjust(ix.bm25, ix.stats[server], st)
 
 	ix.statsMu.Lock()
 	defer ix.statsMu.Unlock()
 	if err := ix.bleve.Batch(batch); err != nil {
 		return fmt.Errorf("writing documents of %q: %w", server, err)
 	}
-	ix.stats, ix.bm25 = stats, totals(stats)
+	if len(docs) == 0 {
+		delete(ix.stats, server)
+	} else {
+		ix.stats[server] = st
+	}
+	ix.bm25 = bm25
 	return nil
+}
+
+// adjust returns t with one server's statistics old replaced by new.
+func adjust(t *search.BM25Stats, old, new serverStats) *search.BM25Stats {
+	out := &search.BM25Stats{DocCount: t.DocCount - float64(old.Docs) + float64(new.Docs), FieldCardinality: map[string]int{}}
+	for f, n := range t.FieldCardinality {
+		out.FieldCardinality[f] = n - old.Tokens[f] + new.Tokens[f]
+	}
+	return out
 }
 
 // serverDocIDs returns the ids of every document of server.

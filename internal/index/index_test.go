@@ -363,6 +363,24 @@ func TestOnDisk(t *testing.T) {
 		}
 	})
 
+	t.Run("missing statistics are rebuilt", func(t *testing.T) {
+		ix := newIndex(t, Options{Dir: dir})
+		if got := mustCount(t, ix); got != len(smallSet) {
+			t.Fatalf("got %d documents, want %d", got, len(smallSet))
+		}
+		if err := ix.bleve.DeleteInternal(statsKey("fs")); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+		re := newIndex(t, Options{Dir: dir})
+		if got := mustCount(t, re); got != 0 {
+			t.Errorf("got %d documents in a rebuilt index, want 0", got)
+		}
+		load(t, re, smallSet)
+	})
+
 	t.Run("corrupt index is rebuilt", func(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "bleve", "index_meta.json"), []byte("{not json"), 0o600); err != nil {
 			t.Fatal(err)

@@ -83,8 +83,13 @@ func ParseCompressArgs(raw []byte) CompressParseResult {
 	v, how := decodeLenient(text)
 	// A double-encoded document: a JSON string holding the object.
 	if s, ok := v.(string); ok {
-		if v2, how2 := decodeLenient(strings.TrimSpace(s)); v2 != nil {
+		inner := strings.TrimSpace(s)
+		if v2, how2 := decodeLenient(inner); v2 != nil {
 			v, how = v2, how2
+		} else if strings.HasPrefix(inner, "{") {
+			// A double-encoded document that was itself cut off: salvage
+			// from the text inside the string, as for one sent plainly.
+			v, text = nil, inner
 		}
 	}
 	if v == nil {

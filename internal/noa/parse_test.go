@@ -34,6 +34,8 @@ func TestParseCompressArgs(t *testing.T) {
 		{"stringified array", `{"content":"[{\"start\":\"m1\",\"end\":\"m2\",\"summary\":\"s\"}]"}`, true, ParseOK, 1, 0, false, false},
 		{"stringified items", `{"content":["{\"start\":\"m1\",\"end\":\"m2\",\"summary\":\"s\"}"]}`, true, ParseOK, 1, 0, false, false},
 		{"double encoded", `"{\"content\":[{\"start\":\"m1\",\"end\":\"m2\",\"summary\":\"s\"}]}"`, true, ParseOK, 1, 0, false, false},
+		{"double encoded and cut", `"{\"content\":[{\"start\":\"m1\",\"end\":\"m2\",\"summary\":\"s\"},{\"start\":\"m3"`, true, ParseTruncated, 1, 0, true, false},
+		{"double encoded, cut before anything", `"{\"content\":[{\"start\":\"m1\",\"end"`, false, ParseMalformedJSON, 0, 0, false, false},
 		{"single object content", `{"content":` + item + `}`, true, ParseOK, 1, 0, false, false},
 		{"missing closing brace", `{"content":[` + item + `]`, true, ParseTruncated, 1, 0, false, true},
 		{"missing closing brackets", `{"content":[` + item + `,` + item, true, ParseTruncated, 2, 0, false, true},

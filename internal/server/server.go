@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // Upstreams is what the front needs from the upstream manager.
@@ -96,6 +97,10 @@ type Deps struct {
 	Index Index
 	// Logger receives operational logs; nil means no logging.
 	Logger *zap.Logger
+	// Sessions runs noa on every client session: each tools/call is
+	// recorded and its result shaped (ref tag, nudge, size cut), and the
+	// Compress and read_archive tools are exposed. nil means noa is off.
+	Sessions *session.Manager
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -121,6 +126,10 @@ type Options struct {
 	// are still connecting, and their first search still sees every tool.
 	// False means calls are answered from whatever the catalog holds.
 	WaitForStart bool
+	// StdioSessionID is the noa session id of the stdio connection, whose
+	// mcp-go session id is the constant "stdio"; give each run its own
+	// (session.NewSessionID). Unused when Deps.Sessions is nil.
+	StdioSessionID string
 }
 
 // maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
@@ -214,16 +223,63 @@ func New(deps Deps, opts Options) (*Server, error) {
 			_ = s.waitStarted(ctx)
 		})
 	}
-	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version,
+	mcpOpts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(true),
+		// Outermost, so a panic while recording a call is caught too.
 		mcpserver.WithRecovery(),
-		mcpserver.WithInstructions(s.instructions()),
 		mcpserver.WithHooks(hooks),
-	)
+	}
+	instructions := s.instructions()
+	var idOf session.SessionIDFunc
+	if deps.Sessions != nil {
+		idOf = s.sessionIDFunc()
+		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(deps.Sessions.Middleware(idOf)))
+		instructions += "\n\n" + session.Instructions()
+		// A client session that ends releases its host; its files stay and
+		// the CLI (or a reconnect with the same id) reads them later.
+		sessions, stdioID := deps.Sessions, opts.StdioSessionID
+		hooks.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
+			id := session.SessionIDFor(cs, stdioID)
+			if id == "" {
+				return
+			}
+			if err := sessions.Release(id); err != nil {
+				log.Warn("closing the noa session of a client that left", zap.String("session_id", id), zap.Error(err))
+			}
+		})
+	}
+	mcpOpts = append(mcpOpts, mcpserver.WithInstructions(instructions))
+	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
+	if deps.Sessions != nil {
+		// noa's tools are the same in both modes: in direct mode they sit
+		// beside the upstream tools, whose server__tool names cannot clash
+		// with them (an exposed upstream name always contains "__").
+		s.mcp.AddTool(session.CompressTool(), deps.Sessions.CompressHandler(idOf))
+		s.mcp.AddTool(session.ReadArchiveTool(), deps.Sessions.ReadArchiveHandler(idOf))
+	}
 	return s, nil
+}
+
+// sessionIDFunc keys noa hosts on the client session (see
+// session.SessionIDFor). A request with no session id, which is every
+// request of the 2026-07-28 protocol (it has no sessions), cannot be given a
+// host without mixing clients: it passes through without noa. That is logged
+// once, so a user wondering why no nudge ever comes has an answer.
+func (s *Server) sessionIDFunc() session.SessionIDFunc {
+	idOf := session.ClientSessionID(s.opts.StdioSessionID)
+	var once sync.Once
+	return func(ctx context.Context) string {
+		id := idOf(ctx)
+		if id == "" {
+			once.Do(func() {
+				s.log.Info("a client without a session id (the stateless 2026-07-28 protocol) is calling tools: noa cannot follow its conversation, so its calls pass through without ref tags, nudges or size cuts, and Compress and read_archive answer that they are unavailable")
+			})
+		}
+		return id
+	}
 }
 
 // Started releases the tool calls held back by Options.WaitForStart: the

@@ -22,9 +22,21 @@ function text(result) {
   return (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 }
 
+// noa (on by default) ends each result with a ref tag such as [m00004 · 12 tok].
+const refTag = /^\[m\d{5} · [0-9.,]+K? tok\]$/;
+
+// upstreamText is the result's text without the blocks noa added.
+function upstreamText(result) {
+  return (result.content ?? [])
+    .filter((c) => c.type === "text" && !refTag.test(c.text) && !c.text.startsWith("[noa]"))
+    .map((c) => c.text)
+    .join("\n");
+}
+
 async function call(client, name, args) {
   const result = await client.callTool({ name: "call_tool", arguments: { name, arguments: args } });
   if (result.isError) fail(`call_tool ${name} returned a tool error: ${text(result)}`);
+  if (!(result.content ?? []).some((c) => c.type === "text" && refTag.test(c.text))) fail(`call_tool ${name}: no noa ref tag in ${JSON.stringify(text(result))}`);
   return result;
 }
 
@@ -40,7 +52,8 @@ try {
 
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  if (names.join(",") !== "call_tool,describe_tool,retrieve_tools") fail(`tools/list: got ${names}`);
+  if (names.join(",") !== "Compress,call_tool,describe_tool,read_archive,retrieve_tools") fail(`tools/list: got ${names}`);
+  if (!(client.getInstructions() ?? "").includes("noa context management")) fail(`instructions lack noa's prompt: ${client.getInstructions()}`);
   console.log(`ok tools/list ${names.join(",")}`);
 
   const found = await client.callTool({ name: "retrieve_tools", arguments: { query: "read the contents of a file", limit: 3 } });
@@ -52,7 +65,7 @@ try {
   const content = `written by the TypeScript SDK over ${opts.tag}`;
   await call(client, "filesystem:write_file", { path, content });
   const read = await call(client, "filesystem:read_text_file", { path });
-  if (text(read) !== content) fail(`read_text_file: got ${JSON.stringify(text(read))}, want ${JSON.stringify(content)}`);
+  if (upstreamText(read) !== content) fail(`read_text_file: got ${JSON.stringify(upstreamText(read))}, want ${JSON.stringify(content)}`);
   console.log("ok filesystem write/read");
 
   const echo = await call(client, "everything:echo", { message: `ts ${opts.tag}` });

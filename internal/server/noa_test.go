@@ -1,0 +1,218 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/session"
+)
+
+// startNoaFront serves a front with noa on, over the test upstream "up", and
+// returns it with its sessions directory.
+func startNoaFront(t *testing.T, opts Options) (*front, string) {
+	t.Helper()
+	dir := t.TempDir()
+	m := session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": newUpstreamServer()})
+	var ix Index
+	if opts.Mode != config.ModeDirect {
+		ix = newWordIndex()
+	}
+	s, err := New(Deps{Upstreams: up, Index: ix, Sessions: m}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Resync()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, HTTPOptions{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("closing sessions: %v", err)
+		}
+	})
+	return &front{Server: s, base: "http://" + ln.Addr().String()}, dir
+}
+
+var refTag = regexp.MustCompile(`^\[m\d{5} · [0-9.]+K? tok\]$`)
+
+// In retrieve mode over both HTTP transports, noa's tools are listed, its
+// prompt is in the instructions, call_tool results keep the upstream's
+// content and gain a ref tag, and the call is recorded under the routed
+// tool's id.
+func TestNoaRetrieveMode(t *testing.T) {
+	for _, kind := range []string{"streamable", "sse"} {
+		t.Run(kind, func(t *testing.T) {
+			f, dir := startNoaFront(t, Options{})
+			c := connect(t, f, kind, nil)
+			want := []string{noa.CompressToolName, ToolCall, ToolDescribe, session.ReadArchiveToolName, ToolRetrieve}
+			if got := toolNames(t, c); !slices.Equal(got, want) {
+				t.Errorf("tools/list: got %v, want %v", got, want)
+			}
+
+			res := callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
+			if res.IsError || len(res.Content) != 2 {
+				t.Fatalf("call_tool: got %q (isError %v, %d blocks), want the echo and a ref tag", text(res), res.IsError, len(res.Content))
+			}
+			if tc, _ := mcp.AsTextContent(res.Content[0]); tc == nil || tc.Text != "Echo: hi" {
+				t.Errorf("first block: got %v, want the upstream's %q untouched", res.Content[0], "Echo: hi")
+			}
+			tag, _ := mcp.AsTextContent(res.Content[1])
+			if tag == nil || !refTag.MatchString(tag.Text) {
+				t.Errorf("second block: got %v, want a ref tag like [m00002 · 12 tok]", res.Content[1])
+			}
+
+			// A structured result keeps its structured content.
+			res = callTool(t, c, ToolCall, map[string]any{"name": "up:add", "arguments": map[string]any{"a": 2, "b": 3}})
+			if res.StructuredContent == nil {
+				t.Errorf("up:add: structured content dropped: %+v", res)
+			}
+
+			// read_archive returns the original of a ref verbatim.
+			ref := strings.Fields(strings.Trim(tag.Text, "[]"))[0]
+			page := callTool(t, c, session.ReadArchiveToolName, map[string]any{"ref": ref})
+			if tc, _ := mcp.AsTextContent(page.Content[0]); page.IsError || tc == nil || tc.Text != "Echo: hi" {
+				t.Errorf("read_archive %s: got %q (isError %v), want %q", ref, text(page), page.IsError, "Echo: hi")
+			}
+
+			// Nothing to compress yet: a neutral answer, not an error.
+			res = callTool(t, c, noa.CompressToolName, map[string]any{"content": []any{}})
+			if res.IsError {
+				t.Errorf("Compress with no ranges: got an error %q", text(res))
+			}
+			res = callTool(t, c, noa.CompressToolName, map[string]any{"content": []any{map[string]any{"start": "m00099", "end": "m00100", "summary": strings.Repeat("a summary of nothing ", 4)}}})
+			if !res.IsError || !strings.Contains(text(res), "m00099") {
+				t.Errorf("Compress of unknown refs: got %q (isError %v), want an error naming the ref", text(res), res.IsError)
+			}
+
+			sessions, _ := os.ReadDir(dir)
+			if len(sessions) != 1 {
+				t.Fatalf("got %d session directories, want 1", len(sessions))
+			}
+			tr, err := os.ReadFile(filepath.Join(dir, sessions[0].Name(), "transcript.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(tr, []byte(`"up:echo"`)) {
+				t.Errorf("transcript does not record the routed tool id up:echo:\n%s", tr)
+			}
+		})
+	}
+}
+
+func TestNoaInstructions(t *testing.T) {
+	f, _ := startNoaFront(t, Options{})
+	c, err := client.NewStreamableHttpClient(f.base + PathStreamable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "0"}
+	res, err := c.Initialize(context.Background(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"retrieve_tools", session.Instructions()} {
+		if !strings.Contains(res.Instructions, want) {
+			t.Errorf("instructions: got %q, want them to contain %q", res.Instructions, want)
+		}
+	}
+}
+
+// In direct mode noa's tools sit beside the upstream tools and direct calls
+// are tagged.
+func TestNoaDirectMode(t *testing.T) {
+	f, _ := startNoaFront(t, Options{Mode: config.ModeDirect})
+	c := connect(t, f, "streamable", nil)
+	names := toolNames(t, c)
+	for _, want := range []string{noa.CompressToolName, session.ReadArchiveToolName, "up__echo"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list: got %v, want it to contain %s", names, want)
+		}
+	}
+	res := callTool(t, c, "up__echo", map[string]any{"message": "d"})
+	if got := text(res); res.IsError || !strings.HasPrefix(got, "Echo: d\n[m00002 ") {
+		t.Errorf("up__echo: got %q, want the echo and its ref tag", got)
+	}
+}
+
+// A client of the stateless 2026-07-28 protocol has no session to key a
+// host on: its calls pass through untagged, and Compress says why it
+// cannot run rather than pretending.
+func TestNoaStatelessClientPassesThrough(t *testing.T) {
+	f, dir := startNoaFront(t, Options{})
+	c := connectVersion(t, f, "streamable", mcp.LATEST_PROTOCOL_VERSION, nil)
+	res := callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
+	if got := text(res); got != "Echo: hi" {
+		t.Errorf("call_tool: got %q, want the upstream's result only", got)
+	}
+	res = callTool(t, c, noa.CompressToolName, map[string]any{"content": []any{}})
+	if !res.IsError || !strings.Contains(text(res), "no session") {
+		t.Errorf("Compress: got %q (isError %v), want an error saying there is no session", text(res), res.IsError)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("got %d session directories, want none", len(entries))
+	}
+}
+
+// When a client's session ends its host is closed, which brings state.json
+// up to date with the transcript.
+func TestNoaReleasesEndedSession(t *testing.T) {
+	f, dir := startNoaFront(t, Options{})
+	c := connect(t, f, "streamable", nil)
+	callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
+	id := c.GetSessionId()
+	opts := session.Options{Dir: dir, Noa: noa.DefaultConfig(20000)}
+	show := func() string {
+		var b strings.Builder
+		if err := session.Show(&b, opts, id); err != nil {
+			t.Fatalf("Show: %v", err)
+		}
+		return b.String()
+	}
+	stateLine := regexp.MustCompile(`(?m)^state\.json\s+(\S+)`)
+	if got := stateLine.FindStringSubmatch(show()); got == nil || got[1] == "current" {
+		t.Fatalf("state.json while the session is open: got %q, want it behind the transcript (written every %d calls)", got, session.DefaultStateEvery)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := stateLine.FindStringSubmatch(show())
+		if got != nil && got[1] == "current" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state.json 10s after the client left: got %q, want current (the host released and closed)", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
