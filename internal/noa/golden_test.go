@@ -83,7 +83,7 @@ func TestGoldenNudgeTexts(t *testing.T) {
 }
 
 func TestGoldenPanelWithErrors(t *testing.T) {
-	in, _ := applyIn(t, rng("m00001", "m00005"), rng("m00004", "m00007"), rng("b9", "m00002"), rng("m00009", "m00012"))
+	in, _ := applyIn(t, rng("m00001", "m00005"), rng("b9", "m00002"), rng("m00009", "m00012"))
 	res := ApplyCompression(in)
 	panel := FormatPanel(PanelInput{Result: res, BeforeTokens: 5200, AfterTokens: 3100, Messages: prune(in.Messages, res.State)})
 	golden(t, "panel_errors", panel)
@@ -95,6 +95,13 @@ func TestGoldenPanelWithErrors(t *testing.T) {
 	golden(t, "panel_rejected", failed)
 	if PanelBlockCount(failed) != 0 {
 		t.Errorf("a rejected call's panel counts blocks")
+	}
+
+	overlapping, _ := applyIn(t, rng("m00001", "m00005"), rng("m00004", "m00007"), rng("m00009", "m00012"))
+	refused := FormatPanel(PanelInput{Result: ApplyCompression(overlapping)})
+	golden(t, "panel_overlap", refused)
+	if PanelBlockCount(refused) != 0 {
+		t.Errorf("an overlapping call's panel counts %d blocks, want 0", PanelBlockCount(refused))
 	}
 }
 
