@@ -162,7 +162,7 @@ func (a indexAdapter) Search(ctx context.Context, query string, limit int) ([]se
 	}
 	out := make([]server.Hit, len(hits))
 	for i, h := range hits {
-		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
+		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
 	}
 	return out, nil
 }

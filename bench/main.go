@@ -96,6 +96,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fixtures  = fs.String("fixtures", "", "result fixture file for toon_results (default <datasets>/"+ResultFixturesFile+"; \"none\" skips)")
 		noFront   = fs.Bool("no-discovery", false, "skip the discovery-cost measurement through the MCP front")
 		quiet     = fs.Bool("quiet", false, "no progress lines on stderr")
+		ablation  = fs.Bool("ablation", false, "add the retrieval ablation: each index lever changed alone, scored on both halves of each query set")
+		expansion = fs.String("expansion", "", "word-embeddings file for query expansion (default: the one `mcproxy embeddings build` writes under the default data_dir, when present; \"none\" turns expansion off)")
 	)
 	fs.Var(&corpora, "corpus", "corpus file to measure, as PATH or NAME=PATH (repeatable; replaces the frozen corpora)")
 	fs.Var(&queries, "queries", "graded query file (repeatable); it scores the corpus whose version matches its corpus_version")
@@ -177,6 +179,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *noFront {
 		p.Front = nil
+	}
+	p.Ablation = *ablation
+	if p.Index.Expander, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
+		return err
 	}
 	if *fixtures != "none" {
 		path := *fixtures

@@ -98,6 +98,8 @@ func (r *Report) Markdown() string {
 			}
 		}
 
+		writeAblation(&b, r.Ablation, c.Name)
+
 		var disc []DiscoveryRow
 		for _, d := range r.Discovery {
 			if d.Corpus == c.Name {
@@ -276,4 +278,34 @@ func (r *Report) SVG() string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// writeAblation renders corpus's ablation rows, if any.
+func writeAblation(b *strings.Builder, rows []AblationRow, corpus string) {
+	var mine []AblationRow
+	for _, a := range rows {
+		if a.Corpus == corpus {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Retrieval ablation: %s\n\n", corpus)
+	b.WriteString("Each row is the production index (baseline_json metadata) with one change. R@5 = relevance-2 tool in the top 5. Levers were chosen on the tune half only.\n\n")
+	b.WriteString("| variant | change | tune R@5 | tune MRR | heldout R@5 | heldout MRR | all R@5 | all MRR |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, a := range mine {
+		if a.Status != StatusMeasured || a.Quality == nil {
+			fmt.Fprintf(b, "| %s | %s | — | — | — | — | — | — |\n", a.Variant, mdEscape(a.Change+" (not measured: "+a.UnavailableReason+")"))
+			continue
+		}
+		cell := func(split string) string {
+			q, ok := a.QualityBySplit[split]
+			if !ok {
+				return "— | —"
+			}
+			return fmt.Sprintf("%.3f | %.3f", q.RecallAt5, q.MRR)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %.3f |\n", a.Variant, mdEscape(a.Change), cell(SplitTune), cell(SplitHeldout), a.Quality.RecallAt5, a.Quality.MRR)
+	}
 }

@@ -33,6 +33,9 @@ type Report struct {
 	Discovery []DiscoveryRow `json:"discovery,omitempty"`
 	// ToonResults compares TOON with compact JSON on recorded tool results.
 	ToonResults *ToonResultsReport `json:"toon_results,omitempty"`
+	// Ablation holds the retrieval ablation (--ablation): one row per
+	// variant per corpus with a query set.
+	Ablation []AblationRow `json:"ablation,omitempty"`
 	// Notes lists measurements that were not taken, and why.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -37,6 +37,17 @@ type Profile struct {
 	Front FrontFactory
 	// Progress receives one line per step; nil discards.
 	Progress io.Writer
+	// Index configures every index the run builds (features, query
+	// expansion); its Dir must be empty. The zero value is the production
+	// default without query expansion.
+	Index index.Options
+	// ExpandUnavailable says why Index.Expander is nil, for the report
+	// ("" when it is set).
+	ExpandUnavailable string
+	// Ablation adds the retrieval ablation: every lever of the index turned
+	// off or changed one at a time, scored on both halves of each query set
+	// (see ablation.go).
+	Ablation bool
 }
 
 // NamedQuerySet is a query set and the name the report gives it.
@@ -58,6 +69,9 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 	}
 	names := armOrder(p.Arms)
 	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName}
+	if p.Index.Expander == nil && p.ExpandUnavailable != "" {
+		rep.Notes = append(rep.Notes, "retrieval measured without query expansion: "+p.ExpandUnavailable)
+	}
 	for _, c := range p.Corpora {
 		qs, hasQueries := p.QuerySets[c.Name]
 		info := CorpusInfo{Name: c.Name, Version: c.Version, Tools: len(c.Tools), Servers: len(c.Servers())}
@@ -91,7 +105,7 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 			row := armRow(c.Name, res)
 			if hasQueries && (a.IndexAltering() || name == arms.BaselineName) {
 				fmt.Fprintf(progress, "bench: %s: %s: retrieval quality over %d queries\n", c.Name, name, len(qs.Set.Queries))
-				rq, err := measureRetrieval(ctx, a, c, qs)
+				rq, err := measureRetrieval(ctx, a, c, qs, p.Index)
 				if err != nil {
 					return nil, fmt.Errorf("corpus %s: arm %s: %w", c.Name, name, err)
 				}
@@ -102,6 +116,14 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 			}
 			rep.Arms = append(rep.Arms, row)
 			listingArms = append(listingArms, a)
+		}
+
+		if p.Ablation && hasQueries {
+			rows, err := p.ablate(ctx, c, qs, progress)
+			if err != nil {
+				return nil, fmt.Errorf("corpus %s: ablation: %w", c.Name, err)
+			}
+			rep.Ablation = append(rep.Ablation, rows...)
 		}
 
 		switch {
@@ -181,8 +203,11 @@ type retrieval struct {
 // buildIndex builds an in-memory production index (internal/index) holding
 // each tool's metadata under arm a, one Upsert per server as the proxy does.
 // Tools whose metadata a cannot produce are left out and returned as skips.
-func buildIndex(a arms.Arm, tools []config.Tool) (*index.Index, []SkippedTool, error) {
-	ix, err := index.New(index.Options{})
+func buildIndex(a arms.Arm, tools []config.Tool, opts index.Options) (*index.Index, []SkippedTool, error) {
+	if opts.Dir != "" {
+		return nil, nil, errors.New("profiler indexes live in memory: Options.Dir must be empty")
+	}
+	ix, err := index.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating index: %w", err)
 	}
@@ -210,8 +235,8 @@ func buildIndex(a arms.Arm, tools []config.Tool) (*index.Index, []SkippedTool, e
 	return ix, skipped, nil
 }
 
-func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet) (retrieval, error) {
-	ix, skipped, err := buildIndex(a, c.Tools)
+func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, opts index.Options) (retrieval, error) {
+	ix, skipped, err := buildIndex(a, c.Tools, opts)
 	if err != nil {
 		return retrieval{}, err
 	}

@@ -52,7 +52,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
 	}
-	ix, err := openIndex(opts.IndexDir, log)
+	ix, err := openIndex(opts.IndexDir, indexExpander(cfg.DataDir, log), log)
 	if err != nil {
 		return nil, err
 	}
@@ -109,16 +109,16 @@ func (s *stack) close() error {
 // openIndex opens the on-disk index in dir, falling back to memory when
 // another mcproxy holds it: the index is rebuilt from the upstreams on every
 // start, so a private in-memory copy loses nothing.
-func openIndex(dir string, log *zap.Logger) (*index.Index, error) {
+func openIndex(dir string, expander func([]string) index.ExpandFunc, log *zap.Logger) (*index.Index, error) {
 	if dir == "" {
-		return index.New(index.Options{})
+		return index.New(index.Options{Expander: expander})
 	}
-	ix, err := index.New(index.Options{Dir: dir})
+	ix, err := index.New(index.Options{Dir: dir, Expander: expander})
 	if err == nil {
 		return ix, nil
 	}
 	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", dir), zap.Error(err))
-	return index.New(index.Options{})
+	return index.New(index.Options{Expander: expander})
 }
 
 // upstreams adapts *upstream.Manager to server.Upstreams, translating its
@@ -181,7 +181,7 @@ func (x searchIndex) Search(ctx context.Context, query string, limit int) ([]ser
 	}
 	out := make([]server.Hit, len(hits))
 	for i, h := range hits {
-		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
+		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
 	}
 	return out, nil
 }

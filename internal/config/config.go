@@ -64,6 +64,9 @@ type Config struct {
 	// Noa configures context compression on client sessions (see
 	// NoaConfig); the zero value means enabled with defaults.
 	Noa NoaConfig `json:"noa,omitempty"`
+	// Embeddings configures optional dense retrieval fused with BM25 (see
+	// EmbeddingsConfig); the zero value means off.
+	Embeddings EmbeddingsConfig `json:"embeddings,omitempty"`
 }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to

@@ -133,9 +133,15 @@ func TestParseRoundTrip(t *testing.T) {
 			PreserveRecentMessages: 6, PreserveRecentTokens: 4000, MaxCompressAttempts: 2, MaxTier: 2,
 			Tier2Trigger: 4, Tier3Trigger: 3, ProtectedTools: []string{"git:*"},
 		},
+		Embeddings: EmbeddingsConfig{
+			Enabled: boolPtr(true), URL: "http://127.0.0.1:11434/v1", Model: "m", APIKey: "k", Dimensions: 256,
+			QueryPrefix: "q: ", DocumentPrefix: "d: ", BatchSize: 8, Timeout: Duration(5 * time.Second),
+			QueryTimeout: Duration(time.Second), RetryInterval: Duration(time.Minute), RRFK: 30, DenseWeightPct: 50,
+		},
 	}
 	assertAllSet(t, reflect.ValueOf(in), "Config")
 	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
+	assertAllSet(t, reflect.ValueOf(in.Embeddings), "EmbeddingsConfig")
 	assertAllSet(t, reflect.ValueOf(in.MCPServers["a"]), "ServerConfig")
 
 	data, err := json.Marshal(in)
@@ -185,7 +191,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, tokenizer)`,
+				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, tokenizer)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
 			},
 		},

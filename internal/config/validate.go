@@ -67,6 +67,7 @@ func (c *Config) ApplyDefaults() {
 		c.CallTimeout = Duration(DefaultCallTimeout)
 	}
 	c.Noa.applyDefaults()
+	c.Embeddings.applyDefaults()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
@@ -119,6 +120,7 @@ func (c *Config) Validate() error {
 	}
 
 	errs = append(errs, c.Noa.validate("noa")...)
+	errs = append(errs, c.Embeddings.validate("embeddings")...)
 
 	names := make([]string, 0, len(c.MCPServers))
 	for name := range c.MCPServers {

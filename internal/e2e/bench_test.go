@@ -20,15 +20,28 @@ import (
 // called directly and through the mcproxy binary's call_tool, alternating
 // call by call in the same run so both see the same machine state. It
 // reports both latencies and their ratio; nothing is asserted about time.
+// It runs with noa off and on (the default), so the cost of recording each
+// call in the session (a transcript append and fsync, a noa turn) shows as
+// the difference between the two ratios.
 func BenchmarkCallToolOverhead(b *testing.B) {
 	upstreamURL := startEchoUpstream(b)
+	for _, on := range []bool{false, true} {
+		name := "noa=off"
+		if on {
+			name = "noa=on"
+		}
+		b.Run(name, func(b *testing.B) { benchCallTool(b, upstreamURL, on) })
+	}
+}
 
+func benchCallTool(b *testing.B, upstreamURL string, noaOn bool) {
 	dir := b.TempDir()
 	config := filepath.Join(dir, "config.json")
 	cfg, _ := json.Marshal(map[string]any{
 		"mcpServers": map[string]any{"bench": map[string]any{"url": upstreamURL}},
 		"data_dir":   filepath.Join(dir, "data"),
 		"log_level":  "warn",
+		"noa":        map[string]any{"enabled": noaOn},
 	})
 	if err := os.WriteFile(config, cfg, 0o600); err != nil {
 		b.Fatal(err)

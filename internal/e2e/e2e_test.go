@@ -37,6 +37,11 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		initialize(t, c)
 		smoke(t, c, fx, "stdio")
+		// The stdio connection got a noa session of its own for this run.
+		trs, _ := filepath.Glob(filepath.Join(fx.cfg["data_dir"].(string), "sessions", "stdio-*", "transcript.jsonl"))
+		if len(trs) == 0 {
+			t.Errorf("no stdio-* session transcript under %s, want this run's noa session", fx.cfg["data_dir"])
+		}
 	})
 	t.Run("mcp-go/streamable-http", func(t *testing.T) {
 		c, err := client.NewStreamableHttpClient(base + "/mcp")
@@ -123,7 +128,7 @@ func smoke(t *testing.T, c *client.Client, fx *fixture, tag string) {
 		Name        string          `json:"name"`
 		InputSchema json.RawMessage `json:"inputSchema"`
 	}
-	if err := json.Unmarshal([]byte(text(res)), &described); err != nil || len(described) != 1 || !strings.Contains(string(described[0].InputSchema), `"path"`) {
+	if err := json.Unmarshal([]byte(upstreamText(res)), &described); err != nil || len(described) != 1 || !strings.Contains(string(described[0].InputSchema), `"path"`) {
 		t.Errorf("describe_tool: got %q (%v), want the full schema of read_text_file", text(res), err)
 	}
 	// The upstream's own tool errors pass through with isError.

@@ -481,7 +481,9 @@ func TestNoaEndToEnd(t *testing.T) {
 	}
 	mid := refName((refNum(s2) + refNum(e2)) / 2)
 	longSummary := "Read the generated data files; every line is a marker and NATO words, nothing to act on."
-	item := func(s, e, summary string) map[string]any { return map[string]any{"start": s, "end": e, "summary": summary} }
+	item := func(s, e, summary string) map[string]any {
+		return map[string]any{"start": s, "end": e, "summary": summary}
+	}
 
 	t.Run("bad input changes nothing", func(t *testing.T) {
 		tests := []struct {
@@ -786,7 +788,7 @@ func TestNoaSessionFaults(t *testing.T) {
 // rebuild from the transcript agrees with what show reported.
 func TestNoaKilledDuringCompress(t *testing.T) {
 	fx := newNoaFixture(t)
-	for _, delay := range []time.Duration{0, 3 * time.Millisecond, -1} {
+	for _, delay := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, -1} {
 		name := "answered"
 		if delay >= 0 {
 			name = "after " + delay.String()
@@ -824,7 +826,14 @@ func TestNoaKilledDuringCompress(t *testing.T) {
 			c.Close()
 
 			show := fx.cli(t, "show", id)
-			t.Logf("sessions show after SIGKILL:\n%s", show)
+			outcome := "the Compress was applied"
+			if strings.Contains(show, "no blocks yet") {
+				outcome = "the Compress was not applied"
+			}
+			if strings.Contains(show, "orphan archives") {
+				outcome += "; it had written archives it never recorded (reported as orphans)"
+			}
+			t.Logf("%s; sessions show after SIGKILL:\n%s", outcome, show)
 			if strings.Contains(show, "MISSING") {
 				t.Errorf("a block without its archive after SIGKILL:\n%s", show)
 			}

@@ -94,7 +94,7 @@ func runSearches(b *testing.B, queries []string, search func(context.Context, st
 // index and closes it when the benchmark ends.
 func baselineIndex(b *testing.B, tools []config.ToolMetadata) bleve.Index {
 	b.Helper()
-	m, err := newMapping()
+	m, err := newMapping(DefaultFeatures())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func baselineIndex(b *testing.B, tools []config.ToolMetadata) bleve.Index {
 	b.Cleanup(func() { _ = idx.Close() })
 	batch := idx.NewBatch()
 	for _, t := range tools {
-		if err := batch.Index(t.ID(), document(t)); err != nil {
+		if err := batch.Index(t.ID(), document(t, true)); err != nil {
 			b.Fatal(err)
 		}
 	}

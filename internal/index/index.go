@@ -16,8 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,16 @@ type Options struct {
 	// disappears on Close; it suits tests and small tool sets, while an
 	// on-disk index searches faster at thousands of tools.
 	Dir string
+	// Features selects the retrieval mechanisms; nil means
+	// DefaultFeatures(). Other values are for measuring (the profiler's
+	// ablation).
+	Features *Features
+	// Expander, when set, provides query expansion (related terms, e.g.
+	// from word embeddings, weighted below the query's own words). It is
+	// called with the index's vocabulary, sorted, on the first search after
+	// the vocabulary changed; the ExpandFunc it returns serves searches
+	// until the next change.
+	Expander func(vocab []string) ExpandFunc
 }
 
 // Hit is one search result.
@@ -51,7 +63,21 @@ type Hit struct {
 	// Score is the BM25-based relevance: only comparable between hits of the
 	// same search.
 	Score float64
+	// Coverage is the share of the query the tool's text holds: the
+	// query's distinct terms weighted by their rarity among tools (inverse
+	// document frequency), 0 to 1. Unlike Score it is comparable between
+	// searches; a low value at the top says nothing matched well.
+	Coverage float64
 }
+
+// WeakCoverage is the Coverage below which a hit is a weak match. Chosen on
+// the tune halves of the profiler's query sets: below it, about half of the
+// top hits are wrong; above it, few are.
+const WeakCoverage = 0.15
+
+// Weak reports whether h matches its query poorly (Coverage below
+// WeakCoverage), so that a caller can offer other ways to refine.
+func (h Hit) Weak() bool { return h.Coverage < WeakCoverage }
 
 // Index is a searchable set of tools. All methods are safe for concurrent
 // use; a Search running during an Upsert sees the index either before or
@@ -60,6 +86,12 @@ type Index struct {
 	mapping  *mapping.IndexMappingImpl
 	analyzer analysis.Analyzer // textAnalyzer, resolved once
 	plan     queryPlan
+	features Features
+	expander func(vocab []string) ExpandFunc
+
+	expMu      sync.Mutex // guards the two below
+	expand     ExpandFunc // built by expander for vocabulary version expVersion
+	expVersion int
 
 	wmu sync.Mutex // serializes writers: the read-then-write of Upsert must not interleave
 
@@ -72,13 +104,85 @@ type Index struct {
 	statsMu sync.RWMutex
 	stats   map[string]serverStats // by server; written only under wmu, persisted with each batch
 	bm25    *search.BM25Stats      // totals of stats, as Bleve takes them; replaced, never modified
+	lookup  *lookup                // derived from stats
 }
 
-// serverStats is what BM25 needs to know about one server's documents: how
-// many there are and how many tokens each field holds in total.
+// serverStats is what search needs to know about one server's documents:
+// how many there are and how many tokens each field holds in total (for
+// BM25), the distinct terms of their "all" fields (the vocabulary query
+// expansion is restricted to) and the tool names (for exact-name matches).
 type serverStats struct {
 	Docs   int            `json:"docs"`
 	Tokens map[string]int `json:"tokens"`
+	Terms  []string       `json:"terms"`
+	Tools  []string       `json:"tools"`
+	// ToolTerms holds each tool's distinct "all" terms, sorted, by name.
+	ToolTerms map[string][]string `json:"tool_terms"`
+}
+
+// lookup holds the in-memory tables derived from every server's
+// statistics, updated server by server as batches land.
+type lookup struct {
+	vocab      map[string]int      // term → number of tools holding it
+	tools      int                 // number of tools
+	version    int                 // incremented by every update
+	serverKeys map[string][]string // serverKeys spelling → servers
+	names      map[string][]string // lower-cased tool name → ids
+	ids        map[string]string   // lower-cased id → id
+}
+
+func newLookup() *lookup {
+	return &lookup{vocab: map[string]int{}, serverKeys: map[string][]string{}, names: map[string][]string{}, ids: map[string]string{}}
+}
+
+// update replaces server's entries: old out, new in.
+func (l *lookup) update(server string, old, new serverStats, hadOld bool) {
+	l.version++
+	if hadOld {
+		l.tools -= len(old.Tools)
+		for _, terms := range old.ToolTerms {
+			for _, t := range terms {
+				if l.vocab[t]--; l.vocab[t] <= 0 {
+					delete(l.vocab, t)
+				}
+			}
+		}
+		for _, name := range old.Tools {
+			id := config.ToolID(server, name)
+			delete(l.ids, strings.ToLower(id))
+			key := strings.ToLower(name)
+			l.names[key] = slices.DeleteFunc(slices.Clone(l.names[key]), func(x string) bool { return x == id })
+			if len(l.names[key]) == 0 {
+				delete(l.names, key)
+			}
+		}
+		for _, k := range serverKeys(server) {
+			l.serverKeys[k] = slices.DeleteFunc(slices.Clone(l.serverKeys[k]), func(x string) bool { return x == server })
+			if len(l.serverKeys[k]) == 0 {
+				delete(l.serverKeys, k)
+			}
+		}
+	}
+	if new.Docs == 0 {
+		return
+	}
+	l.tools += len(new.Tools)
+	for _, terms := range new.ToolTerms {
+		for _, t := range terms {
+			l.vocab[t]++
+		}
+	}
+	for _, name := range new.Tools {
+		id := config.ToolID(server, name)
+		l.ids[strings.ToLower(id)] = id
+		key := strings.ToLower(name)
+		l.names[key] = append(slices.Clone(l.names[key]), id)
+		slices.Sort(l.names[key])
+	}
+	for _, k := range serverKeys(server) {
+		l.serverKeys[k] = append(slices.Clone(l.serverKeys[k]), server)
+		slices.Sort(l.serverKeys[k])
+	}
 }
 
 // ErrClosed is returned by every method called after Close.
@@ -110,7 +214,15 @@ func scorchConfig() map[string]any {
 // another mapping, or one that cannot be opened, is deleted and recreated
 // empty. An index locked by another process is an error, never deleted.
 func New(opts Options) (*Index, error) {
-	m, err := newMapping()
+	f := DefaultFeatures()
+	if opts.Features != nil {
+		f = *opts.Features
+		f.Fields = slices.Clone(f.Fields)
+	}
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("features: %w", err)
+	}
+	m, err := newMapping(f)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +230,7 @@ func New(opts Options) (*Index, error) {
 	if a == nil {
 		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
 	}
-	ix := &Index{mapping: m, analyzer: a, plan: defaultPlan, stats: map[string]serverStats{}}
+	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, expVersion: -1, stats: map[string]serverStats{}}
 	if opts.Dir == "" {
 		// Bleve's in-memory store, not Scorch without a path: an in-memory
 		// Scorch never merges its segments, one per batch, so every Upsert
@@ -130,24 +242,28 @@ func New(opts Options) (*Index, error) {
 			return nil, fmt.Errorf("creating in-memory index: %w", err)
 		}
 	} else {
-		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m)
+		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m, f.Params)
 		if err != nil {
 			return nil, err
 		}
 	}
 	ix.bm25 = totals(ix.stats)
+	ix.lookup = newLookup()
+	for server, st := range ix.stats {
+		ix.lookup.update(server, serverStats{}, st, false)
+	}
 	return ix, nil
 }
 
 // openOrCreate opens the index under dir, or creates it, and returns it with
 // its persisted statistics.
-func openOrCreate(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[string]serverStats, error) {
-	idx, stats, err := openExisting(dir, m)
+func openOrCreate(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
+	idx, stats, err := openExisting(dir, m, params)
 	if idx != nil || err != nil {
 		return idx, stats, err
 	}
 	path := filepath.Join(dir, "bleve")
-	stamp, err := mappingStamp(m)
+	stamp, err := mappingStamp(m, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,8 +281,8 @@ func openOrCreate(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[str
 // openExisting opens the index under dir if there is a usable one. When
 // there is none, or it is stale or damaged (and then removed), it returns
 // nil and no error.
-func openExisting(dir string, m *mapping.IndexMappingImpl) (bleve.Index, map[string]serverStats, error) {
-	stamp, err := mappingStamp(m)
+func openExisting(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
+	stamp, err := mappingStamp(m, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +342,7 @@ func usable(idx bleve.Index, stamp string) (map[string]serverStats, bool) {
 			return nil, false
 		}
 		var st serverStats
-		if err := json.Unmarshal(raw, &st); err != nil || st.Docs != int(entry.Count) {
+		if err := json.Unmarshal(raw, &st); err != nil || st.Docs != int(entry.Count) || len(st.Tools) != st.Docs || len(st.ToolTerms) != st.Docs {
 			return nil, false
 		}
 		stats[entry.Term] = st
@@ -248,6 +364,7 @@ func totals(stats map[string]serverStats) *search.BM25Stats {
 	for _, f := range textFields {
 		t.FieldCardinality[f] = 0
 	}
+	t.FieldCardinality[fieldServer] = 0
 	for _, s := range stats {
 		t.DocCount += float64(s.Docs)
 		for f, n := range s.Tokens {
@@ -277,7 +394,7 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		if _, dup := docs[id]; dup {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
-		docs[id] = document(t)
+		docs[id] = document(t, ix.features.Params)
 	}
 	return ix.replace(server, docs)
 }
@@ -318,15 +435,31 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 			batch.Delete(id)
 		}
 	}
-	st := serverStats{Docs: len(docs), Tokens: map[string]int{}}
+	// One server token per document: the server filter of a mention
+	// search needs the field's statistics too.
+	st := serverStats{Docs: len(docs), Tokens: map[string]int{fieldServer: len(docs)}, ToolTerms: map[string][]string{}}
+	terms := map[string]bool{}
 	for id, doc := range docs {
+		_, name, _ := config.SplitToolID(id)
+		own := map[string]bool{}
 		if err := batch.Index(id, doc); err != nil {
 			return fmt.Errorf("indexing %q: %w", id, err)
 		}
 		for _, f := range textFields {
-			st.Tokens[f] += len(ix.analyzer.Analyze([]byte(doc[f].(string))))
+			toks := ix.analyzer.Analyze([]byte(doc[f].(string)))
+			st.Tokens[f] += len(toks)
+			if f == fieldAll {
+				for _, tok := range toks {
+					terms[string(tok.Term)] = true
+					own[string(tok.Term)] = true
+				}
+			}
 		}
+		st.Tools = append(st.Tools, name)
+		st.ToolTerms[name] = sortedKeys(own)
 	}
+	st.Terms = sortedKeys(terms)
+	slices.Sort(st.Tools)
 	if batch.Size() == 0 {
 		return nil
 	}
@@ -346,13 +479,24 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	if err := ix.bleve.Batch(batch); err != nil {
 		return fmt.Errorf("writing documents of %q: %w", server, err)
 	}
+	prev, hadPrev := ix.stats[server]
 	if len(docs) == 0 {
 		delete(ix.stats, server)
 	} else {
 		ix.stats[server] = st
 	}
+	ix.lookup.update(server, prev, st, hadPrev)
 	ix.bm25 = bm25
 	return nil
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // adjust returns t with one server's statistics old replaced by new.
@@ -391,8 +535,11 @@ func (ix *Index) serverDocIDs(server string) ([]string, error) {
 }
 
 // document is what the index stores for one tool.
-func document(t config.ToolMetadata) map[string]any {
-	params := paramsText(t.ParamsJSON)
+func document(t config.ToolMetadata, withParams bool) map[string]any {
+	params := ""
+	if withParams {
+		params = paramsText(t.ParamsJSON)
+	}
 	return map[string]any{
 		fieldServer:      t.ServerName,
 		fieldName:        t.Name,
@@ -422,31 +569,170 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	}
 
 	terms := ix.analyze(q)
-	bq := ix.plan.build(terms)
-	if bq == nil {
+
+	ix.statsMu.RLock()
+	defer ix.statsMu.RUnlock()
+	f := ix.features
+	var extra []WeightedTerm
+	if ix.expander != nil && f.ExpansionWeight > 0 && len(terms) > 0 {
+		extra = ix.expandFunc()(terms, func(t string) bool { return ix.lookup.vocab[t] > 0 })
+	}
+	var mentioned, quoted []string
+	if f.ServerMention && f.ServerMentionWeight > 0 {
+		mentioned = mentionedServers(q, ix.lookup.serverKeys)
+	}
+	if f.ExactName {
+		quoted = quotedTools(q, ix.lookup.names, ix.lookup.ids)
+	}
+	bq := ix.plan.build(terms, extra, f.ExpansionWeight, f.ExpansionGrouped)
+	if bq == nil && len(quoted) == 0 {
 		return nil, nil
 	}
-	res, err := ix.search(ctx, bq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("searching %q: %w", q, err)
+
+	scores := map[string]float64{}
+	best := 0.0
+	if bq != nil {
+		depth := limit + len(quoted)
+		if f.ServerPrior > 0 {
+			depth += priorDepth
+		}
+		res, err := ix.search(ctx, bq, depth)
+		if err != nil {
+			return nil, fmt.Errorf("searching %q: %w", q, err)
+		}
+		for _, h := range res.Hits {
+			scores[h.ID] = h.Score
+			best = max(best, h.Score)
+		}
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		server, name, _ := config.SplitToolID(h.ID)
-		hits = append(hits, Hit{ID: h.ID, Server: server, Name: name, Score: h.Score})
+	for _, server := range mentioned {
+		if bq == nil {
+			break
+		}
+		// The named server's own matches, however far down the full
+		// ranking they are, each lifted by a share of the best score. One
+		// search per server: with Bleve 2.6.3, a filter on a disjunction
+		// of several servers fails in on-disk indexes ("field stat for
+		// bm25 not present *").
+		tq := query.NewTermQuery(server)
+		tq.SetField(fieldServer)
+		within := query.NewBooleanQuery([]query.Query{bq}, nil, nil)
+		within.AddFilter(tq)
+		res, err := ix.search(ctx, within, min(ix.stats[server].Docs, limit+len(quoted)))
+		if err != nil {
+			return nil, fmt.Errorf("searching %q: %w", q, err)
+		}
+		for _, h := range res.Hits {
+			scores[h.ID] = h.Score + f.ServerMentionWeight*best
+		}
+	}
+	idf := ix.lookup.idf(terms)
+	if f.ServerPrior > 0 {
+		for id, sc := range scores {
+			server, _, _ := config.SplitToolID(id)
+			scores[id] = sc + f.ServerPrior*best*coverage(terms, idf, ix.stats[server].Terms)
+		}
+	}
+	top := 0.0
+	for _, sc := range scores {
+		top = max(top, sc)
+	}
+	for i, id := range quoted {
+		// Quoted tools lead, in the order the query names them.
+		scores[id] = top + 1 + float64(len(quoted)-i)
+	}
+
+	hits := make([]Hit, 0, len(scores))
+	for id, sc := range scores {
+		server, name, _ := config.SplitToolID(id)
+		hits = append(hits, Hit{ID: id, Server: server, Name: name, Score: sc,
+			Coverage: coverage(terms, idf, ix.stats[server].ToolTerms[name])})
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
 	}
 	return hits, nil
 }
 
-// search runs q with BM25 statistics that match the index exactly, ordered
-// by score, then id.
+// expandFunc returns the expansion function for the current vocabulary,
+// building it when the vocabulary changed. The caller holds statsMu for
+// reading.
+func (ix *Index) expandFunc() ExpandFunc {
+	ix.expMu.Lock()
+	defer ix.expMu.Unlock()
+	if ix.expand == nil || ix.expVersion != ix.lookup.version {
+		ix.expand = ix.expander(ix.lookup.vocabulary())
+		ix.expVersion = ix.lookup.version
+		if ix.expand == nil {
+			ix.expand = func([]string, func(string) bool) []WeightedTerm { return nil }
+		}
+	}
+	return ix.expand
+}
+
+// priorDepth is how many more candidates than asked for a search ranks
+// when the server prior may reorder them.
+const priorDepth = 30
+
+// idf returns the inverse document frequency of each term among tools, in
+// BM25's form; a term no tool holds gets the highest value.
+func (l *lookup) idf(terms []string) []float64 {
+	out := make([]float64, len(terms))
+	n := float64(l.tools)
+	for i, t := range terms {
+		df := float64(l.vocab[t])
+		out[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	return out
+}
+
+// coverage is the idf-weighted share of terms found in have (sorted).
+func coverage(terms []string, idf []float64, have []string) float64 {
+	var got, total float64
+	for i, t := range terms {
+		total += idf[i]
+		if _, ok := slices.BinarySearch(have, t); ok {
+			got += idf[i]
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return got / total
+}
+
+// search runs q with BM25 statistics that match the index exactly. The
+// caller holds statsMu for reading.
 func (ix *Index) search(ctx context.Context, q query.Query, limit int) (*bleve.SearchResult, error) {
-	ix.statsMu.RLock()
-	defer ix.statsMu.RUnlock()
 	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
-	// req.Sort = search.SortOrder{&search.SortScore{Desc: true}, &search.SortDocID{}}
 	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: ix.bm25}
 	return ix.bleve.SearchInContext(ctx, req)
+}
+
+// Vocabulary returns the distinct analyzed terms the index holds, sorted:
+// what query expansion may add.
+func (ix *Index) Vocabulary() []string {
+	ix.statsMu.RLock()
+	defer ix.statsMu.RUnlock()
+	return ix.lookup.vocabulary()
+}
+
+func (l *lookup) vocabulary() []string {
+	out := make([]string, 0, len(l.vocab))
+	for t := range l.vocab {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // analyze runs the query through textAnalyzer and returns its distinct

@@ -131,7 +131,8 @@ func TestHitFields(t *testing.T) {
 	ix := newIndex(t, Options{})
 	load(t, ix, smallSet)
 	hits := mustSearch(t, ix, "forecast", 1)
-	want := []Hit{{ID: "weather:get-forecast", Server: "weather", Name: "get-forecast", Score: hits[0].Score}}
+	// The one-word query is wholly in the tool's text: coverage 1.
+	want := []Hit{{ID: "weather:get-forecast", Server: "weather", Name: "get-forecast", Score: hits[0].Score, Coverage: 1}}
 	if diff := cmp.Diff(want, hits); diff != "" {
 		t.Errorf("hits mismatch (-want +got):\n%s", diff)
 	}
@@ -587,7 +588,7 @@ func termQueryOn(term, field string) query.Query {
 // scores with Bleve's default TF-IDF, for comparison.
 func newTFIDFIndex(t testing.TB) *Index {
 	t.Helper()
-	m, err := newMapping()
+	m, err := newMapping(DefaultFeatures())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +597,7 @@ func newTFIDFIndex(t testing.TB) *Index {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := &Index{mapping: m, analyzer: m.AnalyzerNamed(textAnalyzer), plan: defaultPlan, stats: map[string]serverStats{}, bleve: idx}
+	ix := &Index{mapping: m, analyzer: m.AnalyzerNamed(textAnalyzer), plan: defaultPlan, stats: map[string]serverStats{}, lookup: newLookup(), bleve: idx}
 	ix.bm25 = totals(ix.stats)
 	t.Cleanup(func() { _ = ix.Close() })
 	return ix

@@ -9,8 +9,10 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bleveindex "github.com/blevesearch/bleve_index_api"
@@ -19,7 +21,7 @@ import (
 // mappingVersion changes whenever analysis changes in a way the mapping's
 // JSON does not show (the code of identifierFilter, what goes into a field).
 // An on-disk index stamped with another version is rebuilt.
-const mappingVersion = 1
+const mappingVersion = 2
 
 // Field names. Every text field uses textAnalyzer, so one analysis of the
 // query serves all of them.
@@ -34,27 +36,45 @@ const (
 // textFields are the analyzed fields, in a fixed order.
 var textFields = []string{fieldName, fieldDescription, fieldParams, fieldAll}
 
-// textAnalyzer: Unicode word segmentation, possessives dropped, identifiers
-// split into words, lower case, English stop words removed, Snowball English
-// stemming ("files", "filed" → "file").
+// textAnalyzer, with DefaultFeatures: Unicode word segmentation,
+// possessives dropped, identifiers split into words, lower case, CJK text as
+// character pairs, English stop words removed, Snowball English stemming
+// ("files", "filed" → "file").
 const textAnalyzer = "mcproxy_text"
+
+// analyzerFilters returns textAnalyzer's token filters for f, in order.
+func analyzerFilters(f Features) []any {
+	filters := []any{en.PossessiveName}
+	if f.SplitIdentifiers {
+		// Before lowercasing, which would erase camelCase boundaries.
+		filters = append(filters, identifierFilterName)
+	}
+	filters = append(filters, lowercase.Name)
+	if f.CJKBigrams {
+		filters = append(filters, cjk.WidthName, cjk.BigramName)
+	}
+	if f.StopWords {
+		filters = append(filters, en.StopName)
+	}
+	switch f.Stemmer {
+	case "snowball":
+		filters = append(filters, en.SnowballStemmerName)
+	case "porter":
+		filters = append(filters, porter.Name)
+	}
+	return filters
+}
 
 // newMapping returns the explicit, non-dynamic mapping: only the fields
 // above are indexed, nothing is stored (hits need only the document id),
 // and scoring is BM25 instead of Bleve's default TF-IDF.
-func newMapping() (*mapping.IndexMappingImpl, error) {
+func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bleveindex.BM25Scoring
 	err := im.AddCustomAnalyzer(textAnalyzer, map[string]any{
-		"type":      custom.Name,
-		"tokenizer": unicode.Name,
-		"token_filters": []any{
-			en.PossessiveName,
-			identifierFilterName,
-			lowercase.Name,
-			en.StopName,
-			en.SnowballStemmerName,
-		},
+		"type":          custom.Name,
+		"tokenizer":     unicode.Name,
+		"token_filters": analyzerFilters(f),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("adding analyzer: %w", err)
@@ -88,9 +108,13 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 }
 
 // mappingStamp identifies the mapping and analysis code an index was built
-// with: mappingVersion plus a hash of the mapping's JSON.
-func mappingStamp(m mapping.IndexMapping) (string, error) {
-	data, err := json.Marshal(m)
+// with: mappingVersion plus a hash of the mapping's JSON and of whether
+// parameters are indexed (which the mapping does not show).
+func mappingStamp(m mapping.IndexMapping, params bool) (string, error) {
+	data, err := json.Marshal(struct {
+		Mapping mapping.IndexMapping
+		Params  bool
+	}{m, params})
 	if err != nil {
 		return "", fmt.Errorf("encoding mapping: %w", err)
 	}

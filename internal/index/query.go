@@ -1,6 +1,8 @@
 package index
 
 import (
+	"slices"
+
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -17,12 +19,7 @@ import (
 // name clause's coord is all that a one-word name needs to win. (Boosts
 // must sit on the term queries: Bleve ignores a disjunction's own boost.)
 type queryPlan struct {
-	fields []fieldBoost
-}
-
-type fieldBoost struct {
-	field string
-	boost float64
+	fields []FieldBoost
 }
 
 // defaultPlan was chosen on the "tune" halves of the query sets in
@@ -41,30 +38,52 @@ type fieldBoost struct {
 // field scored within a point or two of these; the per-term shape is kept
 // for the reason above. The spread is small: vocabulary mismatch, not
 // weighting, is what the lexical index cannot fix (see issue 6).
-var defaultPlan = queryPlan{
-	fields: []fieldBoost{
-		{fieldAll, 1},
-		{fieldName, 0.5},
-		{fieldParams, 0.5},
-	},
-}
+var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 
-// build returns the query for terms (already analyzed), or nil when there
-// are none.
-func (p queryPlan) build(terms []string) query.Query {
+// build returns the query for terms (already analyzed) and expansion
+// terms extra, or nil when there are neither. The expansions form one more
+// clause of the outer disjunction, each term searched like a query term
+// with its boosts scaled by its weight times scale, so that a tool matching
+// a related word counts as matching one more part of the query, at a
+// discount.
+func (p queryPlan) build(terms []string, extra []WeightedTerm, scale float64, grouped bool) query.Query {
 	if len(terms) == 0 {
 		return nil
 	}
-	termQueries := make([]query.Query, 0, len(terms))
+	termQueries := make([]query.Query, 0, len(terms)+1)
+	var eq []query.Query
 	for _, t := range terms {
-		fq := make([]query.Query, 0, len(p.fields))
-		for _, f := range p.fields {
-			q := query.NewTermQuery(t)
-			q.SetField(f.field)
-			q.SetBoost(f.boost)
-			fq = append(fq, q)
+		fq := p.fieldQueries(t, 1)
+		if grouped {
+			for _, e := range extra {
+				if e.From == t && e.Weight > 0 && !slices.Contains(terms, e.Term) {
+					fq = append(fq, p.fieldQueries(e.Term, e.Weight*scale)...)
+				}
+			}
 		}
 		termQueries = append(termQueries, query.NewDisjunctionQuery(fq))
 	}
+	for _, e := range extra {
+		if e.Weight <= 0 || slices.Contains(terms, e.Term) || grouped && slices.Contains(terms, e.From) {
+			continue
+		}
+		eq = append(eq, p.fieldQueries(e.Term, e.Weight*scale)...)
+	}
+	if len(eq) > 0 {
+		termQueries = append(termQueries, query.NewDisjunctionQuery(eq))
+	}
 	return query.NewDisjunctionQuery(termQueries)
+}
+
+// fieldQueries returns term searched in each field of the plan, boosts
+// scaled by weight.
+func (p queryPlan) fieldQueries(term string, weight float64) []query.Query {
+	fq := make([]query.Query, 0, len(p.fields))
+	for _, f := range p.fields {
+		q := query.NewTermQuery(term)
+		q.SetField(f.Field)
+		q.SetBoost(f.Boost * weight)
+		fq = append(fq, q)
+	}
+	return fq
 }

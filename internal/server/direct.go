@@ -121,6 +121,13 @@ func (s *Server) syncDirect() {
 		ids[i] = t.ID
 	}
 	names := DirectNames(ids)
+	byName := make(map[string]string, len(names))
+	for id, name := range names {
+		byName[name] = id
+	}
+	s.mu.Lock()
+	s.directIDs = byName
+	s.mu.Unlock()
 
 	want := make(map[string]bool, len(tools))
 	var add []mcpserver.ServerTool

@@ -101,6 +101,9 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 		s.log.Warn("rendering retrieve_tools with the configured arm; using the interim renderer", zap.Error(err))
 		text, _ = InterimRenderer(matches)
 	}
+	if matches[0].Weak {
+		text = s.weakText(text)
+	}
 	return mcp.NewToolResultText(text), nil
 }
 
@@ -117,6 +120,10 @@ func (s *Server) noMatchText(query string) string {
 	}
 	if len(notReady) > 0 {
 		fmt.Fprintf(&b, " Not connected right now, so not searched: %s.", strings.Join(notReady, ", "))
+	}
+	if dir := s.serverDirectory(); dir != "" {
+		b.WriteString("\n\n")
+		b.WriteString(dir)
 	}
 	return b.String()
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/noa"
@@ -25,6 +27,11 @@ import (
 // returns it with its sessions directory.
 func startNoaFront(t *testing.T, opts Options) (*front, string) {
 	t.Helper()
+	return startNoaFrontLog(t, opts, nil)
+}
+
+func startNoaFrontLog(t *testing.T, opts Options, log *zap.Logger) (*front, string) {
+	t.Helper()
 	dir := t.TempDir()
 	m := session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": newUpstreamServer()})
@@ -32,7 +39,7 @@ func startNoaFront(t *testing.T, opts Options) (*front, string) {
 	if opts.Mode != config.ModeDirect {
 		ix = newWordIndex()
 	}
-	s, err := New(Deps{Upstreams: up, Index: ix, Sessions: m}, opts)
+	s, err := New(Deps{Upstreams: up, Index: ix, Sessions: m, Logger: log}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +153,11 @@ func TestNoaInstructions(t *testing.T) {
 	}
 }
 
-// In direct mode noa's tools sit beside the upstream tools and direct calls
-// are tagged.
+// In direct mode noa's tools sit beside the upstream tools, direct calls are
+// tagged, and they are recorded under the routed tool id as in retrieve
+// mode.
 func TestNoaDirectMode(t *testing.T) {
-	f, _ := startNoaFront(t, Options{Mode: config.ModeDirect})
+	f, dir := startNoaFront(t, Options{Mode: config.ModeDirect})
 	c := connect(t, f, "streamable", nil)
 	names := toolNames(t, c)
 	for _, want := range []string{noa.CompressToolName, session.ReadArchiveToolName, "up__echo"} {
@@ -161,19 +169,32 @@ func TestNoaDirectMode(t *testing.T) {
 	if got := text(res); res.IsError || !strings.HasPrefix(got, "Echo: d\n[m00002 ") {
 		t.Errorf("up__echo: got %q, want the echo and its ref tag", got)
 	}
+	tr, err := os.ReadFile(filepath.Join(dir, c.GetSessionId(), "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(tr, []byte(`"up:echo"`)) || bytes.Contains(tr, []byte(`"up__echo"`)) {
+		t.Errorf("transcript: want the direct call recorded as up:echo, not up__echo:\n%s", tr)
+	}
 }
 
 // A client of the stateless 2026-07-28 protocol has no session to key a
 // host on: its calls pass through untagged, and Compress says why it
 // cannot run rather than pretending.
 func TestNoaStatelessClientPassesThrough(t *testing.T) {
-	f, dir := startNoaFront(t, Options{})
+	core, logs := observer.New(zap.InfoLevel)
+	f, dir := startNoaFrontLog(t, Options{}, zap.New(core))
 	c := connectVersion(t, f, "streamable", mcp.LATEST_PROTOCOL_VERSION, nil)
-	res := callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
-	if got := text(res); got != "Echo: hi" {
-		t.Errorf("call_tool: got %q, want the upstream's result only", got)
+	for range 2 {
+		res := callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
+		if got := text(res); got != "Echo: hi" {
+			t.Errorf("call_tool: got %q, want the upstream's result only", got)
+		}
 	}
-	res = callTool(t, c, noa.CompressToolName, map[string]any{"content": []any{}})
+	if n := logs.FilterMessageSnippet("without a session id").Len(); n != 1 {
+		t.Errorf("got %d log lines about clients without a session, want exactly 1", n)
+	}
+	res := callTool(t, c, noa.CompressToolName, map[string]any{"content": []any{}})
 	if !res.IsError || !strings.Contains(text(res), "no session") {
 		t.Errorf("Compress: got %q (isError %v), want an error saying there is no session", text(res), res.IsError)
 	}

@@ -4,10 +4,14 @@
 // retrieve_tools, call_tool and describe_tool; in direct mode it exposes every
 // upstream tool under a client-safe name. It keeps the search index in step
 // with the upstreams' tool sets and turns upstream failures into errors a
-// model can act on.
+// model can act on. With a session manager (Deps.Sessions) every client
+// session runs through noa: each tools/call is recorded and its result
+// tagged, nudged or cut by the session's host, and the Compress and
+// read_archive tools sit beside the others in both modes.
 //
-// It depends only on the small interfaces it declares (Upstreams, Index);
-// cmd/mcproxy wires the real upstream manager and Bleve index behind them. It
+// It depends only on the small interfaces it declares (Upstreams, Index) and
+// on internal/session; cmd/mcproxy wires the real upstream manager and Bleve
+// index behind them. It
 // never decides where logs go and never writes to stdout on its own.
 package server
 
@@ -73,12 +77,16 @@ type Index interface {
 type Hit struct {
 	ID, Server, Name string
 	Score            float64
+	// Weak marks a hit that shares little of the query's wording; when the
+	// best hit is weak, retrieve_tools also lists the servers (refine.go).
+	Weak bool
 }
 
 // Match is one ranked retrieve_tools result.
 type Match struct {
 	Tool  config.Tool
 	Score float64
+	Weak  bool // see Hit.Weak
 }
 
 // Renderer turns ranked matches into the text retrieve_tools returns. It must
@@ -153,6 +161,8 @@ type Server struct {
 	tools map[string][]config.Tool
 	// byID indexes the catalog by "server:tool".
 	byID map[string]config.Tool
+	// directIDs maps each exposed direct-mode name to its tool id.
+	directIDs map[string]string
 	// direct holds the direct-mode registrations: exposed name → entry, so
 	// a resync only touches what changed. Guarded by syncMu.
 	direct map[string]directEntry
@@ -233,7 +243,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	var idOf session.SessionIDFunc
 	if deps.Sessions != nil {
 		idOf = s.sessionIDFunc()
-		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(deps.Sessions.Middleware(idOf)))
+		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(deps.Sessions.MiddlewareNamed(idOf, s.recordedName)))
 		instructions += "\n\n" + session.Instructions()
 		// A client session that ends releases its host; its files stay and
 		// the CLI (or a reconnect with the same id) reads them later.
@@ -261,6 +271,21 @@ func New(deps Deps, opts Options) (*Server, error) {
 		s.mcp.AddTool(session.ReadArchiveTool(), deps.Sessions.ReadArchiveHandler(idOf))
 	}
 	return s, nil
+}
+
+// recordedName is the name noa records a call under: the routed tool id
+// ("server:tool") for call_tool and for a direct-mode tool, so
+// protected_tools patterns and transcripts read the same in both modes.
+func (s *Server) recordedName(req mcp.CallToolRequest) string {
+	if s.opts.Mode == config.ModeDirect {
+		s.mu.RLock()
+		id, ok := s.directIDs[req.Params.Name]
+		s.mu.RUnlock()
+		if ok {
+			return id
+		}
+	}
+	return session.RecordedToolName(req)
 }
 
 // sessionIDFunc keys noa hosts on the client session (see
@@ -448,7 +473,7 @@ func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match
 			// tool that cannot be called.
 			continue
 		}
-		out = append(out, Match{Tool: t, Score: h.Score})
+		out = append(out, Match{Tool: t, Score: h.Score, Weak: h.Weak})
 		if len(out) == limit {
 			break
 		}

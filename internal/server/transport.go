@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -83,6 +84,7 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 // what is still open after that is cut.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
 	handler, closeSessions := s.Handler(opts)
+	var fresh unusedConns
 	srv := &http.Server{
 		Handler:           limitBody(handler),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -90,6 +92,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 		// read/write timeout; idle keep-alive connections are reclaimed.
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    zap.NewStdLog(s.log.Named("http")),
+		ConnState:   fresh.track,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -105,6 +108,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 		fmt.Errorf("HTTP shutdown did not finish within %s", s.opts.ShutdownTimeout))
 	defer cancel()
 	closeSessions(sctx)
+	// net/http waits up to 5s for a connection that has not sent its first
+	// request yet (an HTTP client often opens a spare one); nothing is in
+	// flight on it, so it is closed now rather than holding up the exit.
+	fresh.closeAll()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 		<-errc
@@ -112,6 +119,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	}
 	<-errc
 	return nil
+}
+
+// unusedConns tracks connections that have not yet sent a request
+// (http.StateNew).
+type unusedConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// track is an http.Server ConnState hook.
+func (u *unusedConns) track(c net.Conn, st http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if st != http.StateNew {
+		delete(u.conns, c)
+		return
+	}
+	if u.conns == nil {
+		u.conns = map[net.Conn]struct{}{}
+	}
+	u.conns[c] = struct{}{}
+}
+
+// closeAll closes every connection still waiting for its first request.
+func (u *unusedConns) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.conns {
+		_ = c.Close()
+	}
+	u.conns = nil
 }
 
 // maxBody bounds one HTTP request body: large enough for any sane tool

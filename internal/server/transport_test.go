@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
@@ -118,4 +120,37 @@ func TestServeHTTPSafety(t *testing.T) {
 			t.Errorf("got %d, want 200", resp.StatusCode)
 		}
 	})
+}
+
+// A connection that never sends a request (HTTP clients keep spare ones
+// open) must not hold up a graceful shutdown: net/http alone would wait for
+// it past the shutdown timeout and Serve would report a failed shutdown.
+func TestServeShutdownWithUnusedConnection(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{ShutdownTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, HTTPOptions{}) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// One served request proves the connection above was accepted first.
+	resp, err := http.Get("http://" + ln.Addr().String() + PathStreamable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve with an unused connection open: got %v, want a clean shutdown", err)
+	}
 }

@@ -189,8 +189,16 @@ func RecordedToolName(req mcp.CallToolRequest) string {
 // Middleware records and shapes every tools/call through the session's host.
 // Compress and read_archive are left to their own handlers (which record
 // themselves). A request with no session id, or whose host cannot be opened,
-// passes through untouched.
+// passes through untouched. Calls are recorded under RecordedToolName.
 func (m *Manager) Middleware(idOf SessionIDFunc) mcpserver.ToolHandlerMiddleware {
+	return m.MiddlewareNamed(idOf, RecordedToolName)
+}
+
+// MiddlewareNamed is Middleware recording each call under nameOf(req): a
+// front that exposes upstream tools under other names (direct mode's
+// server__tool) records the routed "server:tool", so protected_tools and
+// noa's tool lists see one name whatever the mode.
+func (m *Manager) MiddlewareNamed(idOf SessionIDFunc, nameOf func(mcp.CallToolRequest) string) mcpserver.ToolHandlerMiddleware {
 	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if req.Params.Name == noa.CompressToolName || req.Params.Name == ReadArchiveToolName {
@@ -200,7 +208,7 @@ func (m *Manager) Middleware(idOf SessionIDFunc) mcpserver.ToolHandlerMiddleware
 			if h == nil {
 				return next(ctx, req)
 			}
-			return h.Call(ctx, RecordedToolName(req), RawArguments(req), func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return h.Call(ctx, nameOf(req), RawArguments(req), func(ctx context.Context) (*mcp.CallToolResult, error) {
 				return next(ctx, req)
 			})
 		}

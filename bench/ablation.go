@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/blevesearch/bleve/v2/search"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/index"
+)
+
+// AblationRow is one variant of the index scored on one corpus's query set.
+type AblationRow struct {
+	Variant string `json:"variant"`
+	// Change says what the variant changes against "production".
+	Change string `json:"change"`
+	Corpus string `json:"corpus"`
+	// Status is "measured" or "unavailable" (UnavailableReason says why).
+	Status            string `json:"status"`
+	UnavailableReason string `json:"unavailable_reason,omitempty"`
+	// Quality covers every query; QualityBySplit the tune and heldout halves.
+	Quality        *Quality           `json:"quality,omitempty"`
+	QualityBySplit map[string]Quality `json:"quality_by_split,omitempty"`
+}
+
+// variant is one index configuration of the ablation.
+type variant struct {
+	name, change string
+	// features edits a copy of the production features.
+	features func(*index.Features)
+	// noExpand drops query expansion.
+	noExpand bool
+	// k1 and b, when non-zero, replace Bleve's BM25 parameters for the
+	// variant. Bleve keeps them in package variables, so they are set
+	// around the variant's searches and restored after; the profiler
+	// searches from one goroutine.
+	k1, b float64
+	// unavailable, when set, makes the row a skipped one with this reason.
+	unavailable string
+}
+
+// variants lists the ablation: production first, then one change at a
+// time. Levers production uses are turned off; alternatives it does not use
+// are turned on, so every row reads as "production, except ...".
+func (p *Profile) variants() []variant {
+	same := func(*index.Features) {}
+	vs := []variant{
+		{name: "production", change: "the index as mcproxy runs it", features: same},
+		{name: "-expansion", change: "no query expansion", features: same, noExpand: true},
+		{name: "expansion=grouped", change: "expansions searched inside their query word's clause", features: func(f *index.Features) { f.ExpansionGrouped = !f.ExpansionGrouped }},
+		{name: "expansion-weight=0.5", change: "expansion weights halved", features: func(f *index.Features) { f.ExpansionWeight /= 2 }},
+		{name: "expansion-weight=2", change: "expansion weights doubled", features: func(f *index.Features) { f.ExpansionWeight *= 2 }},
+		{name: "-server-mention", change: "a query naming a server does not prefer it", features: func(f *index.Features) { f.ServerMention = false }},
+		{name: "-exact-name", change: "an exact tool id or name in the query is not ranked first", features: func(f *index.Features) { f.ExactName = false }},
+		{name: "-params", change: "parameter names and descriptions not indexed", features: func(f *index.Features) { f.Params = false }},
+		{name: "-split-identifiers", change: "read_text_file stays one word", features: func(f *index.Features) { f.SplitIdentifiers = false }},
+		{name: "-cjk-bigrams", change: "CJK text indexed as single characters", features: func(f *index.Features) { f.CJKBigrams = false }},
+		{name: "-stop-words", change: "English stop words kept", features: func(f *index.Features) { f.StopWords = false }},
+		{name: "stemmer=porter", change: "Porter instead of Snowball stemming", features: func(f *index.Features) { f.Stemmer = "porter" }},
+		{name: "stemmer=none", change: "no stemming", features: func(f *index.Features) { f.Stemmer = "none" }},
+		{name: "fields=all", change: "search only the combined field", features: func(f *index.Features) {
+			f.Fields = []index.FieldBoost{{Field: "all", Boost: 1}}
+		}},
+		{name: "fields+description", change: "also search the description field (boost 0.5)", features: func(f *index.Features) {
+			f.Fields = append(f.Fields, index.FieldBoost{Field: "description", Boost: 0.5})
+		}},
+		{name: "name-boost=1", change: "name field boost 1 instead of 0.5", features: func(f *index.Features) { setBoost(f, "name", 1) }},
+		{name: "params-boost=0.25", change: "params field boost 0.25 instead of 0.5", features: func(f *index.Features) { setBoost(f, "params", 0.25) }},
+		{name: "+server-prior", change: "server prior 0.25: a tool gains with its server's coverage of the query", features: func(f *index.Features) { f.ServerPrior = 0.25 }},
+		{name: "mention-weight=1", change: "server mention adds the best score instead of half of it", features: func(f *index.Features) { f.ServerMentionWeight = 1 }},
+		{name: "bm25 k1=0.9 b=0.4", change: "BM25 k1 0.9, b 0.4 instead of 1.2, 0.75", features: same, k1: 0.9, b: 0.4},
+		{name: "bm25 k1=2 b=0.75", change: "BM25 k1 2 instead of 1.2", features: same, k1: 2, b: 0.75},
+		{name: "bm25 k1=1.2 b=0.9", change: "BM25 b 0.9 instead of 0.75", features: same, k1: 1.2, b: 0.9},
+		{name: "+dense", change: "dense retrieval fused with BM25", unavailable: "needs an embeddings provider (the embeddings section of config.json); the profiler runs offline"},
+	}
+	if p.Index.Expander == nil {
+		reason := p.ExpandUnavailable
+		if reason == "" {
+			reason = "no query expansion configured"
+		}
+		vs[1] = variant{name: "-expansion", change: "no query expansion", unavailable: "production already runs without it here: " + reason}
+	}
+	return vs
+}
+
+func setBoost(f *index.Features, field string, boost float64) {
+	for i := range f.Fields {
+		if f.Fields[i].Field == field {
+			f.Fields[i].Boost = boost
+		}
+	}
+}
+
+// ablate scores every variant on c with the baseline arm's index metadata.
+func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progress io.Writer) ([]AblationRow, error) {
+	a, err := p.Registry.Resolve(arms.BaselineName)
+	if err != nil {
+		return nil, err
+	}
+	base := index.DefaultFeatures()
+	if p.Index.Features != nil {
+		base = *p.Index.Features
+	}
+	var rows []AblationRow
+	for _, v := range p.variants() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		row := AblationRow{Variant: v.name, Change: v.change, Corpus: c.Name}
+		if v.unavailable != "" {
+			row.Status, row.UnavailableReason = StatusUnavailable, v.unavailable
+			rows = append(rows, row)
+			continue
+		}
+		fmt.Fprintf(progress, "bench: %s: ablation: %s\n", c.Name, v.name)
+		f := base
+		f.Fields = append([]index.FieldBoost(nil), base.Fields...)
+		v.features(&f)
+		opts := index.Options{Features: &f, Expander: p.Index.Expander}
+		if v.noExpand {
+			opts.Expander = nil
+		}
+		rq, err := measureWithBM25(ctx, a, c, qs, opts, v.k1, v.b)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", v.name, err)
+		}
+		row.Status = StatusMeasured
+		row.Quality = &rq.all
+		row.QualityBySplit = rq.bySplit
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// measureWithBM25 is measureRetrieval with Bleve's BM25 parameters set to
+// k1 and b (when k1 is non-zero) for its duration.
+func measureWithBM25(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, opts index.Options, k1, b float64) (retrieval, error) {
+	if k1 != 0 {
+		oldK1, oldB := search.BM25_k1, search.BM25_b
+		search.BM25_k1, search.BM25_b = k1, b
+		defer func() { search.BM25_k1, search.BM25_b = oldK1, oldB }()
+	}
+	return measureRetrieval(ctx, a, c, qs, opts)
+}

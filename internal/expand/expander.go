@@ -1,0 +1,227 @@
+package expand
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Options configures an Expander. Zero fields take the defaults documented
+// on each, chosen on the "tune" halves of bench/queries with the harness in
+// this package's tests (see docs in TestShapeSweep and TestExpansionEffect).
+type Options struct {
+	// Neighbors is how many index terms at most expand one query term.
+	// Zero means DefaultNeighbors.
+	Neighbors int
+	// MinSimilarity is the cosine similarity an index term needs to the
+	// query term to expand it. Zero means DefaultMinSimilarity.
+	MinSimilarity float64
+	// UnknownWeight scales the expansions of a query term the index does
+	// not hold: its literal clause can match nothing, so its neighbors are
+	// its only voice. An expansion weighs UnknownWeight × similarity.
+	// Zero means DefaultUnknownWeight.
+	UnknownWeight float64
+	// KnownWeight scales the expansions of a query term the index holds.
+	// Zero, the default, expands no such term: it already matches
+	// literally, and every weight tried lost ranking quality on the tune
+	// halves (related words of a word the tools use mostly pull in tools
+	// about something else).
+	KnownWeight float64
+	// MinRank skips words among the MinRank most frequent of English, both
+	// as query words to expand and as expansions: such words ("even",
+	// "like", "five") sit near everything in embedding space and match
+	// many tools. Zero means DefaultMinRank; a negative value disables it.
+	MinRank int
+	// Context, between 0 and 1, blends the whole query (the mean of its
+	// words' vectors) into each word before its neighbors are sought:
+	// (1-Context)·word + Context·query, favoring the sense the rest of the
+	// query is about. Zero, the default, uses the word alone: blending did
+	// not help on the tune halves.
+	Context float64
+}
+
+// Defaults for Options.
+const (
+	DefaultNeighbors     = 2
+	DefaultMinSimilarity = 0.5
+	DefaultUnknownWeight = 1.0
+	DefaultMinRank       = 200
+)
+
+func (o Options) withDefaults() Options {
+	if o.Neighbors <= 0 {
+		o.Neighbors = DefaultNeighbors
+	}
+	if o.MinSimilarity == 0 {
+		o.MinSimilarity = DefaultMinSimilarity
+	}
+	if o.UnknownWeight == 0 {
+		o.UnknownWeight = DefaultUnknownWeight
+	}
+	if o.MinRank == 0 {
+		o.MinRank = DefaultMinRank
+	}
+	o.Context = min(max(o.Context, 0), 1)
+	return o
+}
+
+// Expander expands analyzed query terms into related terms of one index
+// vocabulary. It is immutable and safe for concurrent use; build a new one
+// when the vocabulary changes.
+type Expander struct {
+	vecs   *Vectors
+	opts   Options
+	dims   int
+	terms  []string  // index terms that have a vector, ascending
+	matrix []float32 // their unit vectors, row-major, len(terms)*dims
+	known  map[string]bool
+}
+
+// New returns an Expander over vocab, the distinct analyzed terms the index
+// holds (in any order, duplicates allowed; vocab is not modified). Index
+// terms without a vector (identifiers, numbers, non-English words) take
+// part only as known words: they are never offered as expansions.
+func New(v *Vectors, vocab []string, opts Options) *Expander {
+	e := &Expander{vecs: v, opts: opts.withDefaults(), dims: v.Dims(), known: make(map[string]bool, len(vocab))}
+	sorted := slices.Clone(vocab)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	for _, t := range sorted {
+		e.known[t] = true
+		if i := v.index(t); i >= 0 && int(v.ranks[i]) >= e.opts.MinRank {
+			e.terms = append(e.terms, t)
+			e.matrix = append(e.matrix, make([]float32, e.dims)...)
+			v.row(i, e.matrix[len(e.matrix)-e.dims:])
+		}
+	}
+	return e
+}
+
+// Len returns the number of index terms that can be offered as expansions.
+func (e *Expander) Len() int { return len(e.terms) }
+
+// Expand returns index terms related to the analyzed query terms, each
+// weighted below 1, the weight of a literal term: up to Neighbors terms per
+// query term, at least MinSimilarity from it, never a query term itself.
+// inIndex, when not nil, is the index's live view of its vocabulary: it
+// decides which query terms the index holds and filters out expansions the
+// index no longer has (an Expander built before the latest update). nil
+// means the vocabulary given to New. A term reached from several query
+// terms keeps its highest weight. The result is ordered by weight, then
+// term, so the same input always gives the same output.
+func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []WeightedTerm {
+	if e == nil || len(e.terms) == 0 {
+		return nil
+	}
+	if inIndex == nil {
+		inIndex = func(t string) bool { return e.known[t] }
+	}
+	inQuery := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		inQuery[t] = true
+	}
+	// The query words with vectors, and their mean (the context).
+	type word struct {
+		term string
+		base float64
+		vec  []float32
+	}
+	var words []word
+	ctx := make([]float32, e.dims)
+	for _, t := range terms {
+		i := e.vecs.index(t)
+		if i < 0 {
+			continue
+		}
+		vec := make([]float32, e.dims)
+		e.vecs.row(i, vec)
+		for j, x := range vec {
+			ctx[j] += x
+		}
+		base := e.opts.UnknownWeight
+		if inIndex(t) {
+			base = e.opts.KnownWeight
+		}
+		if base <= 0 || int(e.vecs.ranks[i]) < e.opts.MinRank {
+			continue
+		}
+		words = append(words, word{t, base, vec})
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	alpha := float32(e.opts.Context)
+	if alpha > 0 {
+		normalize(ctx)
+	}
+	best := map[string]WeightedTerm{}
+	type cand struct {
+		i   int
+		sim float32
+	}
+	top := make([]cand, 0, e.opts.Neighbors+1)
+	minSim := float32(e.opts.MinSimilarity)
+	q := make([]float32, e.dims)
+	for _, w := range words {
+		for j := range q {
+			q[j] = (1-alpha)*w.vec[j] + alpha*ctx[j]
+		}
+		top = top[:0]
+		for i := range e.terms {
+			row := e.matrix[i*e.dims : (i+1)*e.dims]
+			var s float32
+			for j, x := range row {
+				s += x * q[j]
+			}
+			if s < minSim || inQuery[e.terms[i]] || !inIndex(e.terms[i]) {
+				continue
+			}
+			// Keep the best Neighbors by similarity, then by term (rows are
+			// in term order, so an earlier row wins a tie).
+			if len(top) == e.opts.Neighbors && s <= top[len(top)-1].sim {
+				continue
+			}
+			pos := len(top)
+			for pos > 0 && top[pos-1].sim < s {
+				pos--
+			}
+			top = slices.Insert(top, pos, cand{i, s})
+			if len(top) > e.opts.Neighbors {
+				top = top[:e.opts.Neighbors]
+			}
+		}
+		for _, c := range top {
+			wt := w.base * float64(min(c.sim, 1))
+			term := e.terms[c.i]
+			if old, ok := best[term]; !ok || wt > old.Weight {
+				best[term] = WeightedTerm{Term: term, Weight: wt, From: w.term}
+			}
+		}
+	}
+	out := make([]WeightedTerm, 0, len(best))
+	for _, wt := range best {
+		out = append(out, wt)
+	}
+	slices.SortFunc(out, func(a, b WeightedTerm) int {
+		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Term, b.Term)
+	})
+	return out
+}
+
+// normalize scales v to unit length (a zero vector stays zero).
+func normalize(v []float32) {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(n))
+	for i := range v {
+		v[i] *= inv
+	}
+}

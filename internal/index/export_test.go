@@ -1,0 +1,12 @@
+package index
+
+// Test helpers for the external test package (index_test), which can import
+// packages that import this one (internal/expand).
+var (
+	LiveMCPToolsForTest = liveMCPTools
+	SynthesizeForTest   = synthesize
+	LoadForTest         = load
+	BenchQueriesForTest = benchQueries
+	RunSearchesForTest  = runSearches
+	RepoRootForTest     = repoRoot
+)
