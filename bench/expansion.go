@@ -27,7 +27,7 @@ func loadExpansion(path string) (func([]string) index.ExpandFunc, string, error)
 	case err == nil:
 		return expand.ForIndex(v, expand.Options{}), "", nil
 	case errors.Is(err, expand.ErrNotBuilt) && !explicit:
-		return nil, err.Error(), nil
+		return nil, "no embeddings file (run `mcproxy embeddings build`, or pass --expansion FILE)", nil
 	default:
 		return nil, "", fmt.Errorf("--expansion: %w", err)
 	}

@@ -81,7 +81,7 @@ func TestRunReport(t *testing.T) {
 	for i := range reports {
 		out := filepath.Join(base, []string{"a", "b"}[i])
 		code, stdout, stderr := runMain(t, "run", "--corpus", "corpus_v2="+filepath.Join(ds, CorpusV2File),
-			"--fixtures", filepath.Join(ds, ResultFixturesFile), "--out", out)
+			"--fixtures", filepath.Join(ds, ResultFixturesFile), "--expansion", "none", "--out", out)
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\nstderr: %s", i, code, stderr)
 		}

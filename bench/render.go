@@ -11,6 +11,9 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# mcproxy bench report\n\n")
 	fmt.Fprintf(&b, "Generated %s · tokenizer `%s` · report schema v%d\n\n", orDash(r.GeneratedAt), r.Tokenizer, r.SchemaVersion)
+	if r.QueryExpansion != "" {
+		fmt.Fprintf(&b, "Query expansion: %s\n\n", mdEscape(r.QueryExpansion))
+	}
 
 	b.WriteString("## Corpora\n\n| corpus | version | tools | servers | query set | queries (tune / heldout) |\n|---|---|---:|---:|---|---|\n")
 	for _, c := range r.Corpora {

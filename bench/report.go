@@ -24,6 +24,9 @@ type Report struct {
 	SchemaVersion int    `json:"schema_version"`
 	GeneratedAt   string `json:"generated_at"`
 	Tokenizer     string `json:"tokenizer"`
+	// QueryExpansion says whether the indexes expanded queries with word
+	// embeddings: "on", or "off" and why.
+	QueryExpansion string `json:"query_expansion,omitempty"`
 	// Corpora describes each measured corpus and its query set.
 	Corpora []CorpusInfo `json:"corpora"`
 	// Arms holds one row per arm per corpus, corpora in order, baseline

@@ -68,9 +68,12 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 		progress = io.Discard
 	}
 	names := armOrder(p.Arms)
-	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName}
-	if p.Index.Expander == nil && p.ExpandUnavailable != "" {
-		rep.Notes = append(rep.Notes, "retrieval measured without query expansion: "+p.ExpandUnavailable)
+	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName, QueryExpansion: "on"}
+	if p.Index.Expander == nil {
+		rep.QueryExpansion = "off"
+		if p.ExpandUnavailable != "" {
+			rep.QueryExpansion += ": " + p.ExpandUnavailable
+		}
 	}
 	for _, c := range p.Corpora {
 		qs, hasQueries := p.QuerySets[c.Name]

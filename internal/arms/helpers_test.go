@@ -15,37 +15,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// datasetsDir is $MCPROXY_DATASETS, or ../shared/datasets next to the
-// directory holding go.mod.
-func datasetsDir(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("MCPROXY_DATASETS"); dir != "" {
-		return dir
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "datasets")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory; set MCPROXY_DATASETS")
-		}
-		dir = parent
-	}
-}
-
 // loadCorpus reads corpus_v2.tools.json.
 func loadCorpus(t *testing.T) []config.Tool {
 	t.Helper()
-	path := filepath.Join(datasetsDir(t), "corpus_v2.tools.json")
+	path := filepath.Join(testenv.Datasets(t), "corpus_v2.tools.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("reading corpus (set MCPROXY_DATASETS to the datasets directory): %v", err)

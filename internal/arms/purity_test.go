@@ -1,12 +1,10 @@
 package arms
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // TestPurity keeps the package pure: its non-test files import only the
@@ -21,25 +19,9 @@ func TestPurity(t *testing.T) {
 		"net", "syscall", "time", "log", "log/slog", "math/rand", "math/rand/v2", "crypto/rand",
 		"runtime", "runtime/debug", "unsafe", "internal/syscall", "go.uber.org/zap",
 	}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
-		for _, imp := range f.Imports {
-			path, err := strconv.Unquote(imp.Path.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
+	files := testenv.Imports(t, ".")
+	for name, imports := range files {
+		for _, path := range imports {
 			first, _, _ := strings.Cut(path, "/")
 			switch {
 			case allowedInternal[path]:
@@ -54,7 +36,7 @@ func TestPurity(t *testing.T) {
 			}
 		}
 	}
-	if checked < 5 {
-		t.Fatalf("checked %d files, want the package's source files", checked)
+	if len(files) < 5 {
+		t.Fatalf("checked %d files, want the package's source files", len(files))
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/fuzzy"
 )
 
 // Load reads the config file at path and returns it parsed, with ${VAR}
@@ -406,7 +408,7 @@ func suggestKey(key string, fields map[string]int) string {
 	sort.Strings(known)
 	best, bestDist := "", 1<<30
 	for _, k := range known {
-		dist := editDistance(strings.ToLower(key), strings.ToLower(k))
+		dist := fuzzy.Distance(strings.ToLower(key), strings.ToLower(k))
 		if strings.ReplaceAll(strings.ToLower(key), "_", "") == strings.ReplaceAll(strings.ToLower(k), "_", "") {
 			dist = 0 // allowedTools vs allowed_tools
 		}
@@ -418,25 +420,4 @@ func suggestKey(key string, fields map[string]int) string {
 		return fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -2,17 +2,12 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // BenchmarkCallToolOverhead measures what mcproxy adds to a tools/call. The
@@ -24,7 +19,8 @@ import (
 // call in the session (a transcript append and fsync, a noa turn) shows as
 // the difference between the two ratios.
 func BenchmarkCallToolOverhead(b *testing.B) {
-	upstreamURL := startEchoUpstream(b)
+	// Its echo tool answers at once: what is measured is the path, not the tool.
+	upstreamURL := newGoUpstream(b, "bench").url()
 	for _, on := range []bool{false, true} {
 		name := "noa=off"
 		if on {
@@ -36,20 +32,18 @@ func BenchmarkCallToolOverhead(b *testing.B) {
 
 func benchCallTool(b *testing.B, upstreamURL string, noaOn bool) {
 	dir := b.TempDir()
-	config := filepath.Join(dir, "config.json")
-	cfg, _ := json.Marshal(map[string]any{
+	config := writeConfigFile(b, filepath.Join(dir, "config.json"), map[string]any{
 		"mcpServers": map[string]any{"bench": map[string]any{"url": upstreamURL}},
 		"data_dir":   filepath.Join(dir, "data"),
 		"log_level":  "warn",
 		"noa":        map[string]any{"enabled": noaOn},
 	})
-	if err := os.WriteFile(config, cfg, 0o600); err != nil {
-		b.Fatal(err)
-	}
 	base, _ := serveHTTP(b, config)
 
-	direct := httpClient(b, upstreamURL)
-	viaProxy := httpClient(b, base+"/mcp")
+	direct := startHTTP(b, upstreamURL)
+	initialize(b, direct)
+	viaProxy := startHTTP(b, base+"/mcp")
+	initialize(b, viaProxy)
 
 	directReq := mcp.CallToolRequest{}
 	directReq.Params.Name = "echo"
@@ -83,54 +77,4 @@ func benchCallTool(b *testing.B, upstreamURL string, noaOn bool) {
 	b.ReportMetric(float64(directTotal.Nanoseconds())/n, "direct-ns/call")
 	b.ReportMetric(float64(proxyTotal.Nanoseconds())/n, "proxied-ns/call")
 	b.ReportMetric(float64(proxyTotal)/float64(directTotal), "proxied/direct")
-}
-
-// startEchoUpstream serves an mcp-go server with an echo tool over
-// streamable HTTP on loopback and returns its URL.
-func startEchoUpstream(b *testing.B) string {
-	b.Helper()
-	s := mcpserver.NewMCPServer("bench-upstream", "1.0.0")
-	s.AddTool(mcp.NewTool("echo",
-		mcp.WithDescription("Echo a message."),
-		mcp.WithString("message", mcp.Required()),
-	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText(req.GetString("message", "")), nil
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	streamable := mcpserver.NewStreamableHTTPServer(s)
-	mux.Handle("/mcp", streamable)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = streamable.Shutdown(ctx)
-		if err := srv.Shutdown(ctx); err != nil {
-			_ = srv.Close()
-		}
-		<-done
-	})
-	return "http://" + ln.Addr().String() + "/mcp"
-}
-
-func httpClient(b *testing.B, url string) *client.Client {
-	b.Helper()
-	c, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	initialize(b, c)
-	return c
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // fsReadTool matches the filesystem server's tools that read a file's contents.
@@ -30,11 +32,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	base, _ := serveHTTP(t, fx.config)
 
 	t.Run("mcp-go/stdio", func(t *testing.T) {
-		c, err := client.NewStdioMCPClient(binary, os.Environ(), "serve", "--stdio", "--config", fx.config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := startStdio(t, "serve", "--stdio", "--config", fx.config)
 		initialize(t, c)
 		smoke(t, c, fx, "stdio")
 		// The stdio connection got a noa session of its own for this run.
@@ -44,14 +42,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("mcp-go/streamable-http", func(t *testing.T) {
-		c, err := client.NewStreamableHttpClient(base + "/mcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		c := startHTTP(t, base+"/mcp")
 		initialize(t, c)
 		smoke(t, c, fx, "streamable-http")
 	})
@@ -146,7 +137,7 @@ func runSmokeScript(t *testing.T, opts map[string]any) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "smoke.mjs"), string(arg))
+	cmd := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "smoke.mjs"), string(arg))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("smoke.mjs (TypeScript SDK client): %v\n%s", err, out)
@@ -163,11 +154,7 @@ func sorted(s []string) []string {
 // TestDirectModeStdio exposes every upstream tool as server__tool.
 func TestDirectModeStdio(t *testing.T) {
 	fx := newFixture(t)
-	c, err := client.NewStdioMCPClient(binary, os.Environ(), "serve", "--stdio", "--mode", "direct", "--config", fx.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startStdio(t, "serve", "--stdio", "--mode", "direct", "--config", fx.config)
 	initialize(t, c)
 	names := listTools(t, c)
 	for _, want := range []string{"filesystem__read_text_file", "everything__echo", "everything_http__echo", "everything_sse__echo", "memory__read_graph"} {
@@ -249,14 +236,7 @@ func TestHTTPSafety(t *testing.T) {
 	}
 
 	t.Run("mcp-go client with the token", func(t *testing.T) {
-		c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		c := startHTTP(t, base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 		initialize(t, c)
 		res := callTool(t, c, "retrieve_tools", map[string]any{"query": "anything"})
 		if res.IsError || !strings.Contains(text(res), "No tools match") {
@@ -304,15 +284,10 @@ func TestCommandLine(t *testing.T) {
 	})
 	t.Run("search", func(t *testing.T) {
 		fsDir := t.TempDir()
-		config := filepath.Join(dir, "search.json")
-		cfg := map[string]any{"mcpServers": map[string]any{
-			"filesystem": map[string]any{"command": nodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
+		config := writeConfigFile(t, filepath.Join(dir, "search.json"), map[string]any{"mcpServers": map[string]any{
+			"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
 			"broken":     map[string]any{"command": filepath.Join(dir, "no-such-server")},
-		}}
-		data, _ := json.Marshal(cfg)
-		if err := os.WriteFile(config, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		}})
 		code, out, errOut := runBinary(t, 90*time.Second, "search", "read the contents of a file", "--config", config, "--limit", "3")
 		if code != 0 {
 			t.Fatalf("search: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -14,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // goUpstream is a small mcp-go server of our own, served over streamable
@@ -24,7 +24,7 @@ import (
 // set that changes, a call that never ends, a server that goes away and
 // comes back on the same address.
 type goUpstream struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	mcp  *mcpserver.MCPServer
 	addr string
@@ -36,7 +36,7 @@ type goUpstream struct {
 	stop func()
 }
 
-func newGoUpstream(t *testing.T, name string) *goUpstream {
+func newGoUpstream(t testing.TB, name string) *goUpstream {
 	u := &goUpstream{t: t, name: name, cancelled: make(chan string, 16)}
 	u.mcp = mcpserver.NewMCPServer(name, "1.0.0", mcpserver.WithToolCapabilities(true))
 	u.mcp.AddTool(mcp.NewTool("echo", mcp.WithDescription("Echo a message."), mcp.WithString("message", mcp.Required())),
@@ -111,8 +111,7 @@ func (u *goUpstream) up() {
 func TestFaultsEndToEnd(t *testing.T) {
 	alpha, beta := newGoUpstream(t, "alpha"), newGoUpstream(t, "beta")
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.json")
-	cfg, _ := json.Marshal(map[string]any{
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
 		"mcpServers": map[string]any{
 			"alpha": map[string]any{"url": alpha.url(), "call_timeout": "1s"},
 			"beta":  map[string]any{"url": beta.url()},
@@ -120,18 +119,8 @@ func TestFaultsEndToEnd(t *testing.T) {
 		"data_dir":  filepath.Join(dir, "data"),
 		"log_level": "debug",
 	})
-	if err := os.WriteFile(config, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	base, _ := serveHTTP(t, config)
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c := startHTTP(t, base+"/mcp")
 	initialize(t, c)
 
 	t.Run("list_changed reaches retrieve_tools", func(t *testing.T) {
@@ -223,27 +212,16 @@ func expectCancelled(t *testing.T, u *goUpstream, tag string) {
 // working, and it is back after the reconnect backoff.
 func TestKilledStdioChildComesBack(t *testing.T) {
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.json")
-	cfg, _ := json.Marshal(map[string]any{
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
 		"mcpServers": map[string]any{
-			"memory":     map[string]any{"command": nodeBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}},
-			"filesystem": map[string]any{"command": nodeBin(t, "mcp-server-filesystem"), "args": []string{dir}},
+			"memory":     map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}},
+			"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{dir}},
 		},
 		"data_dir":  filepath.Join(dir, "data"),
 		"log_level": "debug",
 	})
-	if err := os.WriteFile(config, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	base, p := serveHTTP(t, config)
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c := startHTTP(t, base+"/mcp")
 	initialize(t, c)
 	proxied(t, c, "memory:read_graph", nil)
 

@@ -18,26 +18,20 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
-// repoRoot and binary are set by TestMain.
-var (
-	repoRoot string
-	binary   string
-)
+// binary is the mcproxy executable built by TestMain.
+var binary string
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
 func testMain(m *testing.M) int {
-	wd, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
 	dir, err := os.MkdirTemp("", "mcproxy-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,23 +39,13 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "mcproxy")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/mcproxy")
-	build.Dir = repoRoot
+	// By import path, so the build does not depend on where the test runs.
+	build := exec.Command("go", "build", "-o", binary, "github.com/mcproxy/mcproxy/cmd/mcproxy")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building mcproxy: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()
-}
-
-// nodeBin returns the path of an npm-installed executable.
-func nodeBin(t testing.TB, name string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot, "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run npm ci in %s", name, err, repoRoot)
-	}
-	return p
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -190,7 +174,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	everything := nodeBin(t, "mcp-server-everything")
+	everything := testenv.NodeBin(t, "mcp-server-everything")
 	httpAddr, sseAddr := freeAddr(t), freeAddr(t)
 	for _, s := range []struct{ name, arg, addr string }{
 		{"everything-streamableHttp", "streamableHttp", httpAddr},
@@ -207,9 +191,9 @@ func newFixture(t testing.TB) *fixture {
 			"everything":      map[string]any{"command": everything},
 			"everything_http": map[string]any{"url": "http://" + httpAddr + "/mcp"},
 			"everything_sse":  map[string]any{"url": "http://" + sseAddr + "/sse", "transport": "sse"},
-			"filesystem":      map[string]any{"command": nodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
+			"filesystem":      map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
 			"memory": map[string]any{
-				"command": nodeBin(t, "mcp-server-memory"),
+				"command": testenv.NodeBin(t, "mcp-server-memory"),
 				"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")},
 			},
 		},
@@ -232,15 +216,21 @@ func (f *fixture) writeConfig(t testing.TB, name string, extra map[string]any) s
 	for k, v := range extra {
 		cfg[k] = v
 	}
+	return writeConfigFile(t, filepath.Join(f.dir, name), cfg)
+}
+
+// writeConfigFile writes cfg as an mcproxy JSON config at path and returns
+// path.
+func writeConfigFile(t testing.TB, path string, cfg map[string]any) string {
+	t.Helper()
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(f.dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return path
 }
 
 // serveHTTP runs `mcproxy serve` on a free loopback port and returns its
@@ -252,6 +242,33 @@ func serveHTTP(t testing.TB, config string, extraArgs ...string) (string, *proc)
 	p := startProc(t, "mcproxy serve", exec.Command(binary, args...))
 	waitListening(t, addr, p)
 	return "http://" + addr, p
+}
+
+// startHTTP opens an mcp-go streamable HTTP client on url and starts its
+// transport; the test closes it. The caller initializes the session.
+func startHTTP(t testing.TB, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startStdio runs `mcproxy args...` under an mcp-go stdio client; the test
+// closes it. The caller initializes the session.
+func startStdio(t testing.TB, args ...string) *client.Client {
+	t.Helper()
+	c, err := client.NewStdioMCPClient(binary, os.Environ(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func initialize(t testing.TB, c *client.Client) {

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // The tests in this file drive noa through the real binary: a scripted
@@ -53,19 +54,16 @@ func newNoaFixture(t *testing.T) *noaFixture {
 		t.Fatal(err)
 	}
 	f := &noaFixture{dir: dir, fsDir: fsDir, data: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json")}
-	cfg, _ := json.Marshal(map[string]any{
+	writeConfigFile(t, f.config, map[string]any{
 		"mcpServers": map[string]any{
-			"filesystem": map[string]any{"command": nodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
-			"everything": map[string]any{"command": nodeBin(t, "mcp-server-everything")},
+			"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}},
+			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
 		},
 		"data_dir":     f.data,
 		"init_timeout": "60s",
 		"log_level":    "debug",
 		"noa":          map[string]any{"context_limit": testContextLimit, "max_result_tokens": testMaxResult},
 	})
-	if err := os.WriteFile(f.config, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	return f
 }
 
@@ -110,14 +108,7 @@ func prose(marker string, seed int64, n int) string {
 // returning the initialize result.
 func connectHTTP(t *testing.T, base string) (*client.Client, *mcp.InitializeResult) {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c := startHTTP(t, base+"/mcp")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	req := mcp.InitializeRequest{}

@@ -7,8 +7,10 @@ import (
 )
 
 // Options configures an Expander. Zero fields take the defaults documented
-// on each, chosen on the "tune" halves of bench/queries with the harness in
-// this package's tests (see docs in TestShapeSweep and TestExpansionEffect).
+// on each, chosen on the "tune" halves of bench/queries (never the
+// held-back halves) with this package's test harness: TestShapeSweep
+// (run with -expand.sweep) for the grid, TestExpansionEffect for the
+// result on the production index.
 type Options struct {
 	// Neighbors is how many index terms at most expand one query term.
 	// Zero means DefaultNeighbors.
@@ -18,8 +20,9 @@ type Options struct {
 	MinSimilarity float64
 	// UnknownWeight scales the expansions of a query term the index does
 	// not hold: its literal clause can match nothing, so its neighbors are
-	// its only voice. An expansion weighs UnknownWeight × similarity.
-	// Zero means DefaultUnknownWeight.
+	// its only voice. An expansion weighs UnknownWeight × similarity,
+	// capped at 0.95. Zero means DefaultUnknownWeight; a negative value
+	// expands nothing.
 	UnknownWeight float64
 	// KnownWeight scales the expansions of a query term the index holds.
 	// Zero, the default, expands no such term: it already matches
@@ -39,6 +42,10 @@ type Options struct {
 	// not help on the tune halves.
 	Context float64
 }
+
+// maxWeight caps an expansion's weight: a related word never counts as
+// much as the query's own words, even when its vector is identical.
+const maxWeight = 0.95
 
 // Defaults for Options.
 const (
@@ -62,6 +69,7 @@ func (o Options) withDefaults() Options {
 		o.MinRank = DefaultMinRank
 	}
 	o.Context = min(max(o.Context, 0), 1)
+
 	return o
 }
 
@@ -74,7 +82,7 @@ type Expander struct {
 	dims   int
 	terms  []string  // index terms that have a vector, ascending
 	matrix []float32 // their unit vectors, row-major, len(terms)*dims
-	known  map[string]bool
+	vocab  []string  // the whole vocabulary, ascending, distinct
 }
 
 // New returns an Expander over vocab, the distinct analyzed terms the index
@@ -82,17 +90,44 @@ type Expander struct {
 // terms without a vector (identifiers, numbers, non-English words) take
 // part only as known words: they are never offered as expansions.
 func New(v *Vectors, vocab []string, opts Options) *Expander {
-	e := &Expander{vecs: v, opts: opts.withDefaults(), dims: v.Dims(), known: make(map[string]bool, len(vocab))}
+	e := &Expander{vecs: v, opts: opts.withDefaults(), dims: v.Dims()}
 	sorted := slices.Clone(vocab)
-	slices.Sort(sorted)
+	if !slices.IsSorted(sorted) { // the index hands it over sorted
+		slices.Sort(sorted)
+	}
 	sorted = slices.Compact(sorted)
-	for _, t := range sorted {
-		e.known[t] = true
-		if i := v.index(t); i >= 0 && int(v.ranks[i]) >= e.opts.MinRank {
+	e.vocab = sorted
+	rows := make([]int, 0, len(sorted))
+	add := func(i int, t string) {
+		if int(v.ranks[i]) >= e.opts.MinRank {
 			e.terms = append(e.terms, t)
-			e.matrix = append(e.matrix, make([]float32, e.dims)...)
-			v.row(i, e.matrix[len(e.matrix)-e.dims:])
+			rows = append(rows, i)
 		}
+	}
+	if len(sorted)*20 < v.Len() {
+		// A small vocabulary: look each term up.
+		for _, t := range sorted {
+			if i := v.index(t); i >= 0 {
+				add(i, t)
+			}
+		}
+	}
+	// Both lists are sorted: one merge finds the terms with vectors.
+	for i, j := 0, 0; len(sorted)*20 >= v.Len() && i < v.Len() && j < len(sorted); {
+		switch ft := string(v.term(i)); {
+		case ft < sorted[j]:
+			i++
+		case ft > sorted[j]:
+			j++
+		default:
+			add(i, sorted[j])
+			i++
+			j++
+		}
+	}
+	e.matrix = make([]float32, len(rows)*e.dims)
+	for k, i := range rows {
+		v.row(i, e.matrix[k*e.dims:(k+1)*e.dims])
 	}
 	return e
 }
@@ -114,7 +149,10 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 		return nil
 	}
 	if inIndex == nil {
-		inIndex = func(t string) bool { return e.known[t] }
+		inIndex = func(t string) bool {
+			_, ok := slices.BinarySearch(e.vocab, t)
+			return ok
+		}
 	}
 	inQuery := make(map[string]bool, len(terms))
 	for _, t := range terms {
@@ -154,33 +192,33 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 	if alpha > 0 {
 		normalize(ctx)
 	}
-	best := map[string]WeightedTerm{}
-	type cand struct {
-		i   int
-		sim float32
-	}
-	top := make([]cand, 0, e.opts.Neighbors+1)
-	minSim := float32(e.opts.MinSimilarity)
-	q := make([]float32, e.dims)
-	for _, w := range words {
+	// One pass over the index terms scores every query word: the matrix
+	// is larger than the CPU caches at 10,000 tools, the words are few.
+	qs := make([]float32, len(words)*e.dims)
+	for k, w := range words {
+		q := qs[k*e.dims : (k+1)*e.dims]
 		for j := range q {
 			q[j] = (1-alpha)*w.vec[j] + alpha*ctx[j]
 		}
-		top = top[:0]
-		for i := range e.terms {
-			row := e.matrix[i*e.dims : (i+1)*e.dims]
-			var s float32
-			for j, x := range row {
-				s += x * q[j]
+	}
+	minSim := float32(e.opts.MinSimilarity)
+	tops := make([][]cand, len(words))
+	for i, term := range e.terms {
+		row := e.matrix[i*e.dims : (i+1)*e.dims]
+		for k := range words {
+			s := dot32(row, qs[k*e.dims:(k+1)*e.dims])
+			if s < minSim {
+				continue
 			}
-			if s < minSim || inQuery[e.terms[i]] || !inIndex(e.terms[i]) {
+			top := tops[k]
+			if len(top) == e.opts.Neighbors && s <= top[len(top)-1].sim {
+				continue
+			}
+			if inQuery[term] || !inIndex(term) {
 				continue
 			}
 			// Keep the best Neighbors by similarity, then by term (rows are
 			// in term order, so an earlier row wins a tie).
-			if len(top) == e.opts.Neighbors && s <= top[len(top)-1].sim {
-				continue
-			}
 			pos := len(top)
 			for pos > 0 && top[pos-1].sim < s {
 				pos--
@@ -189,9 +227,13 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 			if len(top) > e.opts.Neighbors {
 				top = top[:e.opts.Neighbors]
 			}
+			tops[k] = top
 		}
-		for _, c := range top {
-			wt := w.base * float64(min(c.sim, 1))
+	}
+	best := map[string]WeightedTerm{}
+	for k, w := range words {
+		for _, c := range tops[k] {
+			wt := min(w.base*float64(c.sim), maxWeight)
 			term := e.terms[c.i]
 			if old, ok := best[term]; !ok || wt > old.Weight {
 				best[term] = WeightedTerm{Term: term, Weight: wt, From: w.term}
@@ -211,6 +253,12 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 	return out
 }
 
+// cand is an index term (row) and its similarity to a query word.
+type cand struct {
+	i   int
+	sim float32
+}
+
 // normalize scales v to unit length (a zero vector stays zero).
 func normalize(v []float32) {
 	var n float64
@@ -224,4 +272,23 @@ func normalize(v []float32) {
 	for i := range v {
 		v[i] *= inv
 	}
+}
+
+// dot32 is the dot product of two vectors of equal length, with four
+// running sums so the additions do not wait on each other (about twice as
+// fast as one sum); the order is fixed, so results are deterministic.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -94,7 +94,13 @@ func TestExpand(t *testing.T) {
 			name:  "frequent words are allowed with MinRank -1",
 			opts:  Options{Neighbors: 10, MinRank: -1},
 			terms: []string{"folder"},
-			want:  []WeightedTerm{{"even", 0.98, "folder"}, {"file", 0.95, "folder"}, {"directori", 0.95, "folder"}, {"clone", 0.82, "folder"}, {"copi", 0.82, "folder"}},
+			want:  []WeightedTerm{{"even", 0.95, "folder"}, {"file", 0.95, "folder"}, {"directori", 0.95, "folder"}, {"clone", 0.82, "folder"}, {"copi", 0.82, "folder"}},
+		},
+		{
+			name:  "negative UnknownWeight expands nothing",
+			opts:  Options{UnknownWeight: -1},
+			terms: []string{"folder"},
+			want:  []WeightedTerm{},
 		},
 		{
 			name:  "words without vectors expand to nothing",
@@ -115,6 +121,17 @@ func TestExpand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpandWeightCap checks that a word with the very same vector still
+// weighs less than a literal query word.
+func TestExpandWeightCap(t *testing.T) {
+	v := toyVectors(t)
+	got := New(v, []string{"clone"}, Options{UnknownWeight: 3}).Expand([]string{"copi"}, nil)
+	want := []WeightedTerm{{"clone", maxWeight, "copi"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -143,40 +142,4 @@ func TestExpansionEffect(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestExpansionSweep logs a grid of options on the tune halves; run with
-// -expand.sweep when retuning the defaults. It never looks at the held-back
-// halves.
-func TestExpansionSweep(t *testing.T) {
-	if !*sweep {
-		t.Log("grid not run: pass -expand.sweep to retune")
-		return
-	}
-	v := vectors(t)
-	cs := evalCorpora(t)
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-44s", "options (neighbors, minsim, unknown, known)")
-	for _, c := range cs {
-		fmt.Fprintf(&b, " | %-11s hit5   MRR", c.name)
-	}
-	row := func(label string, o *Options) {
-		fmt.Fprintf(&b, "\n%-44s", label)
-		for _, c := range cs {
-			m := measure(t, c, v, o, "tune")
-			fmt.Fprintf(&b, " |             %.3f  %.3f", m.hit5, m.mrr)
-		}
-	}
-	row("none", nil)
-	for _, n := range []int{1, 3, 5} {
-		for _, ms := range []float64{0.5, 0.6, 0.7} {
-			for _, uw := range []float64{0.3, 0.5, 1} {
-				for _, kw := range []float64{-1, 0.05, 0.1, 0.2} {
-					o := Options{Neighbors: n, MinSimilarity: ms, UnknownWeight: uw, KnownWeight: kw}
-					row(fmt.Sprintf("%d %.2f %.2f %.2f", n, ms, uw, kw), &o)
-				}
-			}
-		}
-	}
-	t.Log(b.String())
 }

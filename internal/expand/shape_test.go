@@ -49,11 +49,11 @@ func TestShapeSweep(t *testing.T) {
 	shapes := map[shape]string{shapeOuter: "outer", shapeGrouped: "grouped", shapeOneClause: "one"}
 	for _, sh := range []shape{shapeOuter, shapeGrouped, shapeOneClause} {
 		for _, n := range []int{1, 2, 3} {
-			for _, ms := range []float64{0.5, 0.6, 0.7} {
+			for _, ms := range []float64{0.4, 0.5, 0.6} {
 				for _, uw := range []float64{0.6, 1} {
-					for _, mr := range []int{-1, 200, 500, 2000} {
-						o := Options{Neighbors: n, MinSimilarity: ms, UnknownWeight: uw, KnownWeight: -1, MinRank: mr}
-						run(fmt.Sprintf("%-7s n%d sim%.2f unk%.1f rank%d", shapes[sh], n, ms, uw, mr), &o, sh)
+					for _, kw := range []float64{0, 0.2} {
+						o := Options{Neighbors: n, MinSimilarity: ms, UnknownWeight: uw, KnownWeight: kw}
+						run(fmt.Sprintf("%-7s n%d sim%.2f unknown%.1f known%.1f", shapes[sh], n, ms, uw, kw), &o, sh)
 					}
 				}
 			}

@@ -70,8 +70,10 @@ func TestRetrievalQuality(t *testing.T) {
 		queries string
 		floor   metrics
 	}{
-		{"corpus_v2", corpusV2, "corpus_v2.queries.json", metrics{hit5: 0.65, mrr: 0.44, recall5: 0.60}},
-		{"livemcptool", liveMCPTools, "livemcptool.queries.json", metrics{hit5: 0.64, mrr: 0.48}},
+		// Measured without query expansion (DefaultFeatures, 2026-11-29):
+		// corpus_v2 0.712 / 0.473 / 0.654, LiveMCPTool 0.679 / 0.508.
+		{"corpus_v2", corpusV2, "corpus_v2.queries.json", metrics{hit5: 0.69, mrr: 0.46, recall5: 0.63}},
+		{"livemcptool", liveMCPTools, "livemcptool.queries.json", metrics{hit5: 0.66, mrr: 0.49}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

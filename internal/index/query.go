@@ -22,10 +22,11 @@ type queryPlan struct {
 	fields []FieldBoost
 }
 
-// defaultPlan was chosen on the "tune" halves of the query sets in
-// bench/queries (52 corpus_v2 queries, 56 LiveMCPTool queries), never on
-// the held-back halves. Measured with this package's tuning harness, BM25
-// with true average field lengths (2026-11-29):
+// The default fields and boosts (DefaultFeatures().Fields) were chosen on
+// the "tune" halves of the query sets in bench/queries (52 corpus_v2
+// queries, 56 LiveMCPTool queries), never on the held-back halves. First
+// search, BM25 with true average field lengths, before query handling and
+// expansion (2026-11-29):
 //
 //	fields (boosts)                   cv2 recall@5  cv2 MRR  LMT hit@5  LMT MRR
 //	all                               0.609         0.460    0.643      0.478
@@ -37,7 +38,9 @@ type queryPlan struct {
 // A flat disjunction of every (term, field) clause and one match query per
 // field scored within a point or two of these; the per-term shape is kept
 // for the reason above. The spread is small: vocabulary mismatch, not
-// weighting, is what the lexical index cannot fix (see issue 6).
+// weighting, is what the lexical index cannot fix (see issue 6). The
+// profiler's ablation (mcproxy bench --ablation) re-measures these
+// alternatives with the full pipeline; docs/retrieval.md has the table.
 var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 
 // build returns the query for terms (already analyzed) and expansion

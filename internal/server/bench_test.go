@@ -15,6 +15,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // BenchmarkRetrieveTools measures a retrieve_tools call (MCP request
@@ -118,18 +119,9 @@ func (u catalogUpstreams) Call(context.Context, string, string, map[string]any) 
 	return nil, fmt.Errorf("benchmark catalog: calls are not supported")
 }
 
-// datasetsDir is $MCPROXY_DATASETS or ../shared/datasets from the repository
-// root, where the frozen corpora live (never copied into the repository).
-func datasetsDir() string {
-	if d := os.Getenv("MCPROXY_DATASETS"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "..", "shared", "datasets")
-}
-
 func liveMCPTools(b *testing.B) []config.Tool {
 	b.Helper()
-	path := filepath.Join(datasetsDir(), "livemcptool_snapshot", "tools.json")
+	path := filepath.Join(testenv.Datasets(b), "livemcptool_snapshot", "tools.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatalf("reading the LiveMCPTool corpus (set MCPROXY_DATASETS to the datasets directory): %v", err)
@@ -154,7 +146,7 @@ func liveMCPTools(b *testing.B) []config.Tool {
 
 func liveMCPQueries(b *testing.B) []string {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "bench", "queries", "livemcptool.queries.json"))
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(b), "bench", "queries", "livemcptool.queries.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -121,6 +121,20 @@ func TestDirectMode(t *testing.T) {
 			if text(res) != "Echo: direct" {
 				t.Errorf("test__echo: got %q, want %q", text(res), "Echo: direct")
 			}
+			// propagate hands the upstream's new tool set to the front, as
+			// the upstream manager would, and waits for the client to be told.
+			propagate := func(what string) {
+				t.Helper()
+				if err := up.refresh(context.Background(), "test"); err != nil {
+					t.Fatal(err)
+				}
+				f.ToolsChanged("test", up.serverTools("test"))
+				select {
+				case <-changed:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("got no notifications/tools/list_changed after a tool was %s, want one", what)
+				}
+			}
 
 			// A new upstream tool appears and clients are told.
 			name := "new_" + kind
@@ -128,15 +142,7 @@ func TestDirectMode(t *testing.T) {
 				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return mcp.NewToolResultText("new"), nil
 				})
-			if err := up.refresh(context.Background(), "test"); err != nil {
-				t.Fatal(err)
-			}
-			f.ToolsChanged("test", up.serverTools("test"))
-			select {
-			case <-changed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("got no notifications/tools/list_changed after a tool was added, want one")
-			}
+			propagate("added")
 			got := toolNames(t, c)
 			found := false
 			for _, n := range got {
@@ -148,15 +154,7 @@ func TestDirectMode(t *testing.T) {
 
 			// The tool goes away again.
 			upSrv.DeleteTools(name)
-			if err := up.refresh(context.Background(), "test"); err != nil {
-				t.Fatal(err)
-			}
-			f.ToolsChanged("test", up.serverTools("test"))
-			select {
-			case <-changed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("got no notifications/tools/list_changed after a tool was removed, want one")
-			}
+			propagate("removed")
 			if got := toolNames(t, c); !cmp.Equal(got, want) {
 				t.Errorf("tools/list after removal: got %v, want %v", got, want)
 			}

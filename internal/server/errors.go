@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/fuzzy"
 )
 
 // Sentinels an Upstreams.Call error may wrap.
@@ -138,7 +140,7 @@ func suggest(want string, candidates []string, n int) []string {
 		if hasServer && strings.ToLower(server) != wantServer {
 			penalty = 1
 		}
-		d := min(levenshtein(wantLower, idLower), levenshtein(wantToolLower, toolLower)+penalty)
+		d := min(fuzzy.Distance(wantLower, idLower), fuzzy.Distance(wantToolLower, toolLower)+penalty)
 		// A distance above half the name's length is noise, not a typo,
 		// unless every word of the wanted name is in the candidate.
 		if d > max(len(wantTool), 4)/2+1 && !containsAll(toolLower, wantWords) {
@@ -169,29 +171,4 @@ func containsAll(s string, words []string) bool {
 		}
 	}
 	return len(words) > 0
-}
-
-// levenshtein is the edit distance between a and b, over bytes (ids are
-// ASCII in practice).
-func levenshtein(a, b string) int {
-	if a == b {
-		return 0
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

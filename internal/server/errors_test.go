@@ -85,19 +85,6 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"read", "raed", 2}, {"same", "same", 0},
-	} {
-		if got := levenshtein(tc.a, tc.b); got != tc.want {
-			t.Errorf("levenshtein(%q, %q): got %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 func TestSignature(t *testing.T) {
 	tests := []struct {
 		schema, want string

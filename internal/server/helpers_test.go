@@ -281,6 +281,13 @@ func startFront(t *testing.T, up Upstreams, ix Index, opts Options, httpOpts HTT
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveFront(t, s, httpOpts)
+}
+
+// serveFront resyncs s and serves it over HTTP on a loopback port until the
+// test ends.
+func serveFront(t *testing.T, s *Server, httpOpts HTTPOptions) *front {
+	t.Helper()
 	s.Resync()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

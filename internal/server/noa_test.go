@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,24 +42,14 @@ func startNoaFrontLog(t *testing.T, opts Options, log *zap.Logger) (*front, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Resync()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, HTTPOptions{}) }()
+	// Cleanups run last-in first-out: the server stops before its sessions
+	// close.
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
 		if err := m.Close(); err != nil {
 			t.Errorf("closing sessions: %v", err)
 		}
 	})
-	return &front{Server: s, base: "http://" + ln.Addr().String()}, dir
+	return serveFront(t, s, HTTPOptions{}), dir
 }
 
 var refTag = regexp.MustCompile(`^\[m\d{5} · [0-9.]+K? tok\]$`)

@@ -3,15 +3,14 @@ package tokens
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // The independent tokenizer we check against, as pinned in package.json.
@@ -125,7 +124,7 @@ func handPicked() []string {
 // corpusTexts returns the tool names, descriptions and schemas of corpus_v2.
 func corpusTexts(t *testing.T) []string {
 	t.Helper()
-	path := filepath.Join(datasetsDir(t), "corpus_v2.tools.json")
+	path := filepath.Join(testenv.Datasets(t), "corpus_v2.tools.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("reading %s (set MCPROXY_DATASETS to the frozen corpora directory): %v", path, err)
@@ -149,15 +148,6 @@ func corpusTexts(t *testing.T) []string {
 		out = append(out, tool.Description, tool.Name+tool.Tool+": "+tool.Description, string(tool.Schema))
 	}
 	return out
-}
-
-// datasetsDir is $MCPROXY_DATASETS, else ../shared/datasets next to the
-// repository root.
-func datasetsDir(t *testing.T) string {
-	if dir := os.Getenv("MCPROXY_DATASETS"); dir != "" {
-		return dir
-	}
-	return filepath.Join(filepath.Dir(repoRoot(t)), "shared", "datasets")
 }
 
 // generatedTexts builds n strings deterministically from fragments of many
@@ -188,22 +178,7 @@ func generatedTexts(n int) []string {
 // process and returns, per text, the counts by encoding name.
 func countWithGPTTokenizer(t *testing.T, texts []string) []map[string]int {
 	t.Helper()
-	pkg := filepath.Join(repoRoot(t), "node_modules", "gpt-tokenizer")
-	data, err := os.ReadFile(filepath.Join(pkg, "package.json"))
-	if err != nil {
-		t.Fatalf("gpt-tokenizer is not installed (%v): run npm ci in the repo root", err)
-	}
-	var meta struct{ Version string }
-	if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Version != gptTokenizerVersion {
-		t.Fatalf("node_modules has gpt-tokenizer %s, want %s: run npm ci in the repo root", meta.Version, gptTokenizerVersion)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH (%v): install Node.js, then run npm ci in the repo root", err)
-	}
+	testenv.NodePackage(t, "gpt-tokenizer", gptTokenizerVersion)
 	script, err := filepath.Abs(filepath.Join("testdata", "count_tokens.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -215,16 +190,7 @@ func countWithGPTTokenizer(t *testing.T, texts []string) []map[string]int {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("running gpt-tokenizer: %v\n%s", err, stderr.String())
-	}
+	out := testenv.NodeScript(t, script, &in)
 	counts := make([]map[string]int, len(texts))
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -251,23 +217,4 @@ func countWithGPTTokenizer(t *testing.T, texts []string) []map[string]int {
 		}
 	}
 	return counts
-}
-
-// repoRoot walks up from the test's working directory to the go.mod directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
 }

@@ -3,21 +3,19 @@ package toon
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // The reference encoder this package is checked against, as pinned in the
@@ -220,22 +218,7 @@ func decodeAsFloats(t *testing.T, s string, opts Options) any {
 // Node process and returns the outputs by case index.
 func runReferenceEncoder(t *testing.T, cases []genCase) []string {
 	t.Helper()
-	pkg := nodeModule(t, "@toon-format/toon")
-	var meta struct{ Version string }
-	data, err := os.ReadFile(filepath.Join(pkg, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Version != referenceVersion {
-		t.Fatalf("node_modules has @toon-format/toon %s, want %s: run npm ci in the repo root", meta.Version, referenceVersion)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH (%v): install Node.js, then run npm ci in the repo root", err)
-	}
+	testenv.NodePackage(t, "@toon-format/toon", referenceVersion)
 	script, err := filepath.Abs(filepath.Join("testdata", "reference_encode.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -264,16 +247,7 @@ func runReferenceEncoder(t *testing.T, cases []genCase) []string {
 		in.WriteByte('\n')
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("running the reference encoder: %v\n%s", err, stderr.String())
-	}
+	out := testenv.NodeScript(t, script, &in)
 
 	refs := make([]string, len(cases))
 	seen := make([]bool, len(cases))

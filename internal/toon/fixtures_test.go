@@ -10,38 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
-
-// repoRoot walks up from the test's working directory to the directory that
-// holds go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// nodeModule returns the path of an installed npm package, failing the test
-// with the fix when it is missing: these tests never skip.
-func nodeModule(t testing.TB, name string) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "node_modules", filepath.FromSlash(name))
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		t.Fatalf("npm package %s is missing (%v): run npm ci in the repo root", name, err)
-	}
-	return dir
-}
 
 // fixtureOptions is the union of the encode and decode options of
 // tests/fixtures.schema.json.
@@ -75,7 +46,7 @@ type fixtureFile struct {
 // loadFixtures reads every fixture file of one category, keyed by file name.
 func loadFixtures(t *testing.T, category string) (files []string, byFile map[string][]fixtureCase, total int) {
 	t.Helper()
-	dir := filepath.Join(nodeModule(t, "@toon-format/spec"), "tests", "fixtures", category)
+	dir := filepath.Join(testenv.NodePackage(t, "@toon-format/spec", ""), "tests", "fixtures", category)
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,82 +124,74 @@ const (
 	wantDecodeFixtures = 247
 )
 
-func TestEncodeFixtures(t *testing.T) {
-	files, byFile, total := loadFixtures(t, "encode")
-	if total != wantEncodeFixtures {
-		t.Fatalf("got %d encode fixtures, want %d", total, wantEncodeFixtures)
+// runFixtures runs check as a subtest on every fixture of one category,
+// grouped by file, and fails unless exactly want fixtures were found and ran.
+func runFixtures(t *testing.T, category string, want int, check func(t *testing.T, tc fixtureCase)) {
+	t.Helper()
+	files, byFile, total := loadFixtures(t, category)
+	if total != want {
+		t.Fatalf("got %d %s fixtures, want %d", total, category, want)
 	}
 	ran := 0
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
 			for _, tc := range byFile[file] {
 				ran++
-				t.Run(tc.Name, func(t *testing.T) {
-					got, err := EncodeJSON(tc.Input, tc.Options.encode(t))
-					if tc.ShouldError {
-						if err == nil {
-							t.Fatalf("got output %q, want an error", got)
-						}
-						return
-					}
-					if err != nil {
-						t.Fatalf("EncodeJSON(%s): %v", tc.Input, err)
-					}
-					var want string
-					if err := json.Unmarshal(tc.Expected, &want); err != nil {
-						t.Fatalf("expected is not a string: %v", err)
-					}
-					if got != want {
-						t.Errorf("EncodeJSON(%s)\n got: %q\nwant: %q", tc.Input, got, want)
-					}
-				})
+				t.Run(tc.Name, func(t *testing.T) { check(t, tc) })
 			}
 		})
 	}
-	if ran != wantEncodeFixtures {
-		t.Fatalf("ran %d encode fixtures, want %d", ran, wantEncodeFixtures)
+	if ran != want {
+		t.Fatalf("ran %d %s fixtures, want %d", ran, category, want)
 	}
 }
 
-func TestDecodeFixtures(t *testing.T) {
-	files, byFile, total := loadFixtures(t, "decode")
-	if total != wantDecodeFixtures {
-		t.Fatalf("got %d decode fixtures, want %d", total, wantDecodeFixtures)
-	}
-	ran := 0
-	for _, file := range files {
-		t.Run(file, func(t *testing.T) {
-			for _, tc := range byFile[file] {
-				ran++
-				t.Run(tc.Name, func(t *testing.T) {
-					var input string
-					if err := json.Unmarshal(tc.Input, &input); err != nil {
-						t.Fatalf("input is not a string: %v", err)
-					}
-					got, err := Decode(input, tc.Options.decode())
-					if tc.ShouldError {
-						if err == nil {
-							t.Fatalf("Decode(%q) = %#v, want an error", input, got)
-						}
-						return
-					}
-					if err != nil {
-						t.Fatalf("Decode(%q): %v", input, err)
-					}
-					want, err := parseJSON(tc.Expected)
-					if err != nil {
-						t.Fatalf("expected: %v", err)
-					}
-					if diff := cmp.Diff(toPublic(want), got, numberByValue); diff != "" {
-						t.Errorf("Decode(%q) mismatch (-want +got):\n%s", input, diff)
-					}
-				})
+func TestEncodeFixtures(t *testing.T) {
+	runFixtures(t, "encode", wantEncodeFixtures, func(t *testing.T, tc fixtureCase) {
+		got, err := EncodeJSON(tc.Input, tc.Options.encode(t))
+		if tc.ShouldError {
+			if err == nil {
+				t.Fatalf("got output %q, want an error", got)
 			}
-		})
-	}
-	if ran != wantDecodeFixtures {
-		t.Fatalf("ran %d decode fixtures, want %d", ran, wantDecodeFixtures)
-	}
+			return
+		}
+		if err != nil {
+			t.Fatalf("EncodeJSON(%s): %v", tc.Input, err)
+		}
+		var want string
+		if err := json.Unmarshal(tc.Expected, &want); err != nil {
+			t.Fatalf("expected is not a string: %v", err)
+		}
+		if got != want {
+			t.Errorf("EncodeJSON(%s)\n got: %q\nwant: %q", tc.Input, got, want)
+		}
+	})
+}
+
+func TestDecodeFixtures(t *testing.T) {
+	runFixtures(t, "decode", wantDecodeFixtures, func(t *testing.T, tc fixtureCase) {
+		var input string
+		if err := json.Unmarshal(tc.Input, &input); err != nil {
+			t.Fatalf("input is not a string: %v", err)
+		}
+		got, err := Decode(input, tc.Options.decode())
+		if tc.ShouldError {
+			if err == nil {
+				t.Fatalf("Decode(%q) = %#v, want an error", input, got)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode(%q): %v", input, err)
+		}
+		want, err := parseJSON(tc.Expected)
+		if err != nil {
+			t.Fatalf("expected: %v", err)
+		}
+		if diff := cmp.Diff(toPublic(want), got, numberByValue); diff != "" {
+			t.Errorf("Decode(%q) mismatch (-want +got):\n%s", input, diff)
+		}
+	})
 }
 
 // sameJSON is JSON-model equality (spec §2): ordered object keys, numbers

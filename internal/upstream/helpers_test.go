@@ -20,39 +20,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
-
-// repoRoot walks up from the package directory to the directory with go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// npmBin is the path of an npm reference server's executable.
-func npmBin(t *testing.T, name string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run npm ci in %s", name, err, repoRoot(t))
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is not on PATH (%v): install Node.js and run npm ci", err)
-	}
-	return p
-}
 
 // freePort returns a loopback port nothing listens on right now.
 func freePort(t *testing.T) int {
@@ -71,7 +40,7 @@ func freePort(t *testing.T) int {
 func startHTTPEverything(t *testing.T, mode string) string {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(npmBin(t, "mcp-server-everything"), mode)
+	cmd := exec.Command(testenv.NodeBin(t, "mcp-server-everything"), mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Its chatter is shown only when the test fails.

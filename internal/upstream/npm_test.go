@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // TestEverythingTransports connects to the npm reference server-everything
@@ -21,7 +22,7 @@ func TestEverythingTransports(t *testing.T) {
 		sc   func(t *testing.T) config.ServerConfig
 	}{
 		{config.TransportStdio, func(t *testing.T) config.ServerConfig {
-			return config.ServerConfig{Command: npmBin(t, "mcp-server-everything")}
+			return config.ServerConfig{Command: testenv.NodeBin(t, "mcp-server-everything")}
 		}},
 		{config.TransportStreamableHTTP, func(t *testing.T) config.ServerConfig {
 			return config.ServerConfig{URL: startHTTPEverything(t, "streamableHttp") + "/mcp"}
@@ -76,8 +77,8 @@ func TestFilesystemAndMemory(t *testing.T) {
 	}
 	memDir := t.TempDir()
 	m := startManager(t, map[string]config.ServerConfig{
-		"fs":     {Command: npmBin(t, "mcp-server-filesystem"), Args: []string{root}},
-		"memory": {Command: npmBin(t, "mcp-server-memory"), Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(memDir, "memory.jsonl")}},
+		"fs":     {Command: testenv.NodeBin(t, "mcp-server-filesystem"), Args: []string{root}},
+		"memory": {Command: testenv.NodeBin(t, "mcp-server-memory"), Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(memDir, "memory.jsonl")}},
 	}, Options{})
 
 	for _, st := range m.Status() {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,36 +12,8 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
-
-// repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-func datasetsDir(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("MCPROXY_DATASETS"); dir != "" {
-		return dir
-	}
-	return filepath.Join(repoRoot(t), "..", "shared", "datasets")
-}
-
-func requireNode(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is not on PATH: install Node.js 18 or newer (CI installs it for npm ci)")
-	}
-}
 
 // shimDir makes a shim directory in a temporary dir: the repository's real
 // shim.mjs, byte for byte, and, when core is not empty, a stand-in
@@ -51,7 +22,7 @@ func requireNode(t *testing.T) {
 func shimDir(t *testing.T, core string) string {
 	t.Helper()
 	dir := t.TempDir()
-	shim, err := os.ReadFile(filepath.Join(repoRoot(t), "bench", "tscg", "shim.mjs"))
+	shim, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "bench", "tscg", "shim.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +70,7 @@ export function compress(tools, options) {
 
 func loadCorpus(t *testing.T) []config.Tool {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(datasetsDir(t), "corpus_v2.tools.json"))
+	data, err := os.ReadFile(filepath.Join(testenv.Datasets(t), "corpus_v2.tools.json"))
 	if err != nil {
 		t.Fatalf("reading corpus (set MCPROXY_DATASETS): %v", err)
 	}
@@ -115,7 +86,7 @@ func loadCorpus(t *testing.T) []config.Tool {
 // TestTSCGUnavailable covers the state every fresh checkout is in: no
 // @tscg/core. Resolution fails with ErrArmUnavailable and the reason.
 func TestTSCGUnavailable(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	tests := []struct {
 		name, dir, wantReason string
 		opts                  Options
@@ -155,12 +126,12 @@ func TestTSCGUnavailable(t *testing.T) {
 // there, and the arm is available exactly when @tscg/core was installed by
 // hand.
 func TestTSCGInRepo(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	dir, err := ShimDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(repoRoot(t), "bench", "tscg"); dir != want && os.Getenv(ShimDirEnv) == "" {
+	if want := filepath.Join(testenv.RepoRoot(t), "bench", "tscg"); dir != want && os.Getenv(ShimDirEnv) == "" {
 		t.Errorf("ShimDir = %s, want %s", dir, want)
 	}
 	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@tscg", "core", "package.json"))
@@ -176,7 +147,7 @@ func TestTSCGInRepo(t *testing.T) {
 // TestShimProtocol runs the real shim.mjs with node against a stand-in
 // @tscg/core, end to end through the arm, on all of corpus_v2.
 func TestShimProtocol(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	reg := arms.NewRegistry()
 	if err := reg.Register(NewTSCGAt(shimDir(t, fakeCore))); err != nil {
 		t.Fatal(err)
@@ -240,7 +211,7 @@ func TestShimProtocol(t *testing.T) {
 
 // TestShimRawProtocol feeds the shim lines the arm never sends.
 func TestShimRawProtocol(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	r := NewNodeRunner(shimDir(t, fakeCore), Options{})
 	in := "not json\n\n" + `{"tool":{}}` + "\n" + `{"tool_id":"a:b","tool":{"name":"a:b","description":"d","input_schema":{"type":"object","properties":{}}}}` + "\n"
 	out, err := r.Run(context.Background(), []byte(in))
@@ -264,7 +235,7 @@ func TestShimRawProtocol(t *testing.T) {
 }
 
 func TestShimBrokenCore(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	tests := []struct{ name, core, wantErr string }{
 		{"no compress export", `export const x = 1;`, "does not export a compress function"},
 		{"module throws on load", `throw new Error("boom at load");`, "boom at load"},
@@ -283,7 +254,7 @@ func TestShimBrokenCore(t *testing.T) {
 // TestShimHangIsKilled: a compiler that never answers is killed when the
 // run's time is up, and the run says why.
 func TestShimHangIsKilled(t *testing.T) {
-	requireNode(t)
+	testenv.Node(t)
 	r := NewNodeRunner(shimDir(t, `export function compress() { return new Promise(() => {}); }
 setInterval(() => {}, 1000);`), Options{Timeout: 500 * time.Millisecond})
 	_, err := r.Run(context.Background(), []byte(`{"tool_id":"a:b","tool":{"name":"a:b","description":"","input_schema":{}}}`+"\n"))
@@ -302,7 +273,7 @@ setInterval(() => {}, 1000);`), Options{Timeout: 500 * time.Millisecond})
 }
 
 func TestLoadResultFixtures(t *testing.T) {
-	set, err := LoadResultFixtures(filepath.Join(datasetsDir(t), "result_fixtures_v1.json"))
+	set, err := LoadResultFixtures(filepath.Join(testenv.Datasets(t), "result_fixtures_v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func (e *Expander) IndexFunc() index.ExpandFunc {
 		}
 		out := make([]index.WeightedTerm, len(exp))
 		for i, x := range exp {
-			out[i] = index.WeightedTerm{Term: x.Term, Weight: x.Weight}
+			out[i] = index.WeightedTerm{Term: x.Term, Weight: x.Weight, From: x.From}
 		}
 		return out
 	}

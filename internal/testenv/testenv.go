@@ -1,0 +1,178 @@
+// Package testenv finds what tests need outside the Go module: the
+// repository root, the npm packages installed by `npm ci`, Node.js and the
+// frozen corpora in ../shared/datasets. It is imported only by _test.go
+// files.
+//
+// Every helper fails the test with the fix when something is missing; none of
+// them skips, because a skipped check passes silently on a machine that never
+// ran it.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DatasetsEnv names the environment variable that overrides where the frozen
+// corpora are read from.
+const DatasetsEnv = "MCPROXY_DATASETS"
+
+// RepoRoot walks up from the working directory (the test's package
+// directory) to the first directory holding go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("testenv: finding the working directory: %v", err)
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("testenv: no go.mod in %s or any directory above it", wd)
+		}
+		dir = parent
+	}
+}
+
+// NodeModules is the repository's node_modules directory.
+func NodeModules(t testing.TB) string {
+	t.Helper()
+	root := RepoRoot(t)
+	dir := filepath.Join(root, "node_modules")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("testenv: %s is missing (%v): run npm ci in the repo root (%s)", dir, err, root)
+	}
+	return dir
+}
+
+// NodeBin is the path of node_modules/.bin/name, an executable installed by
+// an npm package. The .bin entries are Node scripts, so Node must be on PATH
+// too.
+func NodeBin(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(NodeModules(t), ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testenv: %s is missing (%v): run npm ci in the repo root (%s)", name, err, RepoRoot(t))
+	}
+	Node(t)
+	return p
+}
+
+// NodePackage is the directory of the installed npm package name (such as
+// "@toon-format/toon"). When version is not empty, the installed package must
+// be exactly that version: tests that compare against a reference pin it.
+func NodePackage(t testing.TB, name, version string) string {
+	t.Helper()
+	dir := filepath.Join(NodeModules(t), filepath.FromSlash(name))
+	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		t.Fatalf("testenv: npm package %s is missing (%v): run npm ci in the repo root", name, err)
+	}
+	if version == "" {
+		return dir
+	}
+	var meta struct{ Version string }
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatalf("testenv: reading %s/package.json: %v", dir, err)
+	}
+	if meta.Version != version {
+		t.Fatalf("testenv: node_modules has %s %s, want %s: run npm ci in the repo root", name, meta.Version, version)
+	}
+	return dir
+}
+
+// Node is the path of the node executable on PATH.
+func Node(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("testenv: node is not on PATH (%v): install Node.js 18 or newer, then run npm ci in the repo root", err)
+	}
+	return p
+}
+
+// NodeScript runs `node script` with stdin and returns what it wrote to
+// standard output. A failure, or a run longer than two minutes, fails the
+// test with the script's standard error.
+func NodeScript(t testing.TB, script string, stdin io.Reader) []byte {
+	t.Helper()
+	node := Node(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Stdin = stdin
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testenv: running node %s: %v\n%s", script, err, stderr.String())
+	}
+	return out
+}
+
+// Datasets is the directory of the frozen corpora: $MCPROXY_DATASETS when
+// set, else ../shared/datasets next to the repository root. The corpora are
+// read in place and never copied into the repository.
+func Datasets(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(DatasetsEnv); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("testenv: %s=%s is not usable (%v): set it to the frozen corpora directory", DatasetsEnv, dir, err)
+		}
+		return dir
+	}
+	dir := filepath.Join(filepath.Dir(RepoRoot(t)), "shared", "datasets")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("testenv: the frozen corpora are not at %s (%v): set %s to their directory", dir, err, DatasetsEnv)
+	}
+	return dir
+}
+
+// Imports returns the import paths of each non-test Go file in dir, by file
+// name, for tests that keep a package's dependencies in bounds. It fails the
+// test when dir holds no such file, so such a check cannot pass by reading
+// nothing.
+func Imports(t testing.TB, dir string) map[string][]string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatalf("testenv: listing %s: %v", dir, err)
+	}
+	out := make(map[string][]string)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("testenv: parsing %s: %v", name, err)
+		}
+		paths := make([]string, 0, len(f.Imports))
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				t.Fatalf("testenv: %s: import %s: %v", name, imp.Path.Value, err)
+			}
+			paths = append(paths, path)
+		}
+		out[filepath.Base(name)] = paths
+	}
+	if len(out) == 0 {
+		t.Fatalf("testenv: no non-test Go files in %s", dir)
+	}
+	return out
+}
