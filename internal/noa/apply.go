@@ -7,46 +7,49 @@ import (
 	"unicode/utf8"
 )
 
-// CompressRange is one span the model asked to compress.
+// CompressRange is a single entry of the model's Compress request.
 type CompressRange struct {
 	StartRef string
 	EndRef   string
 	Summary  string
 	Topic    string
-	// SummaryMaxChars raises the per-summary ceiling for this entry.
+	// SummaryMaxChars, when set, lifts the summary length limit for just
+	// this entry.
 	SummaryMaxChars *int
 }
 
-// ApplyInput is one Compress call, resolved against the current view.
+// ApplyInput carries one Compress call plus everything needed to apply it.
 type ApplyInput struct {
 	Ranges []CompressRange
-	// Messages is the view the model was looking at, the same slice its refs
-	// were resolved against. It must hold the original texts (not the
-	// emergency-truncated ones): archives are written from it. ProjectView
-	// produces it.
+	// Messages must be the exact view the model saw when it chose its refs,
+	// or the refs land in the wrong places. Archives are cut from it, so it
+	// holds the full texts, not emergency-truncated copies (ProjectView
+	// builds it that way).
 	Messages []CoreMessage
 	State    CompressionState
 	Config   Config
-	// CallID is the tool_use id of this Compress call.
+	// CallID identifies the tool_use that carried this call.
 	CallID string
-	// Archiver persists the originals. Required.
+	// Archiver must be non-nil: no block is made without saving its source.
 	Archiver Archiver
-	// CreatedAt is an RFC3339 timestamp; Now the same instant in Unix
-	// seconds. This package does not read the clock.
+	// CreatedAt (RFC3339) and Now (Unix seconds) name one moment, given by
+	// the host because noa stays clock-free.
 	CreatedAt string
 	Now       int64
-	// CountTokens overrides the built-in estimator.
+	// CountTokens, if non-nil, replaces the default token estimate.
 	CountTokens TokenCountFn
 }
 
-// ApplyResult reports what happened. Errors and warnings are model-facing.
+// ApplyResult is the outcome of ApplyCompression. Errors and Warnings are
+// shown to the model, so they tell it how to fix the call.
 type ApplyResult struct {
 	State            CompressionState
 	BlocksCreated    []CompressionBlock
 	TokensCompressed int
 	Errors           []string
 	Warnings         []string
-	// SurvivingBlockIDs are higher-tier blocks left active inside a range.
+	// SurvivingBlockIDs: blocks inside a range whose tier was too high to be
+	// merged this time; they remain live.
 	SurvivingBlockIDs []string
 }
 
@@ -64,13 +67,12 @@ type plannedRange struct {
 	surviors []string
 }
 
-// ApplyCompression turns one Compress call into blocks, in this order:
-// resolve every range → reject in-batch overlap (the whole call) → the
-// atomic size gate →
-// build each block and its archive in memory → write every archive → only
-// then change state. A failed archive write removes the archives already
-// written and returns the input state untouched, because a block whose
-// originals were never persisted would promise a recovery it cannot deliver.
+// ApplyCompression applies one Compress call. Steps: resolve all ranges;
+// refuse the call outright if two of its ranges overlap; check sizes for the
+// call as a whole; prepare blocks and archive bytes without side effects;
+// save the archives; and only after all saves succeed, update state. If a
+// save fails, the saved archives are deleted and the state comes back as it
+// was given: a block without its stored source could not be expanded later.
 //
 // Other failures are reported per range; ranges that pass still apply.
 // A call that creates no block counts as a failed attempt (it feeds

@@ -5,24 +5,25 @@ import (
 	"strings"
 )
 
-// Archiver writes a block's original content to durable storage. noa decides
-// what to archive and renders it; the host decides where and does the I/O.
+// Archiver is the host's side of archiving. It exists so noa can choose and
+// format what gets saved while staying free of file I/O; the host picks the
+// location and writes.
 type Archiver interface {
-	// Write stores content for a block and returns its absolute path and the
-	// path relative to the archive root. It must be atomic: a partial archive
-	// would let a block claim recoverability it cannot deliver.
+	// Write saves one block's archive and reports both its absolute path and
+	// its path under the archive root. Implementations must write all or
+	// nothing: a truncated file behind a block's pointer is a broken promise.
 	Write(tier Tier, blockID, startRef, endRef string, content []byte) (abs, rel string, err error)
-	// Remove deletes an archive; used to roll back a failed batch.
+	// Remove undoes a Write when a later step of the same call fails.
 	Remove(abs string) error
 }
 
-// ArchiveFileName is the archive's basename: block id first so it is unique,
-// then the ref span so a person can find it by eye ("b3_m00001-m00040.md").
+// ArchiveFileName names an archive file, e.g. "b3_m00001-m00040.md". The
+// block id keeps names distinct; the refs let a reader spot the span quickly.
 func ArchiveFileName(blockID, startRef, endRef string) string {
 	return blockID + "_" + startRef + "-" + endRef + ".md"
 }
 
-// ArchiveTierDir is the subdirectory a tier's archives live in ("tier2").
+// ArchiveTierDir groups archives by tier, e.g. "tier2".
 func ArchiveTierDir(t Tier) string { return fmt.Sprintf("tier%d", t) }
 
 // archiveRel is the conventional relative path of a block's archive.
@@ -33,45 +34,45 @@ func archiveRel(b CompressionBlock) string {
 	return ArchiveTierDir(b.Tier) + "/" + ArchiveFileName(b.BlockID, b.StartRef, b.EndRef)
 }
 
-// ArchiveTag is the pointer to a block's originals; it is the last line of
-// every rendered summary.
+// ArchiveTag tells the model where a block's full text was saved; rendering
+// puts it at the end of each summary.
 func ArchiveTag(b CompressionBlock) string {
 	return "[originals of " + b.BlockID + " archived verbatim: " + archiveRel(b) + "]"
 }
 
-// ArchiveEntry is one item of a tier-2/3 archive: an absorbed block, or a
-// loose message swept up with it.
+// ArchiveEntry is a piece of a tier-2/3 archive. Exactly one of Block and
+// Message is non-nil.
 type ArchiveEntry struct {
-	// Block is set for an absorbed lower-tier block.
+	// Block: a lower-tier block folded into this one.
 	Block *CompressionBlock
-	// Message is set for an uncompressed message inside the range.
+	// Message: a raw message that sat between folded blocks.
 	Message *CoreMessage
-	// Ref is the message's ref, when it has one.
+	// Ref: the message's ref, or "" if it never got one.
 	Ref string
 }
 
-// ArchiveRenderInput is everything needed to render one archive file.
+// ArchiveRenderInput holds the inputs of RenderArchive.
 type ArchiveRenderInput struct {
 	BlockID   string
 	Tier      Tier
 	SessionID string
-	// CreatedAt is an RFC3339 timestamp supplied by the caller.
+	// CreatedAt (RFC3339) comes from the host; noa has no clock.
 	CreatedAt string
 	StartRef  string
 	EndRef    string
 	Topic     string
 	Summary   string
-	// Entries are in view order: absorbed summaries and loose messages
-	// interleaved as the model saw them.
+	// Entries follow the order of the view, merged blocks and stray
+	// messages mixed exactly where they sat.
 	Entries []ArchiveEntry
-	// OriginalTokens is the cost of what this archive replaces.
+	// OriginalTokens: tokens the archived content took up in context.
 	OriginalTokens int
 }
 
-// RenderArchive produces the markdown for one archive file. Message text is
-// written verbatim and never truncated: the archive is the only way back to
-// the originals. Each body is fenced with a fence longer than any backtick
-// run inside it, so no content can break the layout.
+// RenderArchive builds one archive's markdown. Text goes in whole and
+// unshortened, since nothing else can bring the originals back. Each body's
+// fence is longer than any backtick run inside it, so content can never
+// close its own fence.
 func RenderArchive(in ArchiveRenderInput) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s (tier %d) %s–%s\n\n", in.BlockID, in.Tier, in.StartRef, in.EndRef)

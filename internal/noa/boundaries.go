@@ -5,35 +5,36 @@ import (
 	"strings"
 )
 
-// BoundaryKind distinguishes what a resolved range's endpoints referred to.
+// BoundaryKind records whether a range was given in message refs or block
+// ids, which decides the tier of the block it makes.
 type BoundaryKind string
 
 const (
-	// BoundaryMessage means both endpoints were message refs: raw
-	// conversation is compressed into a tier-1 block.
+	// BoundaryMessage: both ends are message refs, so plain conversation
+	// becomes a new tier-1 block.
 	BoundaryMessage BoundaryKind = "message"
-	// BoundaryBlock means at least one endpoint was a block id: existing
-	// blocks are consolidated into a higher tier. Such ranges are exempt from
-	// the per-batch character floor.
+	// BoundaryBlock: one end or both name a block, so earlier blocks are
+	// merged one tier up. The batch minimum-size check skips these, since
+	// merging is worth doing even when little raw text is involved.
 	BoundaryBlock BoundaryKind = "block"
 )
 
-// BoundaryNotFoundKind explains why an endpoint could not be resolved; it
-// selects the corrective text the model gets.
+// BoundaryNotFoundKind classifies an endpoint that did not resolve, so the
+// model can be told the specific fix.
 type BoundaryNotFoundKind string
 
 const (
 	// NotFoundUnknown: the ref names nothing in this session.
 	NotFoundUnknown BoundaryNotFoundKind = "unknown"
-	// NotFoundConsumed: the ref is known but its content is already folded
-	// into a block.
+	// NotFoundConsumed: the ref existed, but a block has already swallowed
+	// what it pointed at.
 	NotFoundConsumed BoundaryNotFoundKind = "consumed"
 	// NotFoundInvalid: the string parses as neither a ref nor a block id.
 	NotFoundInvalid BoundaryNotFoundKind = "invalid"
 )
 
-// BoundaryNotFoundError carries the failed endpoint, why it failed, and the
-// model-facing correction.
+// BoundaryNotFoundError reports an endpoint that did not resolve, the
+// reason, and the advice shown to the model.
 type BoundaryNotFoundError struct {
 	Ref  string
 	Kind BoundaryNotFoundKind
@@ -66,22 +67,24 @@ func notFound(ref string, kind BoundaryNotFoundKind, block string) *BoundaryNotF
 	return &BoundaryNotFoundError{Ref: ref, Kind: kind, Msg: msg}
 }
 
-// ResolvedRange is a request's endpoints mapped onto the current view.
+// ResolvedRange is a requested range located in the current view.
 type ResolvedRange struct {
 	StartIndex int
 	EndIndex   int
 	Kind       BoundaryKind
-	// MessageIDs are the ids inside [StartIndex, EndIndex], rendered
-	// summaries and the nudge excluded.
+	// MessageIDs lists the real messages in [StartIndex, EndIndex]; the
+	// synthetic summary and nudge entries are left out.
 	MessageIDs []string
-	// NestedBlockIDs are the active blocks whose anchor falls inside the span.
+	// NestedBlockIDs: live blocks anchored within the span, which the new
+	// block will absorb.
 	NestedBlockIDs []string
-	// Warnings records endpoints snapped to a containing block.
+	// Warnings tells the model when an endpoint was moved out to the edge
+	// of the block covering it.
 	Warnings []string
 }
 
-// ResolveBoundaries maps a requested range onto messages, the view the model
-// was looking at.
+// ResolveBoundaries finds a requested range inside messages, which must be
+// the same view the model addressed.
 //
 // Reversed endpoints are swapped. A message ref whose message is covered by
 // an active block is snapped to that block's extent with a warning; when both
@@ -254,11 +257,12 @@ func isReasoning(m CoreMessage) bool {
 	return m.ContentType == CTReasoning
 }
 
-// AdjustBoundariesForToolPairs widens [start, end] so no tool exchange is cut
-// in half. The walk in each direction looks at most maxScan messages and
-// stops at the first message that does not belong to the exchange being
-// completed, since an exchange is contiguous. Compress calls are skipped:
-// they are hard-protected and handled by hide-compress-calls.
+// AdjustBoundariesForToolPairs grows [start, end] until every tool call in it
+// has its result in it and vice versa: providers reject a lone half. Each
+// direction scans at most maxScan messages and halts at the first one outside
+// the exchange, because an exchange's messages are adjacent. Compress calls
+// are ignored here; hide-compress-calls deals with them (they are
+// hard-protected).
 func AdjustBoundariesForToolPairs(start, end int, msgs []CoreMessage, maxScan int) (int, int) {
 	if len(msgs) == 0 {
 		return start, end
@@ -335,9 +339,9 @@ func AdjustBoundariesForToolPairs(start, end int, msgs []CoreMessage, maxScan in
 	return start, end
 }
 
-// AdjustBoundariesForReasoningPairs widens [start, end] so a reasoning run
-// and the assistant acts it belongs to stay together: a range that takes part
-// of a turn group's reasoning-plus-acts takes all of it.
+// AdjustBoundariesForReasoningPairs grows [start, end] so that reasoning is
+// never separated from the assistant output it led to: touching any part of
+// a group's reasoning or acts pulls in the rest of them.
 func AdjustBoundariesForReasoningPairs(start, end int, msgs []CoreMessage) (int, int) {
 	if len(msgs) == 0 {
 		return start, end
@@ -431,18 +435,19 @@ func ApplyPairBoundaryAdjustments(start, end int, msgs []CoreMessage) (int, int)
 	return start, end
 }
 
-// TurnGroup is one assistant turn as a provider sees it: the reasoning run,
-// the assistant acts after it, and the tool results those acts produced.
+// TurnGroup is a single assistant turn in the shape providers validate:
+// thinking first, then what the assistant said or called, then the results
+// of those calls.
 type TurnGroup struct {
-	// ReasoningIdx are the indices of the leading reasoning run.
+	// ReasoningIdx: positions of the thinking messages that open the turn.
 	ReasoningIdx []int
-	// ActIdx are the assistant text / tool-call indices.
+	// ActIdx: positions of assistant text and tool-call messages.
 	ActIdx []int
-	// ResultIdx are the tool results belonging to those acts.
+	// ResultIdx: positions of the results answering those calls.
 	ResultIdx []int
 }
 
-// ComputeTurnGroups partitions messages into assistant turns. A new group
+// ComputeTurnGroups splits the view into TurnGroups. A new group
 // starts at reasoning that follows an act, or at an assistant message that
 // follows a user message, a tool result or a synthetic message. Groups
 // without reasoning are returned too, so callers see the whole structure.

@@ -24,29 +24,29 @@ const (
 	ParseMalformedJSON  CompressParseKind = "malformed-json"
 )
 
-// CompressParseDiagnostics records how the arguments arrived. Ok says
+// CompressParseDiagnostics describes the raw arguments as received. Ok says
 // whether usable ranges were recovered (the only thing to branch on); Kind
 // says what shape they came in, so a repaired call stays visible in logs.
-// Invariant: !Ok implies no ranges.
+// When Ok is false, Ranges is always empty.
 type CompressParseDiagnostics struct {
 	Ok             bool
 	Kind           CompressParseKind
 	InvalidItems   int
 	InvalidReasons []string
-	// RawPrefix is the first 800 characters of the raw input, for logs.
+	// RawPrefix: up to 800 leading characters of the input, for logging.
 	RawPrefix string
 	// Length is the raw input's length in bytes.
 	Length int
 	// Keys are the top-level keys found, sorted.
 	Keys []string
-	// Salvaged marks ranges recovered by bracket matching from a cut-off
-	// input rather than parsed.
+	// Salvaged: the input was cut off, and its ranges were rescued by
+	// matching brackets instead of a normal JSON decode.
 	Salvaged bool
 	// TailRepaired marks input fixed by appending missing closing brackets.
 	TailRepaired bool
 }
 
-// CompressParseResult is the parsed call.
+// CompressParseResult is what ParseCompressArgs made of the arguments.
 type CompressParseResult struct {
 	Ranges          []CompressRange
 	TopLevelTopic   string
@@ -63,8 +63,9 @@ var (
 	maxKeys     = []string{"summary_max_chars", "summaryMaxChars"}
 )
 
-// ParseCompressArgs decodes a Compress call as leniently as is safe. Layers,
-// each for a shape real models produce: trailing commas are dropped; a
+// ParseCompressArgs reads a Compress call, forgiving every malformation we
+// can repair without guessing. Each repair answers a mistake models really
+// make: trailing commas are dropped; a
 // document cut off after its last complete value gets its missing closing
 // brackets; a document cut off inside a value has every complete range
 // salvaged by bracket matching (the cut one is lost, never half-kept); a
@@ -434,7 +435,7 @@ func prefixRunes(s string, n int) string {
 }
 
 // CompressToolSchema is the Compress tool's JSON Schema. "content" has no
-// "type": providers without strict tool support send nested arrays as
+// "type": providers that do not enforce tool schemas send nested arrays as
 // strings, and a schema demanding an array would reject that before
 // ParseCompressArgs could repair it.
 func CompressToolSchema() map[string]any {

@@ -5,56 +5,58 @@ import (
 	"math"
 )
 
-// TierConfig controls multi-tier consolidation.
+// TierConfig governs merging blocks into higher tiers.
 type TierConfig struct {
 	Enabled bool
-	// MaxTier is the terminal level, 2 or 3 (default 3). It is a test lever,
-	// not an extension point: the tier prompts stop at 3.
+	// MaxTier is the highest tier blocks may reach: 2 or 3, default 3.
+	// Lowering it is for tests; raising it has no prompts to back it.
 	MaxTier Tier
-	// Tier2Trigger is how many active tier-1 blocks trigger a tier-2 nudge.
+	// Tier2Trigger: once this many tier-1 blocks are live, the nudge asks
+	// for a tier-2 merge.
 	Tier2Trigger int
-	// Tier3Trigger is how many active tier-2 blocks trigger a tier-3 nudge.
+	// Tier3Trigger: the same count, for tier-2 blocks and a tier-3 merge.
 	Tier3Trigger int
 }
 
-// NudgeConfig paces how often the model is asked to compress. Percentages
-// are fractions of Config.ModelContextLimit (0.75 = 75%).
+// NudgeConfig sets the rhythm of compression requests to the model. Each
+// *Pct field is a share of Config.ModelContextLimit (0.75 means 75%).
 type NudgeConfig struct {
-	// MaxContextLimitPct is the bottom of the pressure band.
+	// MaxContextLimitPct: usage at or above this counts as under pressure.
 	MaxContextLimitPct float64
-	// MinContextLimitPct is the first-sight floor and the usage floor for
-	// count-based tier triggers.
+	// MinContextLimitPct: below this usage there is no first nudge, and tier
+	// merges are not requested however many blocks exist.
 	MinContextLimitPct float64
-	// EmergencyThresholdPct is where the nudge voice turns urgent.
+	// EmergencyThresholdPct: from this usage on, nudges use the urgent tone.
 	EmergencyThresholdPct float64
-	// GrowthRatio, GrowthFloor and GrowthCap derive the adaptive growth unit:
+	// GrowthRatio, GrowthFloor and GrowthCap give the adaptive growth as
 	// clamp(limit*GrowthRatio, GrowthFloor, GrowthCap).
 	GrowthRatio float64
 	GrowthFloor int
 	GrowthCap   int
-	// MinGrowthFloor and MinGrowthRatio derive the cadence gate; see
-	// NudgeGrowthFloor.
+	// MinGrowthFloor and MinGrowthRatio feed NudgeGrowthFloor, the spacing
+	// between nudges.
 	MinGrowthFloor int
 	MinGrowthRatio float64
-	// Tier2GrowthMultiplier scales the adaptive growth into the pending-token
-	// threshold for tiers 2 and 3.
+	// Tier2GrowthMultiplier times the adaptive growth gives how many tokens
+	// must be waiting before a tier-2 or tier-3 merge is requested.
 	Tier2GrowthMultiplier float64
-	// MinPressureBenefitTokens is the least reclaimable amount worth a turn
-	// under pressure. nil means max(5000, round(limit*0.01)).
+	// MinPressureBenefitTokens: under pressure, skip the nudge unless at
+	// least this much could be freed. nil: max(5000, round(limit*0.01)).
 	MinPressureBenefitTokens *int
 }
 
-// TruncateConfig controls the mechanical last resort.
+// TruncateConfig configures the fallback that needs no model cooperation.
 type TruncateConfig struct {
-	// Threshold is the usage fraction at which the largest tool results are
-	// cut down regardless of the model. Zero disables truncation.
+	// Threshold: at this share of the window the biggest tool results get
+	// shortened without asking the model. 0 turns it off.
 	Threshold float64
 }
 
-// CompressConfig bounds what the model may submit.
+// CompressConfig limits what a Compress call may ask for.
 type CompressConfig struct {
-	// MinCompressRange is the per-batch character floor, applied atomically
-	// to message-boundary ranges; block-boundary ranges are exempt.
+	// MinCompressRange: the message-ref ranges of one call must together
+	// cover at least this many characters, or the whole call is refused;
+	// block-id ranges do not count toward it and are not checked.
 	MinCompressRange int
 	// MinSummaryLength and MaxSummaryLength bound each summary in characters
 	// (runes). Zero disables the respective bound.
@@ -62,25 +64,27 @@ type CompressConfig struct {
 	MaxSummaryLength int
 }
 
-// Config is the full knob set. DefaultConfig supplies the tuned values.
+// Config holds every setting of the package; start from DefaultConfig.
 type Config struct {
 	ModelContextLimit int
 	Tiers             TierConfig
 	Nudge             NudgeConfig
 	Truncate          TruncateConfig
 	Compress          CompressConfig
-	// ProtectedTools are hard-excluded from every compression range. Each
-	// entry is matched by MatchToolPattern.
+	// ProtectedTools: calls to these tools (patterns, see MatchToolPattern)
+	// are never folded into a block.
 	ProtectedTools []string
-	// IsToolProtected, when set, extends ProtectedTools with a host predicate.
+	// IsToolProtected lets the host protect more tools by its own rule;
+	// nil adds none.
 	IsToolProtected func(toolName string) bool
-	// PreserveRecentMessages and PreserveRecentTokens define the soft
-	// protected zone at the tail of the conversation.
+	// PreserveRecentMessages and PreserveRecentTokens size the newest stretch
+	// of the conversation, left alone because the current step likely still
+	// needs it.
 	PreserveRecentMessages int
 	PreserveRecentTokens   int
-	// MaxCompressAttempts is the consecutive failure/ignore limit before
-	// nudging is suppressed. Suppression lifts once the context grows by
-	// NudgeGrowthFloor.
+	// MaxCompressAttempts: after this many failed or ignored nudges in a row,
+	// nudging pauses until usage grows by NudgeGrowthFloor, so a model
+	// that cannot comply is not pestered every turn.
 	MaxCompressAttempts int
 }
 
@@ -93,7 +97,7 @@ const (
 	defaultPreserveTokens  = 5000
 )
 
-// DefaultConfig returns the tuned defaults for a window of limit tokens.
+// DefaultConfig gives our tuned settings for a context window of limit tokens.
 //
 // Pacing scales with the window (spec, DefaultConfig): absolute floors are
 // capped at a tenth of the window so a small window is not paced in steps
@@ -132,8 +136,8 @@ func DefaultConfig(limit int) Config {
 	}
 }
 
-// ValidateConfig returns warnings, never errors: a questionable knob degrades
-// behaviour but must not take a session down. Callers log and continue.
+// ValidateConfig only warns: an odd setting makes compression worse, which
+// is no reason to end a session. The host logs the texts and carries on.
 func ValidateConfig(c Config) []string {
 	var w []string
 	add := func(format string, a ...any) { w = append(w, fmt.Sprintf(format, a...)) }
@@ -214,10 +218,10 @@ func adaptiveGrowth(cfg Config) int {
 	return g
 }
 
-// NudgeGrowthFloor is the cadence step: how much the context must grow before
-// another nudge below the pressure band, and before suppression lifts. It is
-// max(MinGrowthFloor, adaptive growth * MinGrowthRatio), capped at an eighth
-// of the window so it can always be reached before the window overflows.
+// NudgeGrowthFloor is the usage increase that must happen between two nudges
+// outside the pressure band, and the increase that ends a suppression. It is
+// max(MinGrowthFloor, adaptive growth * MinGrowthRatio), limited to limit/8
+// so that a small window still reaches the next step before it fills up.
 func NudgeGrowthFloor(cfg Config) int {
 	g := int(math.Round(float64(adaptiveGrowth(cfg)) * cfg.Nudge.MinGrowthRatio))
 	if g < cfg.Nudge.MinGrowthFloor {

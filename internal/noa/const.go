@@ -1,64 +1,71 @@
 package noa
 
 const (
-	// RefWidth is the zero-padded width of a message ref (m00001..m99999);
-	// padding keeps lexicographic order equal to numeric order.
+	// RefWidth: refs are m00001..m99999. Fixed-width digits make a plain
+	// string sort agree with numeric order.
 	RefWidth    = 5
 	MinRefIndex = 1
 	MaxRefIndex = 99999
 
-	// BlockedRef marks a hard-protected message: recorded in ByRaw so it is
-	// not revisited, but it consumes no ref number and cannot be addressed.
+	// BlockedRef is stored in ByRaw for a hard-protected message: the entry
+	// stops later passes from numbering it, yet it takes no number and the
+	// model has nothing to name it by.
 	BlockedRef = "BLOCKED"
 
-	// SummaryHeader opens every rendered summary message.
+	// SummaryHeader is the first line of each summary message we render.
 	SummaryHeader = "[Compressed conversation section]"
 
-	// SummaryIDPrefix + blockID is the synthetic id of a rendered summary.
+	// SummaryIDPrefix starts the ids of summary messages (see
+	// SummaryMessageID).
 	SummaryIDPrefix = "noa_summary_"
 
-	// NudgeMessageID is the synthetic id of the injected nudge. It never
-	// enters the ref map.
+	// NudgeMessageID is the id of the nudge we add. It is kept out of the
+	// ref map, so a range can never start or end on it.
 	NudgeMessageID = "noa_nudge"
 
-	// TruncationMarker identifies an emergency-truncated tool result;
-	// detection is a substring test.
+	// TruncationMarker appears in every tool result that emergency
+	// truncation shortened; containing it is how such results are recognised.
 	TruncationMarker = "[truncated for context space"
 
-	// ViableRangeMinTokens filters fragments out of the recommendation.
+	// ViableRangeMinTokens: ranges smaller than this are not suggested; a
+	// summary would save almost nothing.
 	ViableRangeMinTokens = 200
 
-	// KeepLastOrphaned is how many trailing Compress calls without a block
-	// stay visible.
+	// KeepLastOrphaned: this many of the newest block-less Compress calls
+	// stay in view, because the call in flight has no block yet and must
+	// not vanish along with the stale ones.
 	KeepLastOrphaned = 2
 
-	// SummaryStubChars is the length a Compress call's summary argument is
-	// cut down to once a rendered summary message carries the full text.
+	// SummaryStubChars: once a summary message shows the full text, the
+	// copy inside the Compress call's arguments is trimmed to this many
+	// characters so the summary is not paid for twice.
 	SummaryStubChars = 200
 
-	// ToolPairMaxScan bounds how far boundary adjustment looks for the other
-	// half of a tool exchange.
+	// ToolPairMaxScan caps the search, in messages, for a tool call's
+	// result (or a result's call) when widening a range.
 	ToolPairMaxScan = 20
 
-	// DeadRepeatReject is how many times the same dead range may be
-	// requested before it is rejected outright.
+	// DeadRepeatReject: once a range that cannot be compressed has been asked
+	// for this many times, further requests for it are refused at once.
 	DeadRepeatReject = 2
 )
 
-// CompressToolName is the single source of truth for the tool's name.
+// CompressToolName is the compression tool's name; use this constant
+// everywhere so prompts, protection and parsing cannot disagree.
 const CompressToolName = "Compress"
 
-// NoRangesMessage is the neutral answer to a Compress call with nothing to
-// do: neither a success nor a failure.
+// NoRangesMessage answers a Compress call that listed no ranges. Such a call
+// is not an attempt at all: it neither resets nor feeds MaxCompressAttempts.
 const NoRangesMessage = "No ranges provided."
 
 // SystemPromptHeader opens the resident prompt block; nudges refer to it by
 // name.
 const SystemPromptHeader = "noa context management"
 
-// AlwaysProtectedTools can never be compressed, whatever the configuration.
+// AlwaysProtectedTools are protected even if the config says otherwise.
 var AlwaysProtectedTools = []string{CompressToolName}
 
-// NeverPreserveRecentTools do not occupy a slot in the recent protected zone:
-// their output is bulky and can be fetched again. They stay compressible.
+// NeverPreserveRecentTools are left out of the recent-message protection:
+// what they return is large and cheap to get again, so keeping it costs more
+// than it saves.
 var NeverPreserveRecentTools = []string{"Read", "Grep", "Glob", "Bash", "LS"}

@@ -1,8 +1,8 @@
 // Package noa is mcproxy's model-driven context-compression engine.
 //
-// The model writes every summary; noa only orchestrates. It assigns stable
-// message refs, decides when to ask the model to compress and which spans it
-// may compress, applies the model's Compress call (archiving the originals
+// The summaries come from the model; noa supplies everything around them. It
+// gives messages stable refs, chooses when a compression request is due and
+// which spans are allowed, applies the model's Compress call (archiving the originals
 // through a host-supplied Archiver first), tracks blocks across three tiers,
 // prunes what blocks cover, and renders every text the model reads.
 //

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// FormatRanges lists what may and may not be compressed as ONE list in view
-// order, so overlap and time order stay visible.
+// FormatRanges merges compressible and protected ranges into a single list
+// sorted by position; two separate lists would hide how they interleave.
 func FormatRanges(compressible []RangeInfo, protected []ProtectedRange) string {
 	type row struct {
 		key  float64
@@ -61,7 +61,8 @@ func FormatRanges(compressible []RangeInfo, protected []ProtectedRange) string {
 	return strings.Join(lines, "\n")
 }
 
-// FormatBlockMap lists the active blocks so the model can address them.
+// FormatBlockMap shows each live block with its id, so the model can use
+// block ids as range endpoints.
 func FormatBlockMap(spans []BlockSpan) string {
 	if len(spans) == 0 {
 		return "  (no blocks yet)"
@@ -78,9 +79,9 @@ func FormatBlockMap(spans []BlockSpan) string {
 	return strings.Join(lines, "\n")
 }
 
-// FormatTierTargetBlocks lists the blocks a tier nudge asks to consolidate,
-// with each one's message count, size change and topic, and the range that
-// covers them all.
+// FormatTierTargetBlocks lists the blocks a tier-2/3 nudge wants merged
+// (messages, tokens before and after, topic) and ends with the one range
+// spanning all of them, ready to copy into a Compress call.
 func FormatTierTargetBlocks(blocks []CompressionBlock) string {
 	if len(blocks) == 0 {
 		return "  (no blocks)"
@@ -100,7 +101,7 @@ func FormatTierTargetBlocks(blocks []CompressionBlock) string {
 
 var breakdownOrder = []string{"summaries", "tool", "system", "code", "text"}
 
-// FormatBreakdown shows where the context went; empty buckets are omitted.
+// FormatBreakdown prints window usage and the non-zero token categories.
 func FormatBreakdown(d NudgeDecision) string {
 	var parts []string
 	for _, k := range breakdownOrder {
@@ -115,19 +116,20 @@ func FormatBreakdown(d NudgeDecision) string {
 	return s
 }
 
-// PanelInput is what the Compress tool reports back to the model.
+// PanelInput feeds FormatPanel, the Compress tool's answer to the model.
 type PanelInput struct {
 	Result ApplyResult
-	// BeforeTokens and AfterTokens bracket the compression.
+	// BeforeTokens and AfterTokens: context size on either side of the call.
 	BeforeTokens int
 	AfterTokens  int
-	// Messages is the post-compression view, used to mark partial coverage.
+	// Messages: the view after compressing, from which the panel learns
+	// which messages inside a new block's span are still shown.
 	Messages []CoreMessage
 }
 
 const panelBlockPrefix = "  + b"
 
-// FormatPanel renders the Compress tool's result. Each created block is
+// FormatPanel writes the text the Compress tool returns. Each created block is
 // reported with the span it ACTUALLY covers (from its effective coverage),
 // and a note when messages inside that span stayed visible, so the model's
 // ledger matches what happened rather than what it asked for.
@@ -207,7 +209,7 @@ func PanelBlockCount(panel string) int {
 	return n
 }
 
-// NudgeVoice is the register a nudge is written in.
+// NudgeVoice is the tone of a nudge: calm advice or an urgent demand.
 type NudgeVoice string
 
 // Voices.
@@ -216,8 +218,8 @@ const (
 	VoiceEmergency NudgeVoice = "emergency"
 )
 
-// NudgeSections are the tone-setting fragments a host may replace freely;
-// unlike the compression rules they carry no quality risk.
+// NudgeSections are the parts of a nudge a host can override. They only set
+// tone; the summary-writing rules stay fixed because they decide quality.
 type NudgeSections struct {
 	EfficiencyNote  SectionOverride
 	EmergencyHeader SectionOverride
@@ -232,8 +234,8 @@ const (
 	defaultT3Guidance      = "Several tier-2 blocks have piled up. Condense them into one tier-3 block: call Compress with a single range from the first to the last block listed (block ids as endpoints) and write the summary by the TIER 3 rules."
 )
 
-// RenderNudgeText turns a decision into the message the model reads: the
-// emergency voice at or above EmergencyThresholdPct, the gentle one below.
+// RenderNudgeText writes the nudge for d. It switches to the urgent voice
+// from EmergencyThresholdPct on and is calm below that.
 func RenderNudgeText(d NudgeDecision, s NudgeSections) (NudgeVoice, string) {
 	voice := VoiceGentle
 	head := section(s.EfficiencyNote, defaultEfficiencyNote)

@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// NudgeBreakdown is the diagnostic detail behind a nudge decision: the first
-// thing to read when nudges fire too often or not at all.
+// NudgeBreakdown holds the numbers a nudge decision was based on. It exists
+// for debugging pacing: log it when nudges seem too frequent or never come.
 type NudgeBreakdown struct {
 	Usage              float64
 	Growth             int
@@ -29,50 +29,49 @@ type NudgeBreakdown struct {
 // into text.
 type NudgeDecision struct {
 	ShouldInject bool
-	// Reason explains the decision whether or not it injected.
+	// Reason says why a nudge was or was not added; set in both cases.
 	Reason string
-	// Tier is the tier being asked for; 0 when nothing is injected.
+	// Tier: which tier the nudge requests; 0 if no nudge.
 	Tier               Tier
 	ContextUsage       float64
 	CompressibleRanges []RangeInfo
 	ProtectedRanges    []ProtectedRange
 	ActiveBlockSpans   []BlockSpan
-	// TierTargetBlocks are the blocks a tier-2/3 nudge asks to consolidate
-	// (full blocks, since the renderer shows counts, sizes and topics).
+	// TierTargetBlocks: for a tier-2/3 nudge, the blocks it wants merged.
+	// Whole blocks are kept because the text lists their sizes and topics.
 	TierTargetBlocks []CompressionBlock
 	Breakdown        NudgeBreakdown
-	// ContextBreakdown buckets the context: summaries, tool, system, code,
-	// text.
+	// ContextBreakdown: see ComputeContextBreakdown.
 	ContextBreakdown map[string]int
-	// TruncatedCount is how many tool results were cut this turn.
+	// TruncatedCount: tool results shortened by emergency truncation now.
 	TruncatedCount int
 }
 
-// DecideNudgeInput is one turn's pressure picture.
+// DecideNudgeInput gathers what DecideNudge weighs for a turn.
 type DecideNudgeInput struct {
 	Messages   []CoreMessage
 	State      CompressionState
 	Config     Config
 	TokenCount int
-	// Recommendation is the compressible/protected split for this turn.
+	// Recommendation: this turn's result of BuildRecommendation.
 	Recommendation Recommendation
 	CountTokens    TokenCountFn
-	// TruncatedCount is how many tool results were mechanically shortened.
+	// TruncatedCount: tool results emergency truncation shortened.
 	TruncatedCount int
 }
 
-// DecideNudge decides whether to ask the model to compress, and for what.
+// DecideNudge chooses whether this turn carries a nudge and which tier it
+// asks for.
 //
-// Two bands behave differently on purpose. Under pressure (usage at or above
-// MaxContextLimitPct) there is no growth gate, only a minimum benefit: the
-// window is nearly full and waiting is not a strategy. Below it, a nudge is
-// an efficiency suggestion: it fires only once usage reaches
-// MinContextLimitPct, the context has grown by a full cadence step
-// (NudgeGrowthFloor) since the last nudge, and at least a cadence step is
-// reclaimable. Tier-2/3 nudges fire by count of active lower-tier blocks (or
-// by the tokens their summaries hold), each tier paced on its own. After
-// MaxCompressAttempts consecutive failed or ignored attempts nudging is
-// suppressed until the context grows by a cadence step.
+// The rules differ by usage. From MaxContextLimitPct up, growth is ignored
+// and only the freeable amount must be large enough, because with the window
+// almost full a delay can overflow it. Under that line a nudge is merely
+// advice, so it needs usage of at least MinContextLimitPct, growth of one
+// cadence step (NudgeGrowthFloor) since the previous nudge, and that much
+// or more to free. Tier-2/3 requests depend on how many lower-tier blocks
+// are live (or how many tokens their summaries use), with separate spacing
+// per tier. MaxCompressAttempts failures or ignored nudges in a row pause
+// nudging until usage has risen by another cadence step.
 func DecideNudge(in DecideNudgeInput) NudgeDecision {
 	cfg := in.Config
 	count := countFn(in.CountTokens)

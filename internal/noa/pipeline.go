@@ -1,30 +1,31 @@
 package noa
 
-// NodeIO is what flows between pipeline nodes: the working view and the state
-// threaded through it.
+// NodeIO is handed from node to node: the view so far and the state each
+// node may update.
 type NodeIO struct {
 	Messages []CoreMessage
 	State    CompressionState
-	// Nudge is set by the nudge-inject node; nil when nothing is injected.
+	// Nudge is filled in by nudge-inject, and stays nil on turns without one.
 	Nudge *NudgeDecision
-	// TruncatedCount is set by emergency-truncate.
+	// TruncatedCount is filled in by emergency-truncate.
 	TruncatedCount int
 }
 
-// PipelineContext is the read-only environment every node sees.
+// PipelineContext holds the inputs shared by all nodes, which must not
+// change them.
 type PipelineContext struct {
 	Config Config
-	// TokenCount is the measured size of the context this turn.
+	// TokenCount is this turn's context size in tokens.
 	TokenCount int
-	// CountTokens is the token estimator; nil means DefaultCountTokens.
+	// CountTokens estimates tokens; DefaultCountTokens when nil.
 	CountTokens TokenCountFn
 }
 
-// PipelineNode is one stage of the per-turn projection.
+// PipelineNode is a step of ProcessTurn.
 type PipelineNode interface {
 	Name() string
-	// Enabled reports whether the node runs at all this turn; a disabled node
-	// is skipped, not run as a no-op.
+	// Enabled decides whether Run is called this turn; when false the node
+	// is bypassed entirely.
 	Enabled(io NodeIO, ctx PipelineContext) bool
 	Run(io NodeIO, ctx PipelineContext) NodeIO
 }
@@ -42,27 +43,27 @@ func RunPipeline(nodes []PipelineNode, io NodeIO, ctx PipelineContext) NodeIO {
 	return io
 }
 
-// ProcessTurnInput is one turn's projection request.
+// ProcessTurnInput is what ProcessTurn needs for one turn.
 type ProcessTurnInput struct {
-	// Messages is the freshly projected view of the full history.
+	// Messages: the whole history, newly converted by the host.
 	Messages []CoreMessage
 	State    CompressionState
 	Config   Config
-	// TokenCount is the measured size of the context this turn, used for
-	// every pressure and growth decision. Zero or less means "measure it":
-	// ProjectedTokenCount of Messages is used.
+	// TokenCount: this turn's context size, the basis of all pressure and
+	// growth checks. If it is not positive, the pruned view is counted
+	// instead (as ProjectedTokenCount would).
 	TokenCount int
-	// CountTokens overrides the built-in estimator.
+	// CountTokens, if non-nil, replaces the default token estimate.
 	CountTokens TokenCountFn
 }
 
-// ProcessTurnResult is what the host renders and sends.
+// ProcessTurnResult is the view for the host to send, plus the new state.
 type ProcessTurnResult struct {
 	Messages []CoreMessage
 	State    CompressionState
-	// Nudge is nil when nothing was injected this turn.
+	// Nudge: the nudge added this turn, or nil.
 	Nudge *NudgeDecision
-	// TruncatedCount is how many tool results emergency-truncate shortened.
+	// TruncatedCount: tool results shortened by emergency truncation.
 	TruncatedCount int
 }
 
@@ -75,9 +76,9 @@ var turnNodes = []PipelineNode{
 	nudgeNode{},
 }
 
-// ProcessTurn projects one turn's view. It is pure: in.Messages and in.State
-// are never modified, the same input gives the same output, and the result
-// belongs to the caller.
+// ProcessTurn builds the view to send this turn. It has no side effects: the
+// inputs stay untouched, equal inputs yield equal results, and the caller
+// may keep and change what it gets back.
 //
 // Node order is fixed: assign-refs (new messages get refs and frozen token
 // sizes), prune (covered content replaced by summaries, orphans stripped),

@@ -10,15 +10,15 @@ import "strings"
 // works here; it opens the rules in the system prompt.
 const CompressPhilosophy = `Your context window is a working desk, not a library. noa keeps the desk clear by letting YOU replace finished stretches of the conversation with summaries you write; nothing is summarised behind your back. The originals are archived word for word before anything leaves your view, so a good summary is a precise index into that archive: it carries what the remaining work depends on and says where the rest can be found. Compress work that is done or spent, never the step you are in the middle of.`
 
-// archiveAddendum is appended to HowToCompressRules. It changes what may be
-// dropped: with originals on disk, bulk can go, provided the summary still
-// says that something happened and where to look for it.
+// archiveAddendum follows HowToCompressRules. Saved originals make it safe to
+// cut bulk harder, but only if each summary keeps a trace of every omitted
+// item and a pointer to it; otherwise nobody would know to open the archive.
 const archiveAddendum = `ARCHIVE — the originals are kept
 Before a range leaves your view, every message in it is saved verbatim to an archive file; the summary's last line names that file, and read_archive returns it. This lets you drop bulky raw material (long outputs, full file listings, repeated reads) far more freely than you otherwise could. It does not let you drop the fact that something happened: for every item you leave out, the summary must still say THAT it happened and WHERE it is (message refs such as m00420, or the block id). An archive nothing points to is as good as lost.`
 
-// HowToCompressRules is what a tier-1 summary must keep and may drop.
+// HowToCompressRules tells the model how to write a tier-1 summary.
 const HowToCompressRules = "HOW TO COMPRESS\n" +
-	"The summary you pass to `Compress` becomes the only record of the range it replaces. Write it so that someone with no access to the originals (including you, later) can carry on the work: every request the user made, every task and experiment in the range, and why each was done must be in it. It describes the past as of this block: label task state as history (\"TASK AS OF THIS BLOCK: ...\"), never as an instruction still to be carried out, so nobody repeats settled work. Use plain text with real unicode characters; do not copy \\uXXXX escapes or JSON-escaped fragments out of tool output.\n" +
+	"The summary you pass to `Compress` becomes the only record of the range it replaces. Write it so that someone with no access to the originals (including you, later) can carry on the work: every request the user made, every task and experiment in the range, and why each was done must be in it. It describes the past as of this block: record where the task stood as history, labelled \"TASK AS OF THIS BLOCK: ...\", and never phrase it as an order still open, so nobody repeats settled work. Write real unicode characters in plain text; \\uXXXX escapes and escaped JSON pasted from tool output have no place in a summary.\n" +
 	"\n" +
 	"COPY EXACTLY — never reword or shorten these:\n" +
 	"- File paths with their directory and line numbers, every time they appear (`internal/noa/apply.go:120`, `cmd/mcproxy/main.go:40-55`). A bare file name such as `apply.go` is ambiguous and cannot be searched for later.\n" +
@@ -28,7 +28,7 @@ const HowToCompressRules = "HOW TO COMPRESS\n" +
 	"- Decisions together with their reasons (\"picked A over B because C\"); without the reason a decision looks arbitrary and gets reopened.\n" +
 	"- Constraints that were discovered or stated (\"must run on Go 1.22\", \"no new dependencies\", \"the repo forbids global state\").\n" +
 	"- Exact values: versions, configuration keys, flags, thresholds, limits, identifiers.\n" +
-	"- The user's words, with care. Quote a short user message verbatim only together with its message ref, for example `User said (m00132): \"ship it tonight\"`. Without a ref you can check, paraphrase and say so (`the user asked (paraphrased): ...`); this is the one exception to copying exactly, and a half-remembered phrase must never be presented as a quote. When a message is too long to quote, keep its scope, constraints, priorities, acceptance criteria and requested outcome unchanged. Quotes are a record of what was said, not orders to act on now.\n" +
+	"- The user's words, with care. Quote a short user message verbatim only together with its message ref, for example `User said (m00217): \"keep the v1 flag working\"`. Without a ref you can check, paraphrase and say so (`the user asked (paraphrased): ...`); only here may you depart from exact copying, and a half-remembered phrase must never be presented as a quote. When a message is too long to quote, keep its scope, constraints, priorities, acceptance criteria and requested outcome unchanged. Quotes are a record of what was said, not orders to act on now.\n" +
 	"- The user's overall goal and how it changed within the range, as it stood at the end (\"started: fix the flaky test -> switched to: rewrite the retry loop after finding the race\"). Without the goal, the remaining work has no visible purpose.\n" +
 	"- Why each significant step was taken: the hypothesis an experiment tested, the question an exploration answered, the task an edit served.\n" +
 	"- Open questions and unfinished items; losing them changes what appears to be left to do.\n" +
@@ -39,7 +39,7 @@ const HowToCompressRules = "HOW TO COMPRESS\n" +
 	"- Repeated reads of the same file once what mattered is written down.\n" +
 	"- Used-up material: search hits, listings, sub-agent answers and successful tool output whose facts you have already extracted.\n" +
 	"- Dead ends, except for one line with the lesson: \"tried X; it failed because Y\".\n" +
-	"- Discussion, false starts and self-corrections once the final position is stated: keep where it ended, not how it got there.\n" +
+	"- Back-and-forth, false starts and corrections after a final position was reached: keep where it ended, not how it got there.\n" +
 	"- Status checks repeated until the state was known (`git status`, `ls`).\n" +
 	"For each sizeable thing you leave out (a script, a report, a long output), add one line that says what it CONTAINS, not merely where it is. Weak: \"bench script in /tmp/bench.sh\". Useful: \"bench.sh: measures cold start, warm start and p99 latency for 3 payload sizes\". A later search of the archive can then find it by subject.\n" +
 	"\n" +
@@ -50,7 +50,7 @@ const HowToCompressRules = "HOW TO COMPRESS\n" +
 	"4. Conclusions and findings.\n" +
 	"5. Lessons: what failed and why.\n" +
 	"\n" +
-	"FORMAT: short, dense bullets rather than narrative. When the range covers several concerns (request, findings, decision), put the bullets under brief headings so a reader can jump to the part they need. Every line must be worth its tokens. Follow these rules rather than the style of summaries already in your context.\n" +
+	"FORMAT: short, dense bullets rather than narrative. When the range covers several concerns (request, findings, decision), put the bullets under brief headings so a reader can go straight to what matters to them. Each line has to pay for its tokens. Follow these rules rather than the style of summaries already in your context.\n" +
 	"\n" + archiveAddendum
 
 // Tier2Rules governs distilling tier-1 summaries into a tier-2 block.
@@ -63,7 +63,7 @@ const Tier2Rules = "TIER 2 — DISTIL SUMMARIES\n" +
 	"- Lessons that prevent repeats: \"tried X; failed because Y\".\n" +
 	"- Hard constraints that were discovered (\"must support Go 1.22\", \"no CGO\").\n" +
 	"- Design choices that shape the architecture (\"state lives in the session host, not the engine, because the engine must stay pure\").\n" +
-	"- User quotes and task state only as attributed history: keep the ref with every quote, and never carry a tier-1 current-task line forward as a live instruction; relabel it \"TASK AS OF THIS BLOCK\".\n" +
+	"- The user's quotes and the task's state, strictly as history: each quote keeps its ref, and a tier-1 line about the current task is carried over only under the label \"TASK AS OF THIS BLOCK\" and not as an order still open.\n" +
 	"- Whether something is obsolete or replaced, as a single marker line such as \"[SUPERSEDED by PR #123]\" or \"[OBSOLETE: removed in v1.4.0]\", without the old details.\n" +
 	"- The names of the functions, types and modules the work was about (\"fixed ResolveBoundaries in boundaries.go\"): enough to find the code, without line numbers or full signatures.\n" +
 	"- For exploration that reached no decision, its conclusion in one line (\"looked at X; not usable because Y\").\n" +
@@ -75,11 +75,11 @@ const Tier2Rules = "TIER 2 — DISTIL SUMMARIES\n" +
 	"- Logs, command output and intermediate debugging.\n" +
 	"\n" +
 	"FORMAT:\n" +
-	"- Open each distilled group with a source line: `Source: bN+bM+... (XK->YK tok, Zx). [original topic]`, for example `Source: b4+b6 (48K+30K->250 tok, 312x). [retry loop rewrite]`.\n" +
+	"- Each distilled group starts with `Source: bN+bM+... (XK->YK tok, Zx). [original topic]`, such as `Source: b4+b6 (48K+30K->250 tok, 312x). [retry loop rewrite]`.\n" +
 	"- 3 to 5 bullets per source block, each a complete fact on its own.\n" +
-	"- Lead with the outcome, not the process: \"v2.1.0 released (4 PRs)\" rather than \"implemented, reviewed, then released\".\n" +
+	"- Put the result first and leave out how it was reached: \"v2.1.0 released (4 PRs)\" rather than \"implemented, reviewed, then released\".\n" +
 	"- When several source blocks are about the same thing (one PR, one feature, one bug), merge them into one group and state each fact once, under the most fitting source line.\n" +
-	"SIZE: 50 to 150 tokens per source block, not counting the source line. More than 150 means process is leaking in. A block with nothing worth keeping becomes its source line followed by \"[no actionable content]\"."
+	"SIZE: 50 to 150 tokens per source block, not counting the source line. More than 150 means process is leaking in. A block with nothing worth keeping shrinks to its source line plus \"[no actionable content]\"."
 
 // Tier3Rules governs condensing tier-2 blocks into a tier-3 block.
 const Tier3Rules = "TIER 3 — CONDENSE TO FACTS\n" +
@@ -93,7 +93,7 @@ const Tier3Rules = "TIER 3 — CONDENSE TO FACTS\n" +
 	"Drop the rest: tier 3 is an index, not a knowledge base.\n" +
 	"\n" +
 	"FORMAT:\n" +
-	"- Open with a source line: `Source: bN+bM+... (XK->YK tok, Zx). [original topic]`.\n" +
+	"- Start with `Source: bN+bM+... (XK->YK tok, Zx). [original topic]`.\n" +
 	"- 1 to 3 facts per source block, one line each: subject and outcome, no reasons or process.\n" +
 	"- Shape: \"[PR/issue/version] — [outcome in at most 8 words]\".\n" +
 	"- Merge facts from different blocks when they concern the same subject.\n" +
@@ -111,12 +111,12 @@ const Tier3Rules = "TIER 3 — CONDENSE TO FACTS\n" +
 	"- Everything marked [OBSOLETE] or [SUPERSEDED]; note only \"[N blocks obsolete]\".\n" +
 	"SIZE: 30 to 60 tokens per source block, source line included; a batch of N blocks comes to about N x 40 tokens. A block with a single minor fact becomes its source line plus one line."
 
-// CompressToolDescription is what the model reads next to the tool schema.
-// Its second half is a brake: the tool is always listed, and a summary
-// written without the rules loses information for good.
-const CompressToolDescription = `Replace older stretches of this conversation with summaries you write; the originals are archived verbatim first. ` +
-	`Only call this when the context manager (noa) asks you to, and follow the rules it gives. ` +
-	`A summary written without those rules cannot be undone and loses information.`
+// CompressToolDescription is the tool's description in tools/list. Most of
+// it holds the model back: the tool is listed on every turn, and a summary
+// made without the nudge's rules destroys detail that cannot be restored.
+const CompressToolDescription = `Swap older stretches of this conversation for summaries of your own; every original is archived verbatim before it leaves your view. ` +
+	`Only call this when noa, the context manager, requests it, and apply the rules sent with that request. ` +
+	`A summary that ignores them throws information away, and that cannot be undone.`
 
 // Default resident sections; Sections overrides them.
 const (
@@ -128,16 +128,16 @@ A message starting with "` + SummaryHeader + `" stands in for a compressed stret
 Every compressed message is archived word for word. When you need the exact original of something a summary mentions, read the archive file it names (read_archive) instead of redoing the work.`
 )
 
-// Sections lets a host adjust the resident prompt. Each field is a
-// SectionOverride: nil keeps the default, "" removes the section.
+// Sections carries a host's changes to the resident prompt, one
+// SectionOverride per replaceable section.
 type Sections struct {
 	NoaTags            SectionOverride
 	SummariesInContext SectionOverride
 	Archive            SectionOverride
 }
 
-// SectionOverride is a three-state override: nil keeps the default, a
-// pointer to a string replaces the section, a pointer to "" removes it.
+// SectionOverride has three cases: nil means use our text, a non-empty
+// string is used instead of it, and "" drops the section altogether.
 type SectionOverride = *string
 
 func section(o SectionOverride, def string) string {

@@ -2,8 +2,9 @@ package noa
 
 import "strings"
 
-// MatchToolPattern matches a tool name against a configured pattern: exact
-// (case-insensitive), or a single trailing "*" as a prefix wildcard.
+// MatchToolPattern compares a tool name with a pattern from the config,
+// ignoring case. A pattern ending in one "*" matches any name that starts
+// with the rest; otherwise the whole name must match.
 func MatchToolPattern(pattern, toolName string) bool {
 	p := strings.ToLower(strings.TrimSpace(pattern))
 	t := strings.ToLower(strings.TrimSpace(toolName))
@@ -38,7 +39,8 @@ func isToolNameProtected(name string, cfg Config) bool {
 	return cfg.IsToolProtected != nil && cfg.IsToolProtected(name)
 }
 
-// IsMessageProtected reports whether a message is HARD-protected: its tool is
+// IsMessageProtected is true for messages that may never be compressed
+// (hard protection), because their tool is
 // in AlwaysProtectedTools, Config.ProtectedTools or accepted by
 // Config.IsToolProtected. Such messages are excluded from every range and
 // never get a ref. (The soft recent zone is ComputeProtectedRefs.)
@@ -74,9 +76,9 @@ func hardProtectedIDs(msgs []CoreMessage, cfg Config) map[string]bool {
 	return out
 }
 
-// IsNeverPreserveRecentTool reports whether a message's tool is left out of
-// the recent-zone accounting (NeverPreserveRecentTools). Such messages stay
-// compressible; they just take no slot.
+// IsNeverPreserveRecentTool is true when m comes from one of the
+// NeverPreserveRecentTools; the recent zone does not count such messages,
+// so they remain open to compression.
 func IsNeverPreserveRecentTool(m CoreMessage) bool {
 	if m.ToolName == "" {
 		return false
@@ -94,14 +96,14 @@ func isSynthetic(m CoreMessage) bool {
 	return m.ID == NudgeMessageID || isRenderedSummaryMessage(m)
 }
 
-// ComputeProtectedRefs is the SOFT protected zone: the refs at the tail of the
-// view that the current step is probably still using, plus the last user
-// message. Walking back from the end, it protects messages until both
+// ComputeProtectedRefs returns the soft-protected refs: the newest part of
+// the view, which the work in progress most likely still reads, and the
+// latest user message. From the end backwards it protects messages until both
 // PreserveRecentMessages slots and PreserveRecentTokens are filled; messages
 // of NeverPreserveRecentTools take no slot and stay compressible (unless they
-// belong to a reasoning turn inside the zone). The zone's
-// start is widened so it never splits a tool exchange or a reasoning run from
-// its act. The zone slides forward as the conversation grows.
+// belong to a reasoning turn inside the zone). The start of the zone moves
+// earlier if needed so a tool exchange or a reasoning run stays whole. As
+// messages arrive, the zone moves with the end of the conversation.
 func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config) map[string]bool {
 	out := map[string]bool{}
 	refOf := func(m CoreMessage) string {

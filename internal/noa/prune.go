@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// RenderSummaryMessage builds the message that stands in for a compressed
-// span: the header with the block's id, tier and actual span, the model's
+// RenderSummaryMessage makes the message shown where a block's span used to
+// be: the header with the block's id, tier and actual span, the model's
 // summary verbatim, and the archive pointer.
 func RenderSummaryMessage(b CompressionBlock) CoreMessage {
 	var sb strings.Builder
@@ -35,9 +35,9 @@ func blockLabel(b CompressionBlock) string {
 	return b.BlockID + "(T" + itoa(int(b.Tier)) + ")"
 }
 
-// isRenderedSummaryMessage tests id prefix, role, content type and header
-// together: the prefix alone would let a host-authored message be mistaken
-// for one of ours and silently dropped.
+// isRenderedSummaryMessage checks id prefix, role, content type and header
+// all at once. A host message that merely had a matching id would otherwise
+// be taken for ours and thrown away without notice.
 func isRenderedSummaryMessage(m CoreMessage) bool {
 	return strings.HasPrefix(m.ID, SummaryIDPrefix) && m.Role == RoleUser &&
 		m.ContentType == CTText && strings.HasPrefix(m.Text, SummaryHeader)
@@ -199,10 +199,10 @@ func stubString(s string) string {
 	return string(r[:SummaryStubChars]) + "… [cut here; the full summary is in the block's summary message]"
 }
 
-// RunPruneOnly projects the view without the pressure machinery: refs are
-// kept current and blocks are applied, but nothing is nudged, truncated or
-// hidden. Used when noa is switched off so the history stays the size it was
-// compressed to.
+// RunPruneOnly keeps refs up to date and replaces covered spans by their
+// summaries, and does nothing else: no nudge, no truncation, no hiding. With
+// noa disabled the host still calls it, so earlier compressions keep their
+// effect instead of the full history coming back.
 func RunPruneOnly(msgs []CoreMessage, state CompressionState, cfg Config) ([]CoreMessage, CompressionState) {
 	st := CloneState(state)
 	st = syncRefs(msgs, st, cfg, nil)
@@ -220,10 +220,10 @@ func ProjectView(msgs []CoreMessage, state CompressionState, cfg Config) []CoreM
 	return hideCompressCalls(prune(msgs, st), st)
 }
 
-// ProjectedTokenCount is what this turn's request will weigh: the pruned
-// view (covered content hidden, orphans stripped, Compress calls managed),
-// measured before emergency truncation. Counting the raw history instead
-// would report a size that only grows and pin the pressure ladder.
+// ProjectedTokenCount estimates the size of this turn's request: the
+// ProjectView result, before emergency truncation. The raw history would be
+// the wrong thing to count: it never shrinks, so compression would seem not
+// to help and the pressure logic would stay stuck at the top.
 func ProjectedTokenCount(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) int {
 	count = countFn(count)
 	total := 0

@@ -7,37 +7,38 @@ import (
 	"unicode/utf8"
 )
 
-// RangeInfo is one contiguous span the model may compress, as shown in the
-// nudge's range table.
+// RangeInfo describes an unbroken run of messages that may be compressed;
+// each becomes a row of the nudge's range table.
 type RangeInfo struct {
 	StartRef string
 	EndRef   string
-	// Count is how many messages the span covers.
+	// Count: messages in the run.
 	Count int
-	// Tokens and Chars size the span; Chars drives the per-batch minimum.
+	// Tokens and Chars measure the run; Chars is what MinCompressRange is
+	// checked against.
 	Tokens int
 	Chars  int
 	// ToolPct and TextPct are rounded shares of the span's tokens held by
 	// tool calls/results and by plain text.
 	ToolPct int
 	TextPct int
-	// UserMsgs counts user messages inside the span.
+	// UserMsgs: how many of the run's messages the user wrote.
 	UserMsgs int
-	// Dangerous marks a span the model should only compress with certainty:
+	// Dangerous flags a run to compress only when the model is sure:
 	// it holds user messages and runs right up to the protected recent zone,
 	// so it probably carries the intent of the current work.
 	Dangerous bool
 }
 
-// ProtectedRange is a span excluded from compression, reported so the model
-// sees why a gap exists.
+// ProtectedRange is a run that may not be compressed. It is listed so the
+// model understands the holes between compressible ranges.
 type ProtectedRange struct {
 	StartRef string
 	EndRef   string
 	Count    int
 	Tokens   int
-	// Tools names the hard-protected tools responsible; empty for the soft
-	// recent zone.
+	// Tools lists the protected tools that caused the run; nil when the run
+	// is protected only for being recent.
 	Tools []string
 
 	// after is the ref of the last addressable message before the span. A
@@ -46,7 +47,7 @@ type ProtectedRange struct {
 	after string
 }
 
-// BlockSpan is one active block's coverage, for the nudge's block map.
+// BlockSpan is a live block's extent, a row of the nudge's block map.
 type BlockSpan struct {
 	BlockID  string
 	Tier     Tier
@@ -61,8 +62,7 @@ type BlockSpan struct {
 	Topic          string
 }
 
-// ActiveBlockSpans summarises the active blocks for the block map, in ref
-// order.
+// ActiveBlockSpans returns a BlockSpan per live block, sorted by start ref.
 func ActiveBlockSpans(state CompressionState) []BlockSpan {
 	var out []BlockSpan
 	for _, b := range state.Blocks {
@@ -84,9 +84,9 @@ func ActiveBlockSpans(state CompressionState) []BlockSpan {
 	return out
 }
 
-// BuildCompressibleRanges walks the view once and groups contiguous
-// compressible messages (addressable, not covered, not hard- or
-// soft-protected). A run breaks at a block summary, a hard-protected message
+// BuildCompressibleRanges makes one pass over the view, collecting runs of
+// messages that could be compressed: they have a ref, no block covers them
+// and no protection applies. A run ends at a summary, a hard-protected message
 // (reported as a ProtectedRange naming its tools), or the soft zone (reported
 // as a ProtectedRange without tools).
 func BuildCompressibleRanges(msgs []CoreMessage, state CompressionState, cfg Config, protectedRefs map[string]bool, count TokenCountFn) ([]RangeInfo, []ProtectedRange) {
@@ -205,9 +205,9 @@ func containsStr(ss []string, s string) bool {
 	return false
 }
 
-// ViableRanges drops ranges under ViableRangeMinTokens: fragments too small
-// to be worth a turn, which would also drag a whole batch under the size
-// gate.
+// ViableRanges removes ranges below ViableRangeMinTokens. Such scraps save
+// little, and a model that batches one would sink the whole call at the
+// size check.
 func ViableRanges(ranges []RangeInfo) []RangeInfo {
 	var out []RangeInfo
 	for _, r := range ranges {
@@ -277,16 +277,16 @@ func MergeRangesToThreshold(ranges []RangeInfo, minChars int) []RangeInfo {
 	return out
 }
 
-// Recommendation is what the nudge shows: what may be compressed, what may
-// not, and whether there is anything worth doing.
+// Recommendation is the guidance a nudge presents: the ranges worth
+// compressing, the protected ones, and a flag for when there is nothing to do.
 type Recommendation struct {
 	CompressibleRanges []RangeInfo
 	ProtectedRanges    []ProtectedRange
 	NothingToCompress  bool
 }
 
-// BuildRecommendation is the full recommendation pass: soft zone, ranges,
-// viability filter, then merging up to the size gate.
+// BuildRecommendation computes the soft zone, finds the ranges, drops those
+// too small, and joins neighbours until they clear MinCompressRange.
 func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) Recommendation {
 	soft := ComputeProtectedRefs(msgs, state, cfg)
 	ranges, prot := BuildCompressibleRanges(msgs, state, cfg, soft, count)
@@ -325,8 +325,9 @@ func softBetween(prot []ProtectedRange, after, before string) bool {
 	return false
 }
 
-// ComputeContextBreakdown buckets the context by kind ("summaries", "tool",
-// "system", "code", "text") so the model sees where its tokens went.
+// ComputeContextBreakdown sums tokens per category ("summaries", "tool",
+// "system", "code", "text"); the nudge shows it so the model knows what is
+// filling its window.
 func ComputeContextBreakdown(msgs []CoreMessage, count TokenCountFn) map[string]int {
 	count = countFn(count)
 	out := map[string]int{}

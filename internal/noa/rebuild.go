@@ -2,42 +2,42 @@ package noa
 
 import "fmt"
 
-// RebuildInput replays a session's compressions from its recorded history.
+// RebuildInput is what RebuildStateFromLog needs to recover lost state.
 type RebuildInput struct {
-	// Messages is the full recorded history, oldest first, including the
-	// Compress calls and their results.
+	// Messages: the transcript in order, Compress calls and their answers
+	// included.
 	Messages []CoreMessage
-	// Config and Archiver mirror the live ones.
+	// Config and Archiver should be those the session runs with.
 	Config   Config
 	Archiver Archiver
-	// SessionID and ArchiveRoot seed the rebuilt state.
+	// SessionID and ArchiveRoot go into the new state unchanged.
 	SessionID   string
 	ArchiveRoot string
 	CountTokens TokenCountFn
-	// CreatedAt and Now stamp rebuilt blocks; this package reads no clock.
+	// CreatedAt and Now date the recreated blocks (noa keeps no clock).
 	CreatedAt string
 	Now       int64
 }
 
-// RebuildResult reports the replay.
+// RebuildResult is the recovered state and a tally of the replay.
 type RebuildResult struct {
 	State CompressionState
-	// Replayed is how many compressions were reapplied.
+	// Replayed: Compress calls applied again.
 	Replayed int
-	// Skipped is how many recorded calls were passed over: they failed then
-	// (their recorded panel lists no block), so replaying would fail again.
+	// Skipped: calls ignored because their recorded answer shows no block;
+	// they did not succeed the first time and would not now.
 	Skipped  int
 	Warnings []string
 }
 
-// RebuildStateFromLog reconstructs compression state from the conversation
-// itself, with no model: the summaries were arguments of the model's Compress
-// calls, recorded verbatim, so replaying the calls yields byte-identical
-// summaries.
+// RebuildStateFromLog recovers compression state from the transcript alone,
+// without calling any model. That works because every summary was written
+// by the model as a Compress argument and is still in the transcript word
+// for word, so re-applying the calls reproduces each summary exactly.
 //
-// Each successful call is replayed against the view as it was just before
-// the call: refs are synced over the history up to it, and ProjectView of
-// that prefix is what the call is resolved against. A host that applied the
+// A call is re-applied to the view that existed right before it: refs are
+// assigned over the transcript up to that call, and the call's ranges are
+// resolved against ProjectView of that prefix. A host that applied the
 // call live against the same view (ApplyInput.Messages = ProjectView of the
 // history before the call) therefore gets identical blocks, refs and token
 // snapshots. Runtime pacing (NudgeState and the failure counters in Stats)

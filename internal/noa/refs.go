@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// IndexToRef renders a 1-based index as mNNNNN. Out-of-range input is a
-// programming error and yields "".
+// IndexToRef formats index (counting from 1) as a zero-padded mNNNNN ref.
+// Callers never pass an index outside the ref range; if one does, "" comes
+// back rather than a ref that could collide.
 func IndexToRef(index int) string {
 	if index < MinRefIndex || index > MaxRefIndex {
 		return ""
@@ -15,8 +16,8 @@ func IndexToRef(index int) string {
 	return fmt.Sprintf("m%0*d", RefWidth, index)
 }
 
-// RefToIndex parses mNNNNN back to its index, tolerating surrounding space,
-// upper case and missing zero padding (m5 == m00005).
+// RefToIndex reverses IndexToRef. Models retype refs loosely, so blanks
+// around it, capitals and short padding are all accepted ("M5" is m00005).
 func RefToIndex(ref string) (int, bool) {
 	s := strings.TrimSpace(ref)
 	if len(s) < 2 || (s[0] != 'm' && s[0] != 'M') {
@@ -57,8 +58,8 @@ func RawForRef(m MessageRefMap, ref string) (string, bool) {
 	return raw, ok
 }
 
-// RefForRaw returns the ref assigned to a host message id. BLOCKED entries
-// are not refs and report false.
+// RefForRaw looks up the ref of a host message id; protected messages have
+// no ref, so they report false.
 func RefForRaw(m MessageRefMap, rawID string) (string, bool) {
 	ref, ok := m.ByRaw[rawID]
 	if !ok || ref == BlockedRef {
@@ -67,8 +68,8 @@ func RefForRaw(m MessageRefMap, rawID string) (string, bool) {
 	return ref, true
 }
 
-// HighestUsedIndex is the largest ref index handed out so far; BLOCKED
-// entries occupy no number.
+// HighestUsedIndex reports the biggest ref number in use (0 when none).
+// Protected messages never consume a number.
 func HighestUsedIndex(m MessageRefMap) int {
 	hi := 0
 	for ref := range m.ByRef {
@@ -79,32 +80,34 @@ func HighestUsedIndex(m MessageRefMap) int {
 	return hi
 }
 
-// AssignRefsOptions parameterises a pass over the messages.
+// AssignRefsOptions configures AssignRefs.
 type AssignRefsOptions struct {
-	// Existing is the map to extend. It is copied, not mutated.
+	// Existing holds the refs given so far; AssignRefs works on a copy.
 	Existing MessageRefMap
-	// NextIndex is where allocation resumes; below MinRefIndex it is clamped.
-	// Numbers already present in Existing are skipped, never reused.
+	// NextIndex is the first number to try (raised to MinRefIndex if
+	// lower); numbers Existing already uses are passed over.
 	NextIndex int
-	// IsProtected marks a message as hard-protected: it is recorded as
-	// BLOCKED and never becomes addressable.
+	// IsProtected picks messages the model may never name: they are stored
+	// as BlockedRef and get no number.
 	IsProtected func(CoreMessage) bool
-	// ShouldSkip leaves a message out of the map entirely.
+	// ShouldSkip picks messages that are not recorded at all (neither ref
+	// nor BlockedRef), such as synthetic ones.
 	ShouldSkip func(CoreMessage) bool
 }
 
-// AssignRefsResult carries the extended map.
+// AssignRefsResult is what AssignRefs returns.
 type AssignRefsResult struct {
 	Map           MessageRefMap
 	NextIndex     int
 	NewlyAssigned int
 }
 
-// AssignRefs gives a ref to every message that does not have one yet.
+// AssignRefs numbers the messages that have no ref so far.
 //
-// A message already in ByRaw is skipped outright, so no compression, prune or
-// rebuild can renumber it: every ref the model has seen stays valid for the
-// whole session. Once MaxRefIndex is used up, later messages stay unaddressed.
+// Messages that already have an entry are left exactly as they are; that is
+// what keeps refs stable across pruning and rebuilds, so a ref the model
+// wrote down earlier still means the same message. After MaxRefIndex no new
+// refs are given; later messages simply cannot be addressed.
 func AssignRefs(messages []CoreMessage, opts AssignRefsOptions) AssignRefsResult {
 	out := cloneRefMap(opts.Existing)
 	next, assigned := assignRefsInto(out, messages, opts.NextIndex, opts.IsProtected, opts.ShouldSkip)
@@ -159,7 +162,8 @@ func FormatRefTag(ref string, tokens int) string {
 	return "[" + ref + " · " + FormatTokens(tokens) + " tok]"
 }
 
-// SummaryMessageID is the synthetic id of a block's rendered summary.
+// SummaryMessageID names the synthetic message that shows a block's summary;
+// the prefix lets later passes tell it apart from host messages.
 func SummaryMessageID(blockID string) string { return SummaryIDPrefix + blockID }
 
 // BlockIDFromSummaryID is the inverse of SummaryMessageID.
@@ -171,8 +175,9 @@ func BlockIDFromSummaryID(s string) (string, bool) {
 	return id, ok
 }
 
-// ParseBlockID accepts "b5", "b005", a bare "5", and a trailing tier label as
-// displayed ("b5(T2)"), case-insensitively. It returns the canonical "bN".
+// ParseBlockID normalises the spellings models use for a block: "b5",
+// "B005", "5", or the displayed form with its tier suffix ("b5(T2)"). The
+// result is always "bN".
 func ParseBlockID(s string) (string, bool) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	if i := strings.IndexByte(s, '('); i >= 0 {

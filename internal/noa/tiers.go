@@ -1,30 +1,31 @@
 package noa
 
-// TierDecision is the outcome of classifying one resolved range.
+// TierDecision says which tier a range compresses and which tier results.
 type TierDecision struct {
-	// TargetTier is the layer being compressed: the lowest tier present in
-	// the range. 0 means raw conversation (no block is absorbed).
+	// TargetTier: the lowest tier found in the range, i.e. the layer being
+	// summarised; 0 when plain messages are summarised and no block merged.
 	TargetTier Tier
-	// OutputTier is the new block's tier: one above the target, capped at
-	// MaxTier (always 1 when tiers are disabled).
+	// OutputTier: TargetTier+1, but never above MaxTier; 1 whenever tiers
+	// are switched off.
 	OutputTier Tier
-	// ConsumedBlockIDs are the blocks absorbed: only those at TargetTier.
+	// ConsumedBlockIDs: the blocks at TargetTier, which the new block takes in.
 	ConsumedBlockIDs []string
-	// SurvivingBlockIDs are blocks inside the range above TargetTier; they
-	// stay active.
+	// SurvivingBlockIDs: blocks in the range with a tier above TargetTier;
+	// they remain live beside the new block.
 	SurvivingBlockIDs []string
 }
 
-// DecideTier classifies a resolved range, one tier at a time.
+// DecideTier works out the tiers for a resolved range; tiers advance by one
+// level per compression.
 //
-// A compression absorbs only the blocks at the lowest tier present; higher
-// tiers stay active, so no content goes through more than one lossy pass at
-// once. For a message-boundary range that still holds loose conversation the
-// lowest tier is the raw messages themselves (TargetTier 0): the result is a
-// tier-1 block and every nested block survives. In a block-boundary range,
-// loose messages between the blocks are swept into the new block but do not
-// pin the target to 0 (spec, ArchiveEntry: "a loose message that was swept
-// up"); otherwise tier 2 could never form once anything sat between blocks.
+// Only the lowest tier in the range is merged, and higher-tier blocks are
+// left alone, so each piece of content loses detail in one summary at a
+// time. A range given in message refs that still contains unsummarised
+// messages therefore targets tier 0: it yields a tier-1 block and all blocks
+// inside it stay. A range given in block ids also takes in any stray
+// messages lying between its blocks, yet those do not force tier 0 (the
+// spec's ArchiveEntry allows such strays); if they did, a tier-2 block could
+// not be built whenever something sat between two tier-1 blocks.
 func DecideTier(r ResolvedRange, state CompressionState, cfg Config) TierDecision {
 	return decideTier(r, state, cfg, nil)
 }
@@ -86,10 +87,10 @@ func looseCount(r ResolvedRange, state CompressionState, covered map[string]bool
 	return n
 }
 
-// IsTerminalRewrite reports a compression that would fold terminal-tier
-// blocks into another terminal-tier block without any new message: it
-// reclaims nothing and only loses detail. By DecideTier, TargetTier ==
-// MaxTier implies OutputTier == MaxTier, so the target alone decides.
+// IsTerminalRewrite is true when a call would merge blocks already at the
+// top tier into yet another top-tier block with no fresh messages. That
+// would only re-summarise a summary, losing detail and saving nothing.
+// Checking TargetTier suffices: at MaxTier the output tier is MaxTier too.
 func IsTerminalRewrite(d TierDecision, directCount int, cfg Config) bool {
 	return d.TargetTier >= 1 && d.TargetTier >= maxTier(cfg) && directCount == 0
 }

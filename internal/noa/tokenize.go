@@ -6,9 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultCountTokens approximates tokens as one per CJK rune plus one per
-// four other runes (rounded up). Counting is by rune, not UTF-16 unit (spec:
-// deliberate deviation from upstream), so an emoji counts once.
+// DefaultCountTokens is a rough estimate with no tokenizer: each CJK rune is
+// a token, and other runes count a quarter each, rounded up. We count runes
+// rather than UTF-16 units (a choice the spec makes on purpose), so an emoji
+// weighs the same as a letter.
 func DefaultCountTokens(text string) int {
 	cjk, other := 0, 0
 	for i := 0; i < len(text); {
@@ -43,8 +44,8 @@ func isCJK(r rune) bool {
 		(r >= 0x3000 && r <= 0x303F) || (r >= 0xFF00 && r <= 0xFFEF)
 }
 
-// CountMessageTokens is one message's cost under count (nil means
-// DefaultCountTokens): its text plus its tool name.
+// CountMessageTokens sizes m as its text plus its tool name, using count
+// (DefaultCountTokens when nil).
 func CountMessageTokens(m CoreMessage, count TokenCountFn) int {
 	if count == nil {
 		count = DefaultCountTokens
@@ -63,8 +64,8 @@ func countFn(c TokenCountFn) TokenCountFn {
 	return c
 }
 
-// FormatTokens renders a token count compactly: exact below 1000, one
-// decimal below 10000 ("2.5K"), whole thousands above ("42K").
+// FormatTokens shortens a token count for display: plain under 1000, "2.5K"
+// style under 10000, "42K" style from there up.
 func FormatTokens(n int) string {
 	neg := ""
 	if n < 0 {

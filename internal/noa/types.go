@@ -13,8 +13,9 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// ContentType is the kind of content a CoreMessage carries. One host message
-// flattens into 0..N CoreMessages, one per content block.
+// ContentType says what a CoreMessage holds. Hosts split a message with
+// several content parts into one CoreMessage per part (possibly none), so
+// each part can be addressed and compressed on its own.
 type ContentType string
 
 // Content types.
@@ -36,33 +37,35 @@ type CoreMessage struct {
 	ToolCallID  string
 }
 
-// Tier is a block's compression level, 1..Config.Tiers.MaxTier. A block's
-// tier is fixed when it is created.
+// Tier is how many rounds of merging a block represents, from 1 up to
+// Config.Tiers.MaxTier. It never changes after the block is made.
 type Tier int
 
 // TokenCountFn estimates the token cost of a text.
 type TokenCountFn func(text string) int
 
-// MessageRefMap is the two-way index between host message ids and the
-// mNNNNN refs the model uses. A ref, once assigned, is never reassigned.
+// MessageRefMap translates host message ids to the short mNNNNN refs shown
+// to the model and back. Refs are permanent: reusing one would make an old
+// ref in the model's memory point at a different message.
 type MessageRefMap struct {
-	ByRaw map[string]string // host id -> "m00001", or BlockedRef
-	ByRef map[string]string // "m00001" -> host id
+	ByRaw map[string]string // id to ref ("m00001"); BlockedRef if protected
+	ByRef map[string]string // ref back to id
 }
 
-// CompressionBlock is one compressed span: the model's summary standing in
-// for it, the messages it covers, and where its originals are archived.
+// CompressionBlock records one compression: the summary shown in place of a
+// span, which messages that span held, and the archive holding their text.
 type CompressionBlock struct {
 	BlockID string
 	Tier    Tier
 	Topic   string
 	Summary string
-	// DirectMessageIDs are the messages this block newly covers.
+	// DirectMessageIDs: messages first covered by this block, not through a
+	// child.
 	DirectMessageIDs []string
-	// EffectiveMessageIDs are all messages covered, absorbed children
-	// included; prune hides exactly these.
+	// EffectiveMessageIDs: the direct messages plus those of every absorbed
+	// child; this is the set prune removes from the view.
 	EffectiveMessageIDs []string
-	// DirectBlockIDs are the lower-tier blocks this block absorbed.
+	// DirectBlockIDs: blocks of lower tiers merged into this one.
 	DirectBlockIDs []string
 	// ArchivePath is absolute; ArchiveRel is relative to the archive root.
 	ArchivePath string
@@ -75,17 +78,18 @@ type CompressionBlock struct {
 	// CreatedAt is a Unix timestamp supplied by the host.
 	CreatedAt int64
 	Active    bool
-	// CompressCallID is the tool_use id of the creating Compress call.
+	// CompressCallID points back to the tool_use that created the block.
 	CompressCallID string
 }
 
-// NudgeState paces nudge injection.
+// NudgeState remembers when nudges were shown, for spacing the next one.
 type NudgeState struct {
-	// LastPerMessageNudgeTokens is the growth baseline.
+	// LastPerMessageNudgeTokens: usage from which growth is measured.
 	LastPerMessageNudgeTokens int
-	// LastNudgeShownTokens is the token count at the last injection.
+	// LastNudgeShownTokens: usage when a nudge was last injected.
 	LastNudgeShownTokens int
-	// LastShownByTier paces each tier independently.
+	// LastShownByTier keeps a separate baseline per tier, so a tier-2 request
+	// does not reset the tier-1 rhythm.
 	LastShownByTier map[Tier]int
 }
 
@@ -110,23 +114,25 @@ type Stats struct {
 	DeadRanges map[string]int
 }
 
-// CompressionState is everything noa remembers about a session: plain data,
-// serialisable and rebuildable from the transcript.
+// CompressionState is noa's whole memory of one session. It is plain data so
+// hosts can store it, and it can be rebuilt from the transcript if lost.
 type CompressionState struct {
 	Blocks      []CompressionBlock
 	MessageRefs MessageRefMap
-	// TokenSnapshot freezes each ref's token count at first render so the
-	// number in a ref tag never drifts (a changed tag invalidates caches).
+	// TokenSnapshot keeps the token figure printed in each ref tag as first
+	// rendered; a figure that changed later would alter old turns and defeat
+	// prompt caching.
 	TokenSnapshot map[string]int
 	Nudge         NudgeState
 	Stats         Stats
 	NextBlockID   int
-	// ArchiveRoot is <ArchiveBaseDir>/<SessionID>, computed by the host.
+	// ArchiveRoot: the session's archive directory, chosen by the host
+	// (normally <ArchiveBaseDir>/<SessionID>).
 	ArchiveRoot string
 	SessionID   string
 }
 
-// CreateInitialState returns the zero state for a fresh session.
+// CreateInitialState starts a session with no blocks and empty, non-nil maps.
 func CreateInitialState(sessionID, archiveRoot string) CompressionState {
 	return CompressionState{
 		MessageRefs:   MessageRefMap{ByRaw: map[string]string{}, ByRef: map[string]string{}},
@@ -187,8 +193,8 @@ func cloneMessages(msgs []CoreMessage) []CoreMessage {
 	return append([]CoreMessage(nil), msgs...)
 }
 
-// ActiveBlocks returns copies of the blocks currently standing in for content,
-// in creation order.
+// ActiveBlocks lists copies of the blocks still shown (not absorbed), oldest
+// first.
 func ActiveBlocks(s CompressionState) []CompressionBlock {
 	var out []CompressionBlock
 	for _, b := range s.Blocks {
@@ -199,7 +205,8 @@ func ActiveBlocks(s CompressionState) []CompressionBlock {
 	return out
 }
 
-// FindBlock returns a pointer into s.Blocks, or nil.
+// FindBlock looks a block up by id (any form ParseBlockID accepts); the result
+// aliases s.Blocks so callers can update it. nil if absent.
 func FindBlock(s *CompressionState, blockID string) *CompressionBlock {
 	if id, ok := ParseBlockID(blockID); ok {
 		blockID = id
@@ -212,8 +219,8 @@ func FindBlock(s *CompressionState, blockID string) *CompressionBlock {
 	return nil
 }
 
-// CoveredMessageIDs is the union of every active block's effective coverage:
-// the set prune hides.
+// CoveredMessageIDs collects the messages hidden behind live blocks, the set
+// prune leaves out of the view.
 func CoveredMessageIDs(s CompressionState) map[string]bool {
 	out := map[string]bool{}
 	for _, b := range s.Blocks {
@@ -241,8 +248,8 @@ func coveringBlock(s CompressionState) map[string]string {
 	return out
 }
 
-// AllocateBlockID hands out the next block id ("bN") and advances the
-// counter. One flat sequence across tiers encodes global creation order.
+// AllocateBlockID returns a fresh "bN" and bumps the counter. Tiers share a
+// single counter, so comparing ids tells which block came first.
 func AllocateBlockID(s *CompressionState) string {
 	if s.NextBlockID < 1 {
 		s.NextBlockID = 1
