@@ -53,9 +53,10 @@ sessions Inspects noa's per-session files under <data_dir>/sessions: list
 
 noa (on unless "noa": {"enabled": false}) tags every tool result with a ref,
 asks the model to Compress old results when they fill noa.context_limit, and
-archives the originals so read_archive can return them verbatim. Clients on
-the stateless 2026-07-28 protocol have no session, so noa cannot follow them:
-their calls pass through unchanged. See docs/sessions.md.
+archives the originals so read_archive can return them verbatim. HTTP
+clients on the stateless 2026-07-28 protocol send no session id, so noa cannot
+follow them and their calls pass through unchanged; over stdio every protocol
+version gets noa. See docs/sessions.md.
 
 The config file (default ~/.mcproxy/config.json) uses the "mcpServers" map of
 Claude Desktop, Cursor and VS Code; see configs/example.json.
