@@ -16,7 +16,8 @@ import (
 
 // The functions below back `mcproxy sessions list|show|archive|rebuild`.
 // They take the options a server would run with (Dir, Noa, Count) and write
-// human-readable text to w. All but Rebuild only read.
+// human-readable text to w. All but Rebuild only read, and take no lock;
+// Rebuild writes, under the session's lock (see LockFile).
 
 // inspected is a session read from disk without changing it.
 type inspected struct {
@@ -30,15 +31,24 @@ type inspected struct {
 	trBytes   int64
 }
 
-func inspect(opts Options, id string) (*inspected, error) {
+// sessionDir is the directory of the existing session id.
+func sessionDir(opts Options, id string) (string, error) {
 	if !ValidSessionID(id) {
-		return nil, fmt.Errorf("invalid session id %q", id)
+		return "", fmt.Errorf("invalid session id %q", id)
 	}
-	opts = opts.withDefaults()
 	dir := filepath.Join(opts.Dir, id)
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("no session %q in %s", id, opts.Dir)
+		return "", fmt.Errorf("no session %q in %s", id, opts.Dir)
+	}
+	return dir, nil
+}
+
+func inspect(opts Options, id string) (*inspected, error) {
+	opts = opts.withDefaults()
+	dir, err := sessionDir(opts, id)
+	if err != nil {
+		return nil, err
 	}
 	in := &inspected{dir: dir, arch: &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS}}
 	if in.tr, err = readTranscript(filepath.Join(dir, TranscriptFile)); err != nil {
@@ -281,10 +291,24 @@ func Archive(w io.Writer, opts Options, id, name string) error {
 
 // Rebuild rebuilds a session's state from its transcript alone, recreating
 // any missing block archive from the recorded originals, writes it to
-// state.json (atomically), and reports what it found. Run it while the
-// session is not in use by a running proxy.
-func Rebuild(w io.Writer, opts Options, id string) error {
+// state.json (atomically), and reports what it found. It holds the
+// session's lock throughout, so it fails with an *InUseError while a proxy
+// (or another rebuild) has the session open.
+func Rebuild(w io.Writer, opts Options, id string) (err error) {
 	opts = opts.withDefaults()
+	dir, err := sessionDir(opts, id)
+	if err != nil {
+		return err
+	}
+	lock, err := lockSession(dir, id)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := lock.release(); err == nil {
+			err = rerr
+		}
+	}()
 	in, err := inspect(opts, id)
 	if err != nil {
 		return err

@@ -16,6 +16,8 @@
 //	state.json         the noa state, replaced atomically after each change
 //	archive/tier<N>/   one markdown file per block (noa.RenderArchive)
 //	archive/results/   originals of results that were cut for size
+//	lock               flock'd by the one process writing the session (Open
+//	                   until Close, Rebuild); holds that process's pid
 //
 // The transcript is the source of truth: the state is rebuilt from it alone
 // (noa.RebuildStateFromLog plus the pacing recorded with each turn), and Open

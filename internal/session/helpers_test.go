@@ -52,6 +52,23 @@ func openHost(t testing.TB, opts Options, id string) *Host {
 	return h
 }
 
+// crash abandons h the way a process dying does: its transcript and lock
+// file are closed (so the kernel drops the lock) and nothing else happens,
+// in particular state.json is not brought up to date. Later uses of h fail
+// with ErrClosed.
+func crash(t testing.TB, h *Host) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	if err := h.tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.lock.release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // words makes deterministic prose of n words.
 func words(rng *rand.Rand, n int) string {
 	vocab := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima " +

@@ -120,6 +120,7 @@ type Host struct {
 	stateSeq  int64 // record state.json reflects
 	nextID    int   // message and call numbering
 	tr        File
+	lock      *dirLock // held from Open to Close
 	trSize    int64
 	unsaved   int // tool calls since state.json was written
 	report    Report
@@ -153,6 +154,10 @@ type Report struct {
 // exist. An existing session is rebuilt from its transcript; the result is
 // checked against state.json and state.json is repaired when it is missing,
 // behind, or different. The returned host must be closed.
+//
+// The host holds the session's lock (see LockFile) until Close: while it is
+// open, another Open or Rebuild of the same session, in this process or
+// another, fails with an *InUseError.
 func Open(opts Options, id string) (*Host, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("opening session: no sessions directory configured")
@@ -173,14 +178,26 @@ func Open(opts Options, id string) (*Host, error) {
 	if err := opts.FS.MkdirAll(h.arch.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
+	// Nothing is read or repaired before the lock is ours: another writer
+	// may be mid-append.
+	lock, err := lockSession(dir, id)
+	if err != nil {
+		var inUse *InUseError
+		if errors.As(err, &inUse) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
 	if err := h.load(); err != nil {
+		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
 	tr, err := opts.FS.OpenAppend(filepath.Join(dir, TranscriptFile))
 	if err != nil {
+		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
-	h.tr = tr
+	h.tr, h.lock = tr, lock
 	for _, w := range h.report.Warnings {
 		h.log.Warn("session restored with a repair", zap.String("detail", w))
 	}
@@ -281,7 +298,8 @@ func (h *Host) Messages() []noa.CoreMessage {
 	return append([]noa.CoreMessage(nil), h.msgs...)
 }
 
-// Close writes state.json if it is behind and closes the transcript.
+// Close writes state.json if it is behind, closes the transcript and
+// releases the session's lock.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -294,6 +312,7 @@ func (h *Host) Close() error {
 		errs = append(errs, h.saveState())
 	}
 	errs = append(errs, h.tr.Close())
+	errs = append(errs, h.lock.release()) // last: every write is done
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closing session %s: %w", h.id, err)
 	}

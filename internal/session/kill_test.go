@@ -28,7 +28,31 @@ func TestMain(m *testing.M) {
 		killHelper(dir, os.Getenv(envHelperStage))
 		return // unreachable: the helper blocks until killed
 	}
+	if dir := os.Getenv(envLockHolderDir); dir != "" {
+		lockHolder(dir)
+		return // unreachable: the holder blocks until killed
+	}
 	os.Exit(m.Run())
+}
+
+// envLockHolderDir makes the re-executed test binary a process that opens
+// session "held" under that directory and blocks (lock_test.go).
+const envLockHolderDir = "MCPROXY_SESSION_LOCK_HOLDER_DIR"
+
+var heldHost *Host
+
+// lockHolder opens session "held", announces "HELD <pid>" and blocks until
+// it is killed, so only the kernel ever releases its lock.
+func lockHolder(dir string) {
+	// The host is never closed (the process dies holding it) and stays
+	// reachable, so no finalizer closes its lock file.
+	var err error
+	if heldHost, err = Open(testOptionsIn(dir), "held"); err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(2)
+	}
+	fmt.Printf("HELD %d\n", os.Getpid())
+	select {}
 }
 
 // killFixtureArgs are the Compress arguments the helper sends.

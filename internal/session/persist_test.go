@@ -141,6 +141,7 @@ func TestOpenBringsStaleStateForward(t *testing.T) {
 	}
 	live := h.State()
 	// No Close: the process "dies" with state.json behind the transcript.
+	crash(t, h)
 	h2, err := Open(opts, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +243,11 @@ func TestIDsAfterUnansweredCall(t *testing.T) {
 	}()
 	<-started
 	call(t, h, "fast", "quick") // msg000003 and its result msg000004
-	// "Crash": reopen while the slow call is unanswered.
+	// Crash while the slow call is unanswered, and reopen: the old process
+	// is gone, so its late answer is not recorded.
+	crash(t, h)
 	h2 := openHost(t, opts, "s")
 	call(t, h2, "next", "after")
-	h.Close() // the old process is gone: its late answer is not recorded
 	close(release)
 	<-done
 	seen := map[string]bool{}

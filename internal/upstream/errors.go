@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -68,3 +70,37 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 
 // Timeout reports true, as net.Error timeouts do.
 func (e *TimeoutError) Timeout() bool { return true }
+
+// CallError is returned by Call when one tools/call to an HTTP upstream
+// failed at the transport level (an HTTP error status, say a 502 from a
+// reverse proxy in front of it, or a dropped connection) while the upstream
+// still answers ping. The server stays ready; only this call failed, and
+// it may or may not have run upstream.
+type CallError struct {
+	Server, Tool string
+	// Status is the HTTP status the request was answered with; 0 when it
+	// failed without one.
+	Status int
+	// Err is the transport's error.
+	Err error
+}
+
+// maxCauseLen bounds how much of the transport's error (which may carry a
+// whole HTML error page) CallError repeats.
+const maxCauseLen = 300
+
+func (e *CallError) Error() string {
+	what := "failed at the HTTP level"
+	if e.Status != 0 {
+		what = fmt.Sprintf("got HTTP %d %s from upstream %q or a proxy in front of it", e.Status, http.StatusText(e.Status), e.Server)
+	}
+	cause := strings.TrimSpace(e.Err.Error())
+	if len(cause) > maxCauseLen {
+		cause = strings.ToValidUTF8(cause[:maxCauseLen], "") + "..."
+	}
+	return fmt.Sprintf("call to %s:%s %s (%s); upstream %q still answers ping, so it stays connected. "+
+		"The call may or may not have run there: retry it if running it twice is safe", e.Server, e.Tool, what, cause, e.Server)
+}
+
+// Unwrap returns the transport's error.
+func (e *CallError) Unwrap() error { return e.Err }

@@ -3,7 +3,8 @@
 // streamable HTTP. It initializes each with a timeout, lists tools across all
 // pages, follows notifications/tools/list_changed, reconnects with capped
 // exponential backoff plus jitter (and on demand when a call needs a server
-// that is down), bounds each call, forwards cancellation, logs each stdio
+// that is down), keeps an HTTP server whose one request failed but which
+// still answers ping, bounds each call, forwards cancellation, logs each stdio
 // child's stderr under its server name and stops children in stages.
 //
 // It does not index or render tools and does not serve MCP itself; it hands
@@ -15,8 +16,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -280,7 +283,9 @@ func (m *Manager) Status() []Status {
 // Call runs tools/call on one server's tool. The upstream's answer comes
 // back as is: a failing tool is a result with IsError set, not an error.
 // Errors: ErrUnknownServer or ErrUnknownTool (wrapped); *DownError when the
-// server cannot take calls; *TimeoutError past the call timeout. When ctx
+// server cannot take calls (or its connection was found lost during this
+// call); *TimeoutError past the call timeout; *CallError when an HTTP
+// upstream failed this one request but still answers, so it stays ready. When ctx
 // ends (or the call timeout passes) the upstream gets notifications/cancelled.
 func (m *Manager) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	l, ok := m.links[server]
@@ -325,6 +330,8 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, ctx.Err())
 	case cctx.Err() != nil && context.Cause(cctx) == errCallTimeout:
 		return nil, &TimeoutError{Server: server, Tool: tool, Limit: l.call.d, Setting: l.call.setting}
+	case isConnErr(err) && s.proc == nil:
+		return nil, l.httpCallFailed(s, tool, err)
 	case isConnErr(err):
 		return nil, l.lostDuringCall(s, tool, err)
 	default:
@@ -333,6 +340,49 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 }
 
 var errCallTimeout = fmt.Errorf("call timeout")
+
+// probeTimeout caps how long httpCallFailed waits for its ping (the init
+// timeout applies when it is shorter).
+const probeTimeout = 5 * time.Second
+
+// httpCallFailed handles a tools/call to an HTTP upstream that failed at the
+// transport level. One failed request (a 502 from a reverse proxy, a reset
+// keep-alive connection) does not show that the server is gone, and taking
+// it down for that would make a server behind a flaky proxy flap; so the
+// server is pinged first and taken out of service only when the ping fails
+// at the transport level or gets no answer in time. Either way the call
+// itself fails: with a *CallError when the server stays, a *DownError when
+// it does not.
+func (l *link) httpCallFailed(s *session, tool string, err error) error {
+	ctx, cancel := context.WithTimeout(l.m.ctx, min(l.init.d, probeTimeout))
+	defer cancel()
+	perr := s.client.Ping(ctx)
+	switch {
+	case perr == nil || (!isConnErr(perr) && ctx.Err() == nil):
+		// An answer, even a JSON-RPC error, means the server is there.
+		ce := &CallError{Server: l.name, Tool: tool, Status: httpStatus(err), Err: err}
+		l.log.Warn("a call failed at the HTTP level but the upstream answers ping; it stays connected",
+			zap.String("tool", tool), zap.Error(err))
+		return ce
+	case ctx.Err() != nil && l.m.ctx.Err() == nil:
+		perr = fmt.Errorf("no answer within %s", min(l.init.d, probeTimeout))
+	}
+	return l.lostDuringCall(s, tool, fmt.Errorf("%w; a ping right after failed too: %v", err, perr))
+}
+
+// statusRE finds the HTTP status in mcp-go's transport errors ("request
+// failed with status 502: ...", "unexpected status code: 503").
+var statusRE = regexp.MustCompile(`\bstatus(?: code)?:? (\d{3})\b`)
+
+// httpStatus is the HTTP status a failed request was answered with, or 0.
+func httpStatus(err error) int {
+	m := statusRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
 
 // lostDuringCall takes a session whose transport failed mid-call out of
 // service and explains it. A stdio child that died says why (exit status,
