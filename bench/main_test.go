@@ -10,11 +10,15 @@ import (
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
-// runMain runs Main and returns its exit code, stdout and stderr.
+// runMain runs Main and returns its exit code, stdout and stderr. HOME is
+// an empty directory, so defaults under ~/.mcproxy (the word-embeddings
+// file that turns query expansion on) are never the developer's own.
 func runMain(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	t.Setenv("HOME", t.TempDir())
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
@@ -185,11 +189,7 @@ func dropTimestamp(data []byte) []byte {
 // TestCapture captures the reference memory server's tools through the real
 // upstream manager and checks they load back as a canonical corpus.
 func TestCapture(t *testing.T) {
-	root := filepath.Dir(mustWD(t))
-	bin := filepath.Join(root, "node_modules", ".bin", "mcp-server-memory")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run npm ci in the repository root (%v)", bin, err)
-	}
+	bin := testenv.NodeBin(t, "mcp-server-memory")
 	dir := t.TempDir()
 	cfg := map[string]any{
 		"mcpServers": map[string]any{

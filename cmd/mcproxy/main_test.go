@@ -24,6 +24,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -152,11 +153,7 @@ func (l *lockedBuffer) String() string {
 // stdout must be a JSON-RPC message, and closing stdin ends the process
 // cleanly.
 func TestServeStdioKeepsStdoutClean(t *testing.T) {
-	fsServer := filepath.Join("..", "..", "node_modules", ".bin", "mcp-server-filesystem")
-	if _, err := os.Stat(fsServer); err != nil {
-		t.Fatalf("%s is missing (%v): run npm ci in the repository root", fsServer, err)
-	}
-	fsServer, _ = filepath.Abs(fsServer)
+	fsServer := testenv.NodeBin(t, "mcp-server-filesystem")
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.json")
 	cfg, _ := json.Marshal(map[string]any{

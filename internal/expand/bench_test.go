@@ -41,7 +41,7 @@ func BenchmarkLoad(b *testing.B) {
 // hold roughly 19^0.6 ≈ 6 times the terms of 527; the extra terms are
 // English words from the embeddings, each with a vector: the worst case for
 // a brute-force scan, which only visits terms with vectors.
-func benchVocab(b *testing.B, v *Vectors, tools int) []string {
+func benchVocab(b testing.TB, v *Vectors, tools int) []string {
 	ix, _ := productionIndex(b, liveMCPTools(b))
 	vocab := ix.Vocabulary()
 	if tools == 527 {
@@ -64,7 +64,9 @@ func benchVocab(b *testing.B, v *Vectors, tools int) []string {
 // BenchmarkExpand measures expansion alone (New once, Expand per query)
 // and a whole production search with and without it, at 527 and 10,000
 // tools' vocabularies. The plain search is the baseline: report
-// expand/search and search+expand/search.
+// expand/search and search+expand/search. "expand" repeats the query
+// set, so after its first pass every word is in the Expander's neighbor
+// cache; "expand-cold" gives each query a fresh Expander.
 func BenchmarkExpand(b *testing.B) {
 	v := vectors(b)
 	queries := loadQueries(b, "livemcptool.queries.json")
@@ -99,6 +101,25 @@ func BenchmarkExpand(b *testing.B) {
 			for b.Loop() {
 				e.Expand(terms[i%len(terms)], func(s string) bool { return known[s] })
 				i++
+			}
+		})
+		// The full pass Expand made before it cached neighbors
+		// (referenceExpand, cache_test.go): the baseline of the two above.
+		b.Run(fmt.Sprintf("tools=%d/expand-reference", tools), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				referenceExpand(e, terms[i%len(terms)], func(s string) bool { return known[s] })
+				i++
+			}
+		})
+		// The same queries on an emptied neighbor cache: every word misses
+		// it, as on the first searches after a vocabulary change.
+		b.Run(fmt.Sprintf("tools=%d/expand-cold", tools), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				clear(e.cache)
+				b.StartTimer()
+				e.Expand(terms[i%len(terms)], func(s string) bool { return known[s] })
 			}
 		})
 	}

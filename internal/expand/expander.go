@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 )
 
 // Options configures an Expander. Zero fields take the defaults documented
@@ -76,6 +77,13 @@ func (o Options) withDefaults() Options {
 // Expander expands analyzed query terms into related terms of one index
 // vocabulary. It is immutable and safe for concurrent use; build a new one
 // when the vocabulary changes.
+//
+// A query word's nearest index terms depend only on the word and on the
+// vocabulary, so the Expander remembers them (up to cacheSize words): a
+// word seen before costs a map lookup instead of a pass over every index
+// term. The cache changes no result: it holds each word's candidates in
+// the order a full pass ranks them, with a few to spare for those a query
+// filters out, and Expand falls back to the full pass when too many are.
 type Expander struct {
 	vecs   *Vectors
 	opts   Options
@@ -83,7 +91,29 @@ type Expander struct {
 	terms  []string  // index terms that have a vector, ascending
 	matrix []float32 // their unit vectors, row-major, len(terms)*dims
 	vocab  []string  // the whole vocabulary, ascending, distinct
+
+	cacheMu  sync.RWMutex
+	cache    map[string]neighbors // by query word; only when opts.Context == 0
+	cacheMax int                  // cacheSize, lowered by tests
 }
+
+// neighbors are a query word's best index terms (rows) by similarity, at
+// least MinSimilarity, before any query's filtering: the whole list when
+// complete, else its first Neighbors+spareNeighbors.
+type neighbors struct {
+	cands    []cand
+	complete bool
+}
+
+const (
+	// cacheSize bounds the words an Expander remembers (each entry is a
+	// few dozen bytes); past it, an arbitrary entry makes room.
+	cacheSize = 8192
+	// spareNeighbors is how many candidates beyond Neighbors a cache
+	// entry keeps for the query's own words (never their own expansions)
+	// and for terms the index dropped since the Expander was built.
+	spareNeighbors = 6
+)
 
 // New returns an Expander over vocab, the distinct analyzed terms the index
 // holds (in any order, duplicates allowed; vocab is not modified). Index
@@ -91,6 +121,10 @@ type Expander struct {
 // part only as known words: they are never offered as expansions.
 func New(v *Vectors, vocab []string, opts Options) *Expander {
 	e := &Expander{vecs: v, opts: opts.withDefaults(), dims: v.Dims()}
+	if e.opts.Context == 0 {
+		e.cache = make(map[string]neighbors)
+		e.cacheMax = cacheSize
+	}
 	sorted := slices.Clone(vocab)
 	if !slices.IsSorted(sorted) { // the index hands it over sorted
 		slices.Sort(sorted)
@@ -154,27 +188,18 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 			return ok
 		}
 	}
-	inQuery := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		inQuery[t] = true
+	// keep says whether an index term may expand this query.
+	keep := func(row int) bool {
+		t := e.terms[row]
+		return !slices.Contains(terms, t) && inIndex(t)
 	}
-	// The query words with vectors, and their mean (the context).
-	type word struct {
-		term string
-		base float64
-		vec  []float32
-	}
-	var words []word
-	ctx := make([]float32, e.dims)
+	// The query words to expand: with a vector, not among the most
+	// frequent words, and a weight for their kind (known or not).
+	words := make([]word, 0, len(terms))
 	for _, t := range terms {
 		i := e.vecs.index(t)
 		if i < 0 {
 			continue
-		}
-		vec := make([]float32, e.dims)
-		e.vecs.row(i, vec)
-		for j, x := range vec {
-			ctx[j] += x
 		}
 		base := e.opts.UnknownWeight
 		if inIndex(t) {
@@ -183,66 +208,30 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 		if base <= 0 || int(e.vecs.ranks[i]) < e.opts.MinRank {
 			continue
 		}
-		words = append(words, word{t, base, vec})
+		words = append(words, word{term: t, row: i, base: base})
 	}
 	if len(words) == 0 {
 		return nil
 	}
-	alpha := float32(e.opts.Context)
-	if alpha > 0 {
-		normalize(ctx)
+	if e.cache == nil {
+		e.scanInContext(terms, words, keep)
+	} else {
+		e.fromCache(words, keep)
 	}
-	// One pass over the index terms scores every query word: the matrix
-	// is larger than the CPU caches at 10,000 tools, the words are few.
-	qs := make([]float32, len(words)*e.dims)
-	for k, w := range words {
-		q := qs[k*e.dims : (k+1)*e.dims]
-		for j := range q {
-			q[j] = (1-alpha)*w.vec[j] + alpha*ctx[j]
-		}
-	}
-	minSim := float32(e.opts.MinSimilarity)
-	tops := make([][]cand, len(words))
-	for i, term := range e.terms {
-		row := e.matrix[i*e.dims : (i+1)*e.dims]
-		for k := range words {
-			s := dot32(row, qs[k*e.dims:(k+1)*e.dims])
-			if s < minSim {
-				continue
-			}
-			top := tops[k]
-			if len(top) == e.opts.Neighbors && s <= top[len(top)-1].sim {
-				continue
-			}
-			if inQuery[term] || !inIndex(term) {
-				continue
-			}
-			// Keep the best Neighbors by similarity, then by term (rows are
-			// in term order, so an earlier row wins a tie).
-			pos := len(top)
-			for pos > 0 && top[pos-1].sim < s {
-				pos--
-			}
-			top = slices.Insert(top, pos, cand{i, s})
-			if len(top) > e.opts.Neighbors {
-				top = top[:e.opts.Neighbors]
-			}
-			tops[k] = top
-		}
-	}
-	best := map[string]WeightedTerm{}
-	for k, w := range words {
-		for _, c := range tops[k] {
+
+	out := make([]WeightedTerm, 0, len(words)*e.opts.Neighbors)
+	for _, w := range words {
+		for _, c := range w.top {
 			wt := min(w.base*float64(c.sim), maxWeight)
 			term := e.terms[c.i]
-			if old, ok := best[term]; !ok || wt > old.Weight {
-				best[term] = WeightedTerm{Term: term, Weight: wt, From: w.term}
+			k := slices.IndexFunc(out, func(x WeightedTerm) bool { return x.Term == term })
+			switch {
+			case k < 0:
+				out = append(out, WeightedTerm{Term: term, Weight: wt, From: w.term})
+			case wt > out[k].Weight:
+				out[k] = WeightedTerm{Term: term, Weight: wt, From: w.term}
 			}
 		}
-	}
-	out := make([]WeightedTerm, 0, len(best))
-	for _, wt := range best {
-		out = append(out, wt)
 	}
 	slices.SortFunc(out, func(a, b WeightedTerm) int {
 		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
@@ -251,6 +240,145 @@ func (e *Expander) Expand(terms []string, inIndex func(term string) bool) []Weig
 		return cmp.Compare(a.Term, b.Term)
 	})
 	return out
+}
+
+// word is a query word to expand: its row in the vectors file, the weight
+// its expansions' similarities are scaled by, and its chosen neighbors.
+type word struct {
+	term string
+	row  int
+	base float64
+	top  []cand
+}
+
+// fromCache sets each word's neighbors from the cache, scanning the index
+// terms once for the words not in it yet.
+func (e *Expander) fromCache(words []word, keep func(row int) bool) {
+	lists := make([]neighbors, len(words))
+	var missing []int // indexes into words
+	e.cacheMu.RLock()
+	for k, w := range words {
+		nb, ok := e.cache[w.term]
+		if !ok {
+			missing = append(missing, k)
+		}
+		lists[k] = nb
+	}
+	e.cacheMu.RUnlock()
+	if len(missing) > 0 {
+		qs := make([]float32, len(missing)*e.dims)
+		for m, k := range missing {
+			e.vecs.row(words[k].row, qs[m*e.dims:(m+1)*e.dims])
+		}
+		limit := e.opts.Neighbors + spareNeighbors
+		tops := e.scan(qs, limit, nil)
+		e.cacheMu.Lock()
+		for m, k := range missing {
+			nb := neighbors{cands: tops[m], complete: len(tops[m]) < limit}
+			lists[k] = nb
+			if len(e.cache) >= e.cacheMax {
+				for old := range e.cache {
+					delete(e.cache, old)
+					break
+				}
+			}
+			e.cache[words[k].term] = nb
+		}
+		e.cacheMu.Unlock()
+	}
+	for k := range words {
+		top := make([]cand, 0, e.opts.Neighbors)
+		for _, c := range lists[k].cands {
+			if len(top) == e.opts.Neighbors {
+				break
+			}
+			if keep(c.i) {
+				top = append(top, c)
+			}
+		}
+		if len(top) < e.opts.Neighbors && !lists[k].complete {
+			// The query filtered out more than the spare candidates: rank
+			// every index term again, filtered this time.
+			q := make([]float32, e.dims)
+			e.vecs.row(words[k].row, q)
+			top = e.scan(q, e.opts.Neighbors, keep)[0]
+		}
+		words[k].top = top
+	}
+}
+
+// scanInContext sets each word's neighbors with Options.Context: the
+// word's vector blended with the query's mean, which no cache can hold.
+func (e *Expander) scanInContext(terms []string, words []word, keep func(row int) bool) {
+	// The mean of every query word with a vector, expanded or not.
+	ctx := make([]float32, e.dims)
+	vec := make([]float32, e.dims)
+	for _, t := range terms {
+		i := e.vecs.index(t)
+		if i < 0 {
+			continue
+		}
+		e.vecs.row(i, vec)
+		for j, x := range vec {
+			ctx[j] += x
+		}
+	}
+	normalize(ctx)
+	alpha := float32(e.opts.Context)
+	qs := make([]float32, len(words)*e.dims)
+	for k, w := range words {
+		e.vecs.row(w.row, vec)
+		q := qs[k*e.dims : (k+1)*e.dims]
+		for j := range q {
+			q[j] = (1-alpha)*vec[j] + alpha*ctx[j]
+		}
+	}
+	tops := e.scan(qs, e.opts.Neighbors, keep)
+	for k := range words {
+		words[k].top = tops[k]
+	}
+}
+
+// scan ranks the index terms against each query vector in qs (row-major,
+// dims each) and returns, per vector, the best limit terms at least
+// MinSimilarity from it that keep accepts (all when keep is nil), by
+// similarity, then by term. One pass over the index terms serves every
+// vector: the matrix is larger than the CPU caches at 10,000 tools, the
+// query words are few.
+func (e *Expander) scan(qs []float32, limit int, keep func(row int) bool) [][]cand {
+	n := len(qs) / e.dims
+	minSim := float32(e.opts.MinSimilarity)
+	tops := make([][]cand, n)
+	for k := range tops {
+		tops[k] = make([]cand, 0, limit+1)
+	}
+	for i := range e.terms {
+		row := e.matrix[i*e.dims : (i+1)*e.dims]
+		for k := range n {
+			s := dot32(row, qs[k*e.dims:(k+1)*e.dims])
+			if s < minSim {
+				continue
+			}
+			top := tops[k]
+			if len(top) == limit && s <= top[len(top)-1].sim {
+				continue
+			}
+			if keep != nil && !keep(i) {
+				continue
+			}
+			// Rows are in term order, so an earlier row wins a tie.
+			pos := len(top)
+			for pos > 0 && top[pos-1].sim < s {
+				pos--
+			}
+			top = slices.Insert(top, pos, cand{i, s})
+			if len(top) > limit {
+				top = top[:limit]
+			}
+			tops[k] = top
+		}
+	}
+	return tops
 }
 
 // cand is an index term (row) and its similarity to a query word.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/testenv"
+	datasets "github.com/mcproxy/mcproxy/internal/testenv/corpora"
 )
 
 // The harness measures expansion on the production index without touching
@@ -237,7 +238,7 @@ type metrics struct {
 	n                  int
 }
 
-func score(hits []hit, labels []label) (hit5, rr, recall5 float64) {
+func score(hits []hit, labels []testenv.Label) (hit5, rr, recall5 float64) {
 	rank := map[string]int{}
 	for i, h := range hits {
 		rank[h.id] = i + 1
@@ -344,17 +345,8 @@ func TestHarnessMatchesIndex(t *testing.T) {
 
 // Corpora and graded queries, read as internal/index's tests read them.
 
-type label struct {
-	ToolID    string `json:"tool_id"`
-	Relevance int    `json:"relevance"`
-}
-
-type gradedQuery struct {
-	ID     string  `json:"id"`
-	Query  string  `json:"query"`
-	Split  string  `json:"split"`
-	Labels []label `json:"labels"`
-}
+// gradedQuery is one query of a set in bench/queries.
+type gradedQuery = testenv.Query
 
 var corpora = []struct {
 	name    string
@@ -367,80 +359,17 @@ var corpora = []struct {
 
 func loadQueries(t testing.TB, name string) []gradedQuery {
 	t.Helper()
-	var f struct {
-		Queries []gradedQuery `json:"queries"`
-	}
-	readJSON(t, filepath.Join(repoRoot(t), "bench", "queries", name), &f)
-	if len(f.Queries) == 0 {
-		t.Fatalf("%s holds no queries", name)
-	}
-	return f.Queries
-}
-
-// datasetsDir is the frozen corpora directory: $MCPROXY_DATASETS, else
-// ../shared/datasets relative to the repository root.
-func datasetsDir(t testing.TB) string {
-	if d := os.Getenv("MCPROXY_DATASETS"); d != "" {
-		return d
-	}
-	return filepath.Join(repoRoot(t), "..", "shared", "datasets")
-}
-
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (set MCPROXY_DATASETS to the frozen corpora directory): %v", path, err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("decoding %s: %v", path, err)
-	}
+	return testenv.Queries(t, name)
 }
 
 func corpusV2(t testing.TB) []config.ToolMetadata {
 	t.Helper()
-	var f struct {
-		Tools []struct {
-			Server      string          `json:"server"`
-			Tool        string          `json:"tool"`
-			Description string          `json:"description"`
-			Schema      json.RawMessage `json:"schema"`
-		} `json:"tools"`
-	}
-	readJSON(t, filepath.Join(datasetsDir(t), "corpus_v2.tools.json"), &f)
-	out := make([]config.ToolMetadata, len(f.Tools))
-	for i, x := range f.Tools {
-		out[i] = config.ToolMetadata{Name: x.Tool, ServerName: x.Server, Description: x.Description, ParamsJSON: string(x.Schema)}
-	}
-	if len(out) != 45 {
-		t.Fatalf("corpus_v2 has %d tools, want 45", len(out))
-	}
-	return out
+	return datasets.Metadata(datasets.CorpusV2(t))
 }
 
 func liveMCPTools(t testing.TB) []config.ToolMetadata {
 	t.Helper()
-	var f struct {
-		Tools []struct {
-			Server      string          `json:"server"`
-			Tool        string          `json:"tool"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-	}
-	readJSON(t, filepath.Join(datasetsDir(t), "livemcptool_snapshot", "tools.json"), &f)
-	out := make([]config.ToolMetadata, len(f.Tools))
-	for i, x := range f.Tools {
-		params := ""
-		if len(x.InputSchema) > 0 && string(x.InputSchema) != "null" {
-			params = string(x.InputSchema)
-		}
-		out[i] = config.ToolMetadata{Name: x.Tool, ServerName: x.Server, Description: x.Description, ParamsJSON: params}
-	}
-	if len(out) != 527 {
-		t.Fatalf("LiveMCPTool snapshot has %d tools, want 527", len(out))
-	}
-	return out
+	return datasets.Metadata(datasets.LiveMCPTools(t))
 }
 
 // byServer groups tools by server, in order of first appearance.

@@ -8,35 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// repoRoot walks up from the test's directory to the one holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
+	"github.com/mcproxy/mcproxy/internal/testenv"
+)
 
 // sourceDir is the installed npm package the tests convert.
 func sourceDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "node_modules", SourcePackage)
-	if _, err := os.Stat(filepath.Join(dir, sourceJSON)); err != nil {
-		t.Fatalf("%s is not installed (run npm ci in the repository root): %v", SourcePackage, err)
-	}
-	return dir
+	return testenv.NodePackage(t, SourcePackage, "")
 }
 
 // The converted file is built once per test binary, into a directory

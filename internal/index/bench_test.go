@@ -11,6 +11,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // Benchmarks, run with
@@ -29,11 +30,7 @@ import (
 // not depend on relevance labels.
 func benchQueries(b *testing.B) []string {
 	b.Helper()
-	var queries []string
-	for _, q := range loadQueries(b, "livemcptool.queries.json").Queries {
-		queries = append(queries, q.Query)
-	}
-	return queries
+	return testenv.QueryTexts(b, "livemcptool.queries.json")
 }
 
 func BenchmarkSearch(b *testing.B) {

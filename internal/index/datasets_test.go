@@ -1,101 +1,24 @@
 package index
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
+	"github.com/mcproxy/mcproxy/internal/testenv/corpora"
 )
-
-// repoRoot walks up from the test's directory to the one holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// datasetsDir is the frozen corpora directory: $MCPROXY_DATASETS, else
-// ../shared/datasets relative to the repository root.
-func datasetsDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("MCPROXY_DATASETS"); d != "" {
-		return d
-	}
-	return filepath.Join(repoRoot(t), "..", "shared", "datasets")
-}
-
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (set MCPROXY_DATASETS to the frozen corpora directory): %v", path, err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("decoding %s: %v", path, err)
-	}
-}
 
 // corpusV2 loads the 45 tools of corpus_v2.
 func corpusV2(t testing.TB) []config.ToolMetadata {
 	t.Helper()
-	var f struct {
-		Tools []struct {
-			Server      string          `json:"server"`
-			Tool        string          `json:"tool"`
-			Description string          `json:"description"`
-			Schema      json.RawMessage `json:"schema"`
-		} `json:"tools"`
-	}
-	readJSON(t, filepath.Join(datasetsDir(t), "corpus_v2.tools.json"), &f)
-	out := make([]config.ToolMetadata, len(f.Tools))
-	for i, x := range f.Tools {
-		out[i] = config.ToolMetadata{Name: x.Tool, ServerName: x.Server, Description: x.Description, ParamsJSON: string(x.Schema)}
-	}
-	if len(out) != 45 {
-		t.Fatalf("corpus_v2 has %d tools, want 45", len(out))
-	}
-	return out
+	return corpora.Metadata(corpora.CorpusV2(t))
 }
 
 // liveMCPTools loads the 527 tools of the LiveMCPTool snapshot.
 func liveMCPTools(t testing.TB) []config.ToolMetadata {
 	t.Helper()
-	var f struct {
-		Tools []struct {
-			Server      string          `json:"server"`
-			Tool        string          `json:"tool"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-	}
-	readJSON(t, filepath.Join(datasetsDir(t), "livemcptool_snapshot", "tools.json"), &f)
-	out := make([]config.ToolMetadata, len(f.Tools))
-	for i, x := range f.Tools {
-		params := ""
-		if len(x.InputSchema) > 0 && string(x.InputSchema) != "null" {
-			params = string(x.InputSchema)
-		}
-		out[i] = config.ToolMetadata{Name: x.Tool, ServerName: x.Server, Description: x.Description, ParamsJSON: params}
-	}
-	if len(out) != 527 {
-		t.Fatalf("LiveMCPTool snapshot has %d tools, want 527", len(out))
-	}
-	return out
+	return corpora.Metadata(corpora.LiveMCPTools(t))
 }
 
 // synthesize returns n tools derived deterministically from base: copy k of
@@ -145,20 +68,10 @@ func load(t testing.TB, ix *Index, tools []config.ToolMetadata) {
 }
 
 type querySet struct {
-	Queries []struct {
-		ID     string `json:"id"`
-		Query  string `json:"query"`
-		Split  string `json:"split"`
-		Labels []struct {
-			ToolID    string `json:"tool_id"`
-			Relevance int    `json:"relevance"`
-		} `json:"labels"`
-	} `json:"queries"`
+	Queries []testenv.Query
 }
 
 func loadQueries(t testing.TB, name string) querySet {
 	t.Helper()
-	var qs querySet
-	readJSON(t, filepath.Join(repoRoot(t), "bench", "queries", name), &qs)
-	return qs
+	return querySet{Queries: testenv.Queries(t, name)}
 }

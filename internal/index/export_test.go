@@ -8,5 +8,8 @@ var (
 	LoadForTest         = load
 	BenchQueriesForTest = benchQueries
 	RunSearchesForTest  = runSearches
-	RepoRootForTest     = repoRoot
 )
+
+// WaitExpanderForTest waits until the background build of the expansion
+// function, if one runs, is over.
+func WaitExpanderForTest(ix *Index) { ix.expWG.Wait() }

@@ -3,6 +3,8 @@ package index
 import (
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,9 +109,12 @@ func TestExactNameFirst(t *testing.T) {
 }
 
 func TestExpand(t *testing.T) {
+	var mu sync.Mutex // the expander runs on the index's builder goroutine
 	var asked []string
 	var known, unknown bool
 	expand := func(terms []string, inIndex func(string) bool) []WeightedTerm {
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append([]string(nil), terms...)
 		known, unknown = inIndex("directori"), inIndex("folder")
 		return []WeightedTerm{{Term: "directori", Weight: 0.5}, {Term: "folder", Weight: 0.9}}
@@ -120,35 +125,69 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("without expansion: got %v, want no hits (no tool says folder)", ids(got))
 	}
 	var vocabs int
+	var last []string
 	expander := func(vocab []string) ExpandFunc {
+		mu.Lock()
+		defer mu.Unlock()
 		vocabs++
+		last = vocab
 		if !slices.Contains(vocab, "directori") {
 			t.Errorf("expander got a vocabulary without directori (%d terms)", len(vocab))
 		}
 		return expand
 	}
+	calls := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return vocabs
+	}
 	ix := newIndex(t, Options{Expander: expander})
 	load(t, ix, smallSet)
+	ix.expWG.Wait() // the background build after the last Upsert
+	built := calls()
+	if built == 0 {
+		t.Fatal("got no expander built after Upsert, want one built in the background")
+	}
 	got := mustSearch(t, ix, "folders", 3)
+	mu.Lock()
 	if !slices.Equal(asked, []string{"folder"}) {
 		t.Errorf("expand got terms %v, want the analyzed query [folder]", asked)
 	}
 	if !known || unknown {
 		t.Errorf("inIndex: got directori %v, folder %v; want true, false", known, unknown)
 	}
+	mu.Unlock()
 	if len(got) == 0 || !strings.Contains(got[0].Name, "Directory") && got[0].Name != "move_file" {
 		t.Errorf("with expansion: got %v, want a directory tool first", ids(got))
 	}
 	mustSearch(t, ix, "folders", 3)
-	if vocabs != 1 {
-		t.Errorf("got the expander called %d times for one vocabulary, want once", vocabs)
+	if n := calls(); n != built {
+		t.Errorf("got the expander called %d more times by searches, want none (built in the background)", n-built)
 	}
-	if err := ix.Upsert("extra", []config.ToolMetadata{tool("extra", "noop", "Do nothing.", "")}); err != nil {
+
+	extra := []config.ToolMetadata{tool("extra", "noop", "Do nothing.", "")}
+	if err := ix.Upsert("extra", extra); err != nil {
+		t.Fatal(err)
+	}
+	ix.expWG.Wait()
+	if n := calls(); n != built+1 {
+		t.Errorf("got the expander called %d times after the vocabulary changed, want once", n-built)
+	}
+	mu.Lock()
+	if !slices.Contains(last, "noop") {
+		t.Errorf("expander's last vocabulary lacks the new tool's noop (%d terms)", len(last))
+	}
+	mu.Unlock()
+	mustSearch(t, ix, "folders", 3)
+	// The same tools again: the vocabulary is unchanged, so is the
+	// expansion function (and whatever it has cached).
+	if err := ix.Upsert("extra", extra); err != nil {
 		t.Fatal(err)
 	}
 	mustSearch(t, ix, "folders", 3)
-	if vocabs != 2 {
-		t.Errorf("got the expander called %d times after the vocabulary changed, want twice", vocabs)
+	ix.expWG.Wait()
+	if n := calls(); n != built+1 {
+		t.Errorf("got the expander called %d times for an unchanged vocabulary, want 0", n-built-1)
 	}
 
 	off := DefaultFeatures()
@@ -157,6 +196,69 @@ func TestExpand(t *testing.T) {
 	load(t, ix0, smallSet)
 	if got := mustSearch(t, ix0, "folders", 3); len(got) != 0 {
 		t.Errorf("ExpansionWeight 0: got %v, want no hits", ids(got))
+	}
+}
+
+// TestExpandRightAfterUpsert searches while the background build may still
+// run: whichever of the search and the builder builds the expansion
+// function, the search must use the vocabulary the Upsert left.
+func TestExpandRightAfterUpsert(t *testing.T) {
+	expander := func(vocab []string) ExpandFunc {
+		return func(terms []string, inIndex func(string) bool) []WeightedTerm {
+			if slices.Contains(terms, "umbrella") && slices.Contains(vocab, "forecast") {
+				return []WeightedTerm{{Term: "forecast", Weight: 0.9, From: "umbrella"}}
+			}
+			return nil
+		}
+	}
+	ix := newIndex(t, Options{Expander: expander})
+	for i := range 20 {
+		if got := mustSearch(t, ix, "umbrella", 3); len(got) != 0 {
+			t.Fatalf("round %d, before the weather server: got %v, want no hits", i, ids(got))
+		}
+		w := []config.ToolMetadata{tool("weather", "get_forecast", "Get the weather forecast for a city.", "")}
+		if err := ix.Upsert("weather", w); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustSearch(t, ix, "umbrella", 3); len(got) != 1 || got[0].ID != "weather:get_forecast" {
+			t.Fatalf("round %d, right after Upsert: got %v, want weather:get_forecast", i, ids(got))
+		}
+		if err := ix.Remove("weather"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCloseWaitsForExpanderBuild closes the index while the background
+// build runs: Close returns only after the build is over, so no goroutine
+// outlives the index.
+func TestCloseWaitsForExpanderBuild(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var done atomic.Bool
+	var once sync.Once
+	expander := func(vocab []string) ExpandFunc {
+		once.Do(func() { close(started) })
+		<-release
+		done.Store(true)
+		return nil
+	}
+	ix, err := New(Options{Expander: expander})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Upsert("weather", []config.ToolMetadata{tool("weather", "get_forecast", "Weather forecast.", "")}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	closed := make(chan error)
+	go func() { closed <- ix.Close() }()
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if !done.Load() {
+		t.Error("Close returned before the expander build finished")
 	}
 }
 

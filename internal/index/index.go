@@ -53,9 +53,11 @@ type Options struct {
 	Features *Features
 	// Expander, when set, provides query expansion (related terms, e.g.
 	// from word embeddings, weighted below the query's own words). It is
-	// called with the index's vocabulary, sorted, on the first search after
-	// the vocabulary changed; the ExpandFunc it returns serves searches
-	// until the next change.
+	// called with the index's vocabulary, sorted, in the background after
+	// the vocabulary changed (or by the first search after the change, if
+	// that comes before the background build is done); the ExpandFunc it
+	// returns serves searches until the next change. It must be safe to
+	// call from any goroutine.
 	Expander func(vocab []string) ExpandFunc
 }
 
@@ -95,9 +97,13 @@ type Index struct {
 	features Features
 	expander func(vocab []string) ExpandFunc
 
-	expMu      sync.Mutex // guards the two below
-	expand     ExpandFunc // built by expander for vocabulary version expVersion
-	expVersion int
+	expMu       sync.Mutex // guards the five below
+	expand      ExpandFunc // built by expander for vocabulary version expVersion
+	expVersion  int
+	expVocab    []string       // the vocabulary expand was built from
+	expDirty    bool           // the vocabulary changed since the builder last looked
+	expBuilding bool           // a builder goroutine is running
+	expWG       sync.WaitGroup // the builder goroutine; Close waits for it
 
 	wmu sync.Mutex // serializes writers: the read-then-write of Upsert must not interleave
 
@@ -257,6 +263,9 @@ func New(opts Options) (*Index, error) {
 	ix.lookup = newLookup()
 	for server, st := range ix.stats {
 		ix.lookup.update(server, serverStats{}, st, false)
+	}
+	if len(ix.stats) > 0 {
+		ix.vocabularyChanged()
 	}
 	return ix, nil
 }
@@ -430,6 +439,12 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	if ix.closed {
 		return ErrClosed
 	}
+	changed := false
+	defer func() { // after statsMu is released, before mu is
+		if changed {
+			ix.vocabularyChanged()
+		}
+	}()
 
 	old, err := ix.serverDocIDs(server)
 	if err != nil {
@@ -493,6 +508,7 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	}
 	ix.lookup.update(server, prev, st, hadPrev)
 	ix.bm25 = bm25
+	changed = true
 	return nil
 }
 
@@ -669,20 +685,98 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	return hits, nil
 }
 
-// expandFunc returns the expansion function for the current vocabulary,
-// building it when the vocabulary changed. The caller holds statsMu for
+// expandFunc returns the expansion function for the current vocabulary.
+// The background builder (buildExpanders) usually has it ready; when a
+// search comes first, the search builds it. The caller holds statsMu for
 // reading.
 func (ix *Index) expandFunc() ExpandFunc {
 	ix.expMu.Lock()
 	defer ix.expMu.Unlock()
 	if ix.expand == nil || ix.expVersion != ix.lookup.version {
-		ix.expand = ix.expander(ix.lookup.vocabulary())
-		ix.expVersion = ix.lookup.version
-		if ix.expand == nil {
-			ix.expand = func([]string, func(string) bool) []WeightedTerm { return nil }
-		}
+		ix.installExpand(ix.lookup.version, ix.lookup.vocabulary(), nil)
 	}
 	return ix.expand
+}
+
+// installExpand makes fn (nil: a new one built from vocab) the expansion
+// function of vocabulary version, unless a newer one is installed. An
+// unchanged vocabulary keeps the function it has, and with it whatever
+// that function has cached. The caller holds expMu.
+func (ix *Index) installExpand(version int, vocab []string, fn ExpandFunc) {
+	if ix.expand != nil && version <= ix.expVersion {
+		return
+	}
+	if ix.expand != nil && slices.Equal(vocab, ix.expVocab) {
+		ix.expVersion = version
+		return
+	}
+	if fn == nil {
+		fn = ix.newExpandFunc(vocab)
+	}
+	ix.expand, ix.expVersion, ix.expVocab = fn, version, vocab
+}
+
+// newExpandFunc calls Options.Expander, never returning nil.
+func (ix *Index) newExpandFunc(vocab []string) ExpandFunc {
+	if fn := ix.expander(vocab); fn != nil {
+		return fn
+	}
+	return func([]string, func(string) bool) []WeightedTerm { return nil }
+}
+
+// vocabularyChanged starts building the expansion function of the new
+// vocabulary in the background, so the next search does not pay for it
+// (tens of milliseconds at 10,000 tools). Writes do not wait for it:
+// Upsert, called once per server at start-up, stays as fast as without
+// expansion, and a burst of them costs one build per change the builder
+// sees, not one per Upsert. The caller holds mu for reading, so Close
+// cannot start waiting for the builder before it is counted.
+func (ix *Index) vocabularyChanged() {
+	if ix.expander == nil {
+		return
+	}
+	ix.expMu.Lock()
+	defer ix.expMu.Unlock()
+	ix.expDirty = true
+	if ix.expBuilding {
+		return // the running builder looks again before it stops
+	}
+	ix.expBuilding = true
+	ix.expWG.Add(1)
+	go ix.buildExpanders()
+}
+
+// buildExpanders builds expansion functions until it has built one for the
+// latest vocabulary. It never holds expMu and statsMu together, and holds
+// neither while building.
+func (ix *Index) buildExpanders() {
+	defer ix.expWG.Done()
+	for {
+		ix.expMu.Lock()
+		if !ix.expDirty {
+			ix.expBuilding = false
+			ix.expMu.Unlock()
+			return
+		}
+		ix.expDirty = false
+		ix.expMu.Unlock()
+
+		ix.statsMu.RLock()
+		version, vocab := ix.lookup.version, ix.lookup.vocabulary()
+		ix.statsMu.RUnlock()
+
+		ix.expMu.Lock()
+		stale := ix.expand == nil || version > ix.expVersion
+		same := ix.expand != nil && slices.Equal(vocab, ix.expVocab)
+		ix.expMu.Unlock()
+		var fn ExpandFunc
+		if stale && !same {
+			fn = ix.newExpandFunc(vocab)
+		}
+		ix.expMu.Lock()
+		ix.installExpand(version, vocab, fn)
+		ix.expMu.Unlock()
+	}
 }
 
 // priorDepth is how many more candidates than asked for a search ranks
@@ -779,6 +873,7 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
+	ix.expWG.Wait() // no write can start another builder now
 	if err := ix.bleve.Close(); err != nil {
 		return fmt.Errorf("closing index: %w", err)
 	}

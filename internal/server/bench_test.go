@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/testenv"
+	"github.com/mcproxy/mcproxy/internal/testenv/corpora"
 )
 
 // BenchmarkRetrieveTools measures a retrieve_tools call (MCP request
@@ -27,8 +25,8 @@ import (
 //
 //	go test -run '^$' -bench RetrieveTools -benchtime 2000x ./internal/server
 func BenchmarkRetrieveTools(b *testing.B) {
-	base := liveMCPTools(b)
-	queries := liveMCPQueries(b)
+	base := corpora.LiveMCPTools(b)
+	queries := testenv.QueryTexts(b, "livemcptool.queries.json")
 	arm, err := arms.Resolve(config.DefaultArm)
 	if err != nil {
 		b.Fatal(err)
@@ -117,52 +115,6 @@ func (u catalogUpstreams) MCPTool(string, string) (mcp.Tool, bool) { return mcp.
 func (u catalogUpstreams) Status() []UpstreamStatus                { return nil }
 func (u catalogUpstreams) Call(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("benchmark catalog: calls are not supported")
-}
-
-func liveMCPTools(b *testing.B) []config.Tool {
-	b.Helper()
-	path := filepath.Join(testenv.Datasets(b), "livemcptool_snapshot", "tools.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatalf("reading the LiveMCPTool corpus (set MCPROXY_DATASETS to the datasets directory): %v", err)
-	}
-	var f struct {
-		Tools []struct {
-			Server      string          `json:"server"`
-			Tool        string          `json:"tool"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		b.Fatalf("parsing %s: %v", path, err)
-	}
-	out := make([]config.Tool, len(f.Tools))
-	for i, t := range f.Tools {
-		out[i] = config.Tool{ID: config.ToolID(t.Server, t.Tool), Server: t.Server, Name: t.Tool, Description: t.Description, Schema: t.InputSchema}
-	}
-	return out
-}
-
-func liveMCPQueries(b *testing.B) []string {
-	b.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(b), "bench", "queries", "livemcptool.queries.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var f struct {
-		Queries []struct {
-			Query string `json:"query"`
-		} `json:"queries"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		b.Fatal(err)
-	}
-	out := make([]string, len(f.Queries))
-	for i, q := range f.Queries {
-		out[i] = q.Query
-	}
-	return out
 }
 
 // synthesize grows base to n tools: copy k of a tool lives on server

@@ -1,7 +1,9 @@
 // Package testenv finds what tests need outside the Go module: the
 // repository root, the npm packages installed by `npm ci`, Node.js and the
-// frozen corpora in ../shared/datasets. It is imported only by _test.go
-// files.
+// frozen corpora in ../shared/datasets, and reads the graded query sets of
+// bench/queries. It is imported only by _test.go files. It imports nothing
+// of this module, so that every package's tests can use it; its
+// subpackage corpora reads the tool corpora as internal/config types.
 //
 // Every helper fails the test with the fix when something is missing; none of
 // them skips, because a skipped check passes silently on a machine that never
@@ -173,6 +175,54 @@ func Imports(t testing.TB, dir string) map[string][]string {
 	}
 	if len(out) == 0 {
 		t.Fatalf("testenv: no non-test Go files in %s", dir)
+	}
+	return out
+}
+
+// Query is one graded query of a set in bench/queries.
+type Query struct {
+	ID    string `json:"id"`
+	Query string `json:"query"`
+	// Split is "tune" or "heldout": tune on the first, report both.
+	Split  string  `json:"split"`
+	Labels []Label `json:"labels"`
+}
+
+// Label grades one tool's relevance to a query.
+type Label struct {
+	ToolID    string `json:"tool_id"`
+	Relevance int    `json:"relevance"`
+}
+
+// Queries returns the graded queries of bench/queries/name (such as
+// "livemcptool.queries.json"), failing the test when the set is empty.
+func Queries(t testing.TB, name string) []Query {
+	t.Helper()
+	path := filepath.Join(RepoRoot(t), "bench", "queries", name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("testenv: reading the query set: %v", err)
+	}
+	var f struct {
+		Queries []Query `json:"queries"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("testenv: decoding %s: %v", path, err)
+	}
+	if len(f.Queries) == 0 {
+		t.Fatalf("testenv: %s holds no queries", path)
+	}
+	return f.Queries
+}
+
+// QueryTexts returns just the query texts of bench/queries/name, in order,
+// for benchmarks, whose latency does not depend on the grades.
+func QueryTexts(t testing.TB, name string) []string {
+	t.Helper()
+	qs := Queries(t, name)
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Query
 	}
 	return out
 }
