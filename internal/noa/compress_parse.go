@@ -260,27 +260,39 @@ func decodeLenient(text string) (any, string) {
 	return nil, ""
 }
 
+// jsonString follows a byte-by-byte walk over JSON text, so the repairs
+// below can match brackets and commas while ignoring those inside strings.
+type jsonString struct{ in, esc bool }
+
+// consume reports whether c belongs to a string literal (its quotes
+// included) and advances the state past it.
+func (j *jsonString) consume(c byte) bool {
+	switch {
+	case j.in && j.esc:
+		j.esc = false
+	case j.in && c == '\\':
+		j.esc = true
+	case j.in && c == '"':
+		j.in = false
+	case j.in:
+	case c == '"':
+		j.in = true
+	default:
+		return false
+	}
+	return true
+}
+
 // dropTrailingCommas removes commas directly followed (after whitespace) by
 // a closing bracket, outside strings.
 func dropTrailingCommas(s string) string {
 	var b strings.Builder
-	inStr, esc := false, false
+	var str jsonString
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inStr {
+		if str.consume(c) {
 			b.WriteByte(c)
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
 			continue
-		}
-		if c == '"' {
-			inStr = true
 		}
 		if c == ',' {
 			j := i + 1
@@ -301,23 +313,13 @@ func dropTrailingCommas(s string) string {
 // key, because completing those would invent content.
 func closeTail(s string) (string, bool) {
 	var stack []byte
-	inStr, esc := false, false
+	var str jsonString
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
+		if str.consume(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			inStr = true
 		case '{', '[':
 			stack = append(stack, c)
 		case '}', ']':
@@ -327,7 +329,7 @@ func closeTail(s string) (string, bool) {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	if inStr || len(stack) == 0 {
+	if str.in || len(stack) == 0 {
 		return "", false
 	}
 	t := strings.TrimRight(s, " \t\r\n")
@@ -379,23 +381,13 @@ func salvageArray(s string) ([]any, bool) {
 	}
 	var out []any
 	depth, start := 0, -1
-	inStr, esc := false, false
+	var str jsonString
 	for i := 1; i < len(s); i++ {
 		c := s[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
+		if str.consume(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			inStr = true
 		case '{':
 			if depth == 0 {
 				start = i
