@@ -92,8 +92,20 @@ func killHelper(dir, stage string) {
 // kills it with SIGKILL.
 func runUntilKilled(t *testing.T, dir, stage string) {
 	t.Helper()
+	child, first := startChild(t, envHelperDir+"="+dir, envHelperStage+"="+stage)
+	if first != "READY" {
+		t.Fatalf("helper said %q, want READY", first)
+	}
+	killChild(t, child)
+}
+
+// startChild re-executes the test binary with env added (TestMain turns it
+// into a helper process) and returns it with the first line it prints. The
+// child is killed at cleanup if the test has not ended it.
+func startChild(t *testing.T, env ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHelperDir+"="+dir, envHelperStage+"="+stage)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,16 +125,20 @@ func runUntilKilled(t *testing.T, dir, stage string) {
 	}()
 	select {
 	case l := <-lines:
-		if l != "READY" {
-			t.Fatalf("helper said %q, want READY", l)
-		}
+		return cmd, l
 	case <-time.After(60 * time.Second):
-		t.Fatal("helper never reached the stage")
+		t.Fatal("the helper process printed nothing within 60s")
+		return nil, ""
 	}
+}
+
+// killChild ends a child with SIGKILL and checks that is how it ended.
+func killChild(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.String() != "signal: killed" {
 		t.Fatalf("helper ended with %v, want killed by SIGKILL", err)
 	}

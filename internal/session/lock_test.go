@@ -3,17 +3,14 @@
 package session
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOpenLocksTheSession: a second Open of an open session fails with an
@@ -91,32 +88,9 @@ func TestRebuildNeedsTheLock(t *testing.T) {
 // lock file stays).
 func TestLockAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envLockHolderDir+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	select {
-	case l := <-lines:
-		if l != "HELD "+strconv.Itoa(cmd.Process.Pid) {
-			t.Fatalf("holder said %q, want HELD %d", l, cmd.Process.Pid)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the holder never opened the session")
+	cmd, first := startChild(t, envLockHolderDir+"="+dir)
+	if first != "HELD "+strconv.Itoa(cmd.Process.Pid) {
+		t.Fatalf("holder said %q, want HELD %d", first, cmd.Process.Pid)
 	}
 
 	opts := testOptionsIn(dir)
@@ -133,13 +107,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Errorf("Show while another process holds it: %v", err)
 	}
 
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.String() != "signal: killed" {
-		t.Fatalf("holder ended with %v, want killed by SIGKILL", err)
-	}
+	killChild(t, cmd)
 	stale, err := os.ReadFile(filepath.Join(dir, "held", LockFile))
 	if err != nil || strings.TrimSpace(string(stale)) != strconv.Itoa(cmd.Process.Pid) {
 		t.Fatalf("lock file after the kill: got %q (%v), want the dead holder's pid left in it", stale, err)
