@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
 // Benchmarks, run with
@@ -63,7 +65,7 @@ func sortAll(s *snapshot, q []float32, k int) []Hit {
 	all := make([]Hit, len(s.vecs))
 	for i, v := range s.vecs {
 		all[i] = s.hits[i]
-		all[i].Score = float64(dot(q, v))
+		all[i].Score = float64(vec.Dot(q, v))
 	}
 	slices.SortFunc(all, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
 // DefaultDepth is how many hits each ranking contributes to a fusion: deep
@@ -765,7 +766,7 @@ func (s *snapshot) topK(q []float32, k int) []Hit {
 		}
 	}
 	for row, v := range s.vecs {
-		c := cand{dot(q, v), row}
+		c := cand{vec.Dot(q, v), row}
 		if len(heap) < k {
 			heap = append(heap, c)
 			for i := len(heap) - 1; i > 0; {
@@ -798,25 +799,6 @@ func (s *snapshot) topK(q []float32, k int) []Hit {
 		out[i].Score = float64(c.score)
 	}
 	return out
-}
-
-// dot is the inner product of two vectors of equal length; of unit
-// vectors, their cosine similarity. Four accumulators let the CPU overlap
-// the additions.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // unit returns v scaled to length 1 (a new slice); a zero vector stays

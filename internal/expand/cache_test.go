@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
 // referenceExpand is Expand as it was before the neighbor cache: a full
@@ -72,7 +74,7 @@ func referenceExpand(e *Expander, terms []string, inIndex func(term string) bool
 	for i, term := range e.terms {
 		row := e.matrix[i*e.dims : (i+1)*e.dims]
 		for k := range words {
-			s := dot32(row, qs[k*e.dims:(k+1)*e.dims])
+			s := vec.Dot(row, qs[k*e.dims:(k+1)*e.dims])
 			if s < minSim {
 				continue
 			}

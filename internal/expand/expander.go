@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
 // Options configures an Expander. Zero fields take the defaults documented
@@ -355,7 +357,7 @@ func (e *Expander) scan(qs []float32, limit int, keep func(row int) bool) [][]ca
 	for i := range e.terms {
 		row := e.matrix[i*e.dims : (i+1)*e.dims]
 		for k := range n {
-			s := dot32(row, qs[k*e.dims:(k+1)*e.dims])
+			s := vec.Dot(row, qs[k*e.dims:(k+1)*e.dims])
 			if s < minSim {
 				continue
 			}
@@ -400,23 +402,4 @@ func normalize(v []float32) {
 	for i := range v {
 		v[i] *= inv
 	}
-}
-
-// dot32 is the dot product of two vectors of equal length, with four
-// running sums so the additions do not wait on each other (about twice as
-// fast as one sum); the order is fixed, so results are deterministic.
-func dot32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
