@@ -37,9 +37,6 @@ type variant struct {
 	// around the variant's searches and restored after; the profiler
 	// searches from one goroutine.
 	k1, b float64
-	// related, when set, turns on document-side expansion (Profile.Related)
-	// with these settings.
-	related *relatedSetting
 	// unavailable, when set, makes the row a skipped one with this reason.
 	unavailable string
 }
@@ -76,14 +73,6 @@ func (p *Profile) variants() []variant {
 		{name: "bm25 k1=0.9 b=0.4", change: "BM25 k1 0.9, b 0.4 instead of 1.2, 0.75", features: same, k1: 0.9, b: 0.4},
 		{name: "bm25 k1=2 b=0.75", change: "BM25 k1 2 instead of 1.2", features: same, k1: 2, b: 0.75},
 		{name: "bm25 k1=1.2 b=0.9", change: "BM25 b 0.9 instead of 0.75", features: same, k1: 1.2, b: 0.9},
-		{name: "+related k=3 sim=0.6 boost=0.25", change: "document-side expansion: each tool's 3 nearest words per term (similarity ≥ 0.6) indexed, searched with boost 0.25", features: same, related: &relatedSetting{3, 0.6, 0.25}},
-		{name: "+related k=5 sim=0.55 boost=0.25", change: "document-side expansion: 5 nearest words per term (≥ 0.55), boost 0.25", features: same, related: &relatedSetting{5, 0.55, 0.25}},
-		{name: "+related k=3 sim=0.6 boost=0.5", change: "document-side expansion: 3 nearest words per term (≥ 0.6), boost 0.5", features: same, related: &relatedSetting{3, 0.6, 0.5}},
-		{name: "+related k=3 sim=0.6 boost=0.1", change: "document-side expansion: 3 nearest words per term (≥ 0.6), boost 0.1", features: same, related: &relatedSetting{3, 0.6, 0.1}},
-		{name: "+related k=3 sim=0.6 boost=0.25 clause", change: "document-side expansion (3 words ≥ 0.6, boost 0.25) searched as one clause of the query, not inside each word's", features: func(f *index.Features) { f.RelatedClause = true }, related: &relatedSetting{3, 0.6, 0.25}},
-		{name: "+related k=3 sim=0.6 boost=1 clause", change: "document-side expansion (3 words ≥ 0.6) searched as one clause of the query, boost 1", features: func(f *index.Features) { f.RelatedClause = true }, related: &relatedSetting{3, 0.6, 1}},
-		{name: "+related k=10 sim=0.45 boost=0.25 clause", change: "document-side expansion (10 words ≥ 0.45) searched as one clause of the query, boost 0.25", features: func(f *index.Features) { f.RelatedClause = true }, related: &relatedSetting{10, 0.45, 0.25}},
-		{name: "+related k=3 sim=0.6 boost=0.25 -expansion", change: "document-side instead of query expansion (3 words ≥ 0.6, boost 0.25)", features: same, noExpand: true, related: &relatedSetting{3, 0.6, 0.25}},
 		{name: "+dense", change: "dense retrieval fused with BM25", unavailable: "needs an embeddings provider (the embeddings section of config.json); the profiler runs offline"},
 	}
 	if p.Index.Expander == nil {
@@ -93,19 +82,7 @@ func (p *Profile) variants() []variant {
 		}
 		vs[1] = variant{name: "-expansion", change: "no query expansion", unavailable: "production already runs without it here: " + reason}
 	}
-	for i := range vs {
-		if vs[i].related != nil && p.Related == nil {
-			vs[i] = variant{name: vs[i].name, change: vs[i].change, unavailable: "needs the word-embeddings file (run `mcproxy embeddings build`)"}
-		}
-	}
 	return vs
-}
-
-// relatedSetting is one setting of document-side expansion.
-type relatedSetting struct {
-	neighbors int
-	minSim    float64
-	boost     float64
 }
 
 func setBoost(f *index.Features, field string, boost float64) {
@@ -144,10 +121,6 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 		opts := index.Options{Features: &f, Expander: p.Index.Expander}
 		if v.noExpand {
 			opts.Expander = nil
-		}
-		if v.related != nil {
-			f.RelatedBoost = v.related.boost
-			opts.Related = p.Related.Func(v.related.neighbors, v.related.minSim)
 		}
 		rq, err := measureWithBM25(ctx, a, c, qs, opts, v.k1, v.b)
 		if err != nil {

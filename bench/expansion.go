@@ -13,23 +13,22 @@ import (
 // path ("" = the default location, "none" = off), or why there is none. A
 // missing default file is not an error: expansion is optional, as in
 // mcproxy itself, and the report says it was off. A file named explicitly
-// must load. The vectors themselves come back too, for the ablation's
-// document-side expansion rows.
-func loadExpansion(path string) (func([]string) index.ExpandFunc, *expand.Vectors, string, error) {
+// must load.
+func loadExpansion(path string) (func([]string) index.ExpandFunc, string, error) {
 	explicit := path != ""
 	switch path {
 	case "none":
-		return nil, nil, "turned off with --expansion none", nil
+		return nil, "turned off with --expansion none", nil
 	case "":
 		path = expand.DefaultPath(config.ExpandHome(config.DefaultDataDir))
 	}
 	v, err := expand.Load(path)
 	switch {
 	case err == nil:
-		return expand.ForIndex(v, expand.Options{}), v, "", nil
+		return expand.ForIndex(v, expand.Options{}), "", nil
 	case errors.Is(err, expand.ErrNotBuilt) && !explicit:
-		return nil, nil, "no embeddings file (run `mcproxy embeddings build`, or pass --expansion FILE)", nil
+		return nil, "no embeddings file (run `mcproxy embeddings build`, or pass --expansion FILE)", nil
 	default:
-		return nil, nil, "", fmt.Errorf("--expansion: %w", err)
+		return nil, "", fmt.Errorf("--expansion: %w", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/arms/armsio"
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/expand"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -182,12 +181,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		p.Front = nil
 	}
 	p.Ablation = *ablation
-	var vecs *expand.Vectors
-	if p.Index.Expander, vecs, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
+	if p.Index.Expander, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
 		return err
-	}
-	if vecs != nil && p.Ablation {
-		p.Related = expand.NewRelated(vecs, expand.RelatedOptions{})
 	}
 	if *fixtures != "none" {
 		path := *fixtures

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/expand"
 	"github.com/mcproxy/mcproxy/internal/index"
 )
 
@@ -45,9 +44,6 @@ type Profile struct {
 	// ExpandUnavailable says why Index.Expander is nil, for the report
 	// ("" when it is set).
 	ExpandUnavailable string
-	// Related, when set, provides document-side expansion for the
-	// ablation's +related rows (production does not use it).
-	Related *expand.Related
 	// Ablation adds the retrieval ablation: every lever of the index turned
 	// off or changed one at a time, scored on both halves of each query set
 	// (see ablation.go).

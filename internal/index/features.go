@@ -57,17 +57,6 @@ type Features struct {
 	// word or its neighbors counts as matching that word once; otherwise
 	// all expansions form one extra clause of the query.
 	ExpansionGrouped bool
-	// RelatedBoost, when positive and Options.Related is set, indexes each
-	// tool's related words (document-side expansion: Options.Related
-	// applied to the terms of its name and description, minus the tool's
-	// own terms) in a field of their own, and searches every query term
-	// there too with this boost. Zero, the default, turns it off: it did
-	// not win on both tune halves (docs/retrieval.md).
-	RelatedBoost float64
-	// RelatedClause searches the related field once per query, all query
-	// words together in one more clause of the query, instead of inside
-	// each word's clause.
-	RelatedClause bool
 }
 
 // FieldBoost is one field a query term is searched in, with its boost.
@@ -113,9 +102,8 @@ func (f Features) validate() error {
 			return fmt.Errorf("field %s: boost %v, want > 0", fb.Field, fb.Boost)
 		}
 	}
-	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 || f.RelatedBoost < 0 {
-		return fmt.Errorf("negative weight (server mention %v, expansion %v, server prior %v, related %v)",
-			f.ServerMentionWeight, f.ExpansionWeight, f.ServerPrior, f.RelatedBoost)
+	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 {
+		return fmt.Errorf("negative weight (server mention %v, expansion %v)", f.ServerMentionWeight, f.ExpansionWeight)
 	}
 	return nil
 }
@@ -127,12 +115,6 @@ type WeightedTerm struct {
 	// From is the query term it expands, when known.
 	From string
 }
-
-// RelatedFunc proposes document-side expansions: given the distinct
-// analyzed terms of a tool's name and description, sorted, it returns
-// analyzed terms related to them. It must be deterministic, safe for
-// concurrent use and not retain or modify its argument.
-type RelatedFunc func(terms []string) []string
 
 // ExpandFunc proposes extra terms for a query: terms are the query's
 // analyzed terms, inIndex tells whether the index holds a term. It must be

@@ -348,7 +348,6 @@ func TestFeaturesValidate(t *testing.T) {
 		{"field", func(f *Features) { f.Fields = []FieldBoost{{Field: "server", Boost: 1}} }, `invalid field "server"`},
 		{"boost", func(f *Features) { f.Fields = []FieldBoost{{Field: "all", Boost: 0}} }, "boost 0"},
 		{"weight", func(f *Features) { f.ServerPrior = -1 }, "negative weight"},
-		{"related", func(f *Features) { f.RelatedBoost = -0.5 }, "negative weight"},
 	} {
 		f := DefaultFeatures()
 		tc.mod(&f)
@@ -366,97 +365,4 @@ func TestNewDoesNotKeepCallersFeatures(t *testing.T) {
 	if ix.features.Fields[0].Boost == 100 {
 		t.Error("changing the caller's Features after New changed the index")
 	}
-}
-
-// TestRelated checks document-side expansion: a tool is found by a word it
-// never uses when Related offers it, in both query shapes; a related word
-// the tool's own text holds is not added again; with RelatedBoost 0 (the
-// default) Related is ignored; an on-disk index built without it is
-// rebuilt when it is turned on.
-func TestRelated(t *testing.T) {
-	tools := []config.ToolMetadata{
-		{ServerName: "wx", Name: "current_conditions", Description: "Current weather for a city."},
-		{ServerName: "wx", Name: "rain_radar", Description: "Radar images of rain."},
-	}
-	var mu sync.Mutex
-	var asked [][]string
-	related := func(terms []string) []string {
-		mu.Lock()
-		asked = append(asked, slices.Clone(terms))
-		mu.Unlock()
-		if slices.Contains(terms, "weather") {
-			return []string{"rain", "forecast"}
-		}
-		return nil
-	}
-	ids := func(hits []Hit) []string {
-		var out []string
-		for _, h := range hits {
-			out = append(out, h.ID)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name  string
-		boost float64
-		shape bool
-		want  []string
-	}{
-		{"off", 0, false, nil},
-		{"per word", 0.25, false, []string{"wx:current_conditions"}},
-		{"one clause", 0.25, true, []string{"wx:current_conditions"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			asked = nil
-			f := DefaultFeatures()
-			f.RelatedBoost, f.RelatedClause = tc.boost, tc.shape
-			ix := newIndex(t, Options{Features: &f, Related: related})
-			if err := ix.Upsert("wx", tools); err != nil {
-				t.Fatal(err)
-			}
-			if got := ids(mustSearch(t, ix, "forecast", 5)); !slices.Equal(got, tc.want) {
-				t.Errorf("search forecast: got %v, want %v", got, tc.want)
-			}
-			// "rain" is its own word for rain_radar and related for
-			// current_conditions: the literal match must lead.
-			if got := ids(mustSearch(t, ix, "rain", 5)); len(got) == 0 || got[0] != "wx:rain_radar" {
-				t.Errorf("search rain: got %v, want wx:rain_radar first", got)
-			}
-			if tc.boost == 0 && len(asked) != 0 {
-				t.Errorf("Related called %d times with RelatedBoost 0, want never", len(asked))
-			}
-			if tc.boost > 0 {
-				for _, terms := range asked {
-					if !slices.IsSorted(terms) {
-						t.Errorf("Related got %v, want sorted terms", terms)
-					}
-				}
-				rel := ix.relatedText(tools[1], document(tools[1], true)[fieldAll].(string))
-				if rel != "" {
-					t.Errorf("related text of rain_radar: got %q, want nothing (it has no weather)", rel)
-				}
-				rel = ix.relatedText(config.ToolMetadata{ServerName: "wx", Name: "x", Description: "weather and rain"}, "weather and rain")
-				if rel != "forecast" {
-					t.Errorf("related text of a tool holding rain: got %q, want only forecast", rel)
-				}
-			}
-		})
-	}
-
-	t.Run("on disk, turned on later", func(t *testing.T) {
-		dir := t.TempDir()
-		ix := newIndex(t, Options{Dir: dir})
-		if err := ix.Upsert("wx", tools); err != nil {
-			t.Fatal(err)
-		}
-		if err := ix.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f := DefaultFeatures()
-		f.RelatedBoost = 0.25
-		re := newIndex(t, Options{Dir: dir, Features: &f, Related: related})
-		if got := mustCount(t, re); got != 0 {
-			t.Errorf("got %d documents in an index built without related words, want 0 (rebuilt)", got)
-		}
-	})
 }

@@ -59,11 +59,6 @@ type Options struct {
 	// returns serves searches until the next change. It must be safe to
 	// call from any goroutine.
 	Expander func(vocab []string) ExpandFunc
-	// Related, with a positive Features.RelatedBoost, gives each tool's
-	// related words (document-side expansion) when it is indexed. An
-	// on-disk index does not record which Related built it: change it only
-	// with a new directory.
-	Related RelatedFunc
 }
 
 // Hit is one search result.
@@ -101,7 +96,6 @@ type Index struct {
 	plan     queryPlan
 	features Features
 	expander func(vocab []string) ExpandFunc
-	related  RelatedFunc // nil unless Features.RelatedBoost > 0
 
 	expMu       sync.Mutex // guards the five below
 	expand      ExpandFunc // built by expander for vocabulary version expVersion
@@ -249,10 +243,6 @@ func New(opts Options) (*Index, error) {
 		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
 	}
 	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, expVersion: -1, stats: map[string]serverStats{}}
-	if f.RelatedBoost > 0 && opts.Related != nil {
-		ix.related = opts.Related
-		ix.plan.related, ix.plan.relatedClause = f.RelatedBoost, f.RelatedClause
-	}
 	if opts.Dir == "" {
 		// Bleve's in-memory store, not Scorch without a path: an in-memory
 		// Scorch never merges its segments, one per batch, so every Upsert
@@ -264,7 +254,7 @@ func New(opts Options) (*Index, error) {
 			return nil, fmt.Errorf("creating in-memory index: %w", err)
 		}
 	} else {
-		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m, f.Params, ix.related != nil)
+		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m, f.Params)
 		if err != nil {
 			return nil, err
 		}
@@ -282,13 +272,13 @@ func New(opts Options) (*Index, error) {
 
 // openOrCreate opens the index under dir, or creates it, and returns it with
 // its persisted statistics.
-func openOrCreate(dir string, m *mapping.IndexMappingImpl, params, related bool) (bleve.Index, map[string]serverStats, error) {
-	idx, stats, err := openExisting(dir, m, params, related)
+func openOrCreate(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
+	idx, stats, err := openExisting(dir, m, params)
 	if idx != nil || err != nil {
 		return idx, stats, err
 	}
 	path := filepath.Join(dir, "bleve")
-	stamp, err := mappingStamp(m, params, related)
+	stamp, err := mappingStamp(m, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -306,8 +296,8 @@ func openOrCreate(dir string, m *mapping.IndexMappingImpl, params, related bool)
 // openExisting opens the index under dir if there is a usable one. When
 // there is none, or it is stale or damaged (and then removed), it returns
 // nil and no error.
-func openExisting(dir string, m *mapping.IndexMappingImpl, params, related bool) (bleve.Index, map[string]serverStats, error) {
-	stamp, err := mappingStamp(m, params, related)
+func openExisting(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
+	stamp, err := mappingStamp(m, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -390,7 +380,6 @@ func totals(stats map[string]serverStats) *search.BM25Stats {
 		t.FieldCardinality[f] = 0
 	}
 	t.FieldCardinality[fieldServer] = 0
-	t.FieldCardinality[fieldRelated] = 0
 	for _, s := range stats {
 		t.DocCount += float64(s.Docs)
 		for f, n := range s.Tokens {
@@ -421,9 +410,6 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
 		docs[id] = document(t, ix.features.Params)
-		if ix.related != nil {
-			docs[id][fieldRelated] = ix.relatedText(t, docs[id][fieldAll].(string))
-		}
 	}
 	return ix.replace(server, docs)
 }
@@ -489,10 +475,6 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 					own[string(tok.Term)] = true
 				}
 			}
-		}
-		if rel, ok := doc[fieldRelated].(string); ok {
-			// Already analyzed terms, one token each.
-			st.Tokens[fieldRelated] += len(strings.Fields(rel))
 		}
 		st.Tools = append(st.Tools, name)
 		st.ToolTerms[name] = sortedKeys(own)
@@ -587,26 +569,6 @@ func document(t config.ToolMetadata, withParams bool) map[string]any {
 		fieldParams:      params,
 		fieldAll:         strings.Join([]string{t.ServerName, t.Name, t.Description, params}, "\n"),
 	}
-}
-
-// relatedText returns the related words of t (Options.Related applied to
-// the terms of its name and description) that all, the tool's whole text,
-// does not already hold, space-separated and sorted.
-func (ix *Index) relatedText(t config.ToolMetadata, all string) string {
-	terms := ix.analyze(t.Name + "\n" + t.Description)
-	slices.Sort(terms)
-	own := map[string]bool{}
-	for _, term := range ix.analyze(all) {
-		own[term] = true
-	}
-	var out []string
-	for _, r := range ix.related(terms) {
-		if !own[r] && !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	slices.Sort(out)
-	return strings.Join(out, " ")
 }
 
 // Search returns up to limit tools matching query, best first; equal scores

@@ -14,7 +14,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
-	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
@@ -22,18 +21,16 @@ import (
 // mappingVersion changes whenever analysis changes in a way the mapping's
 // JSON does not show (the code of identifierFilter, what goes into a field).
 // An on-disk index stamped with another version is rebuilt.
-const mappingVersion = 3
+const mappingVersion = 2
 
 // Field names. Every text field uses textAnalyzer, so one analysis of the
-// query serves all of them; the related field holds terms textAnalyzer
-// already produced, split by termsAnalyzer.
+// query serves all of them.
 const (
 	fieldServer      = "server"      // keyword: exact server name, for per-server replace and delete
 	fieldName        = "name"        // the tool name, identifier-split
 	fieldDescription = "description" // the tool description
 	fieldParams      = "params"      // parameter names and descriptions (see paramsText)
 	fieldAll         = "all"         // server, name, description and params together
-	fieldRelated     = "related"     // words related to the tool's (Features.RelatedBoost), already analyzed
 )
 
 // textFields are the analyzed fields, in a fixed order.
@@ -44,10 +41,6 @@ var textFields = []string{fieldName, fieldDescription, fieldParams, fieldAll}
 // character pairs, English stop words removed, Snowball English stemming
 // ("files", "filed" → "file").
 const textAnalyzer = "mcproxy_text"
-
-// termsAnalyzer splits text that is already analyzed terms (the related
-// field) without changing them: stemming a stem again could.
-const termsAnalyzer = "mcproxy_terms"
 
 // analyzerFilters returns textAnalyzer's token filters for f, in order.
 func analyzerFilters(f Features) []any {
@@ -86,14 +79,6 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding analyzer: %w", err)
 	}
-	err = im.AddCustomAnalyzer(termsAnalyzer, map[string]any{
-		"type":          custom.Name,
-		"tokenizer":     whitespace.Name,
-		"token_filters": []any{},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("adding analyzer: %w", err)
-	}
 	im.DefaultAnalyzer = textAnalyzer
 	im.IndexDynamic = false
 	im.StoreDynamic = false
@@ -115,13 +100,6 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 		f.DocValues = false
 		doc.AddFieldMappingsAt(name, f)
 	}
-	rf := bleve.NewTextFieldMapping()
-	rf.Analyzer = termsAnalyzer
-	rf.Store = false
-	rf.IncludeInAll = false
-	rf.IncludeTermVectors = false
-	rf.DocValues = false
-	doc.AddFieldMappingsAt(fieldRelated, rf)
 	im.DefaultMapping = doc
 	if err := im.Validate(); err != nil {
 		return nil, fmt.Errorf("validating mapping: %w", err)
@@ -131,14 +109,12 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 
 // mappingStamp identifies the mapping and analysis code an index was built
 // with: mappingVersion plus a hash of the mapping's JSON and of whether
-// parameters and related words are indexed (which the mapping does not
-// show).
-func mappingStamp(m mapping.IndexMapping, params, related bool) (string, error) {
+// parameters are indexed (which the mapping does not show).
+func mappingStamp(m mapping.IndexMapping, params bool) (string, error) {
 	data, err := json.Marshal(struct {
 		Mapping mapping.IndexMapping
 		Params  bool
-		Related bool `json:",omitempty"`
-	}{m, params, related})
+	}{m, params})
 	if err != nil {
 		return "", fmt.Errorf("encoding mapping: %w", err)
 	}

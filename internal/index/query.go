@@ -20,13 +20,6 @@ import (
 // must sit on the term queries: Bleve ignores a disjunction's own boost.)
 type queryPlan struct {
 	fields []FieldBoost
-	// related, when positive, also searches each term (query word or
-	// expansion) in the related field with this boost: inside the term's
-	// clause, or, with relatedClause, all together in one more clause of
-	// the query (like the expansions), so that a tool matching related
-	// words counts as matching one more part of the query, not each word.
-	related       float64
-	relatedClause bool
 }
 
 // The default fields and boosts (DefaultFeatures().Fields) were chosen on
@@ -82,13 +75,6 @@ func (p queryPlan) build(terms []string, extra []WeightedTerm, scale float64, gr
 	if len(eq) > 0 {
 		termQueries = append(termQueries, query.NewDisjunctionQuery(eq))
 	}
-	if p.related > 0 && p.relatedClause {
-		rq := make([]query.Query, 0, len(terms))
-		for _, t := range terms {
-			rq = append(rq, p.relatedQuery(t, 1))
-		}
-		termQueries = append(termQueries, query.NewDisjunctionQuery(rq))
-	}
 	return query.NewDisjunctionQuery(termQueries)
 }
 
@@ -102,16 +88,5 @@ func (p queryPlan) fieldQueries(term string, weight float64) []query.Query {
 		q.SetBoost(f.Boost * weight)
 		fq = append(fq, q)
 	}
-	if p.related > 0 && !p.relatedClause {
-		fq = append(fq, p.relatedQuery(term, weight))
-	}
 	return fq
-}
-
-// relatedQuery returns term searched in the related field.
-func (p queryPlan) relatedQuery(term string, weight float64) query.Query {
-	q := query.NewTermQuery(term)
-	q.SetField(fieldRelated)
-	q.SetBoost(p.related * weight)
-	return q
 }
