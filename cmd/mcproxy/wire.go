@@ -54,7 +54,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
 	}
-	ix, err := openIndex(opts.IndexDir, indexExpander(cfg.DataDir, log), log)
+	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,19 +114,17 @@ func (s *stack) close() error {
 	return errors.Join(s.mgr.Close(), s.dense.Close(), s.ix.Close())
 }
 
-// openIndex opens the on-disk index in dir, falling back to memory when
+// openIndex opens the on-disk index in opts.Dir, falling back to memory when
 // another mcproxy holds it: the index is rebuilt from the upstreams on every
 // start, so a private in-memory copy loses nothing.
-func openIndex(dir string, expander func([]string) index.ExpandFunc, log *zap.Logger) (*index.Index, error) {
-	if dir == "" {
-		return index.New(index.Options{Expander: expander})
+func openIndex(opts index.Options, log *zap.Logger) (*index.Index, error) {
+	ix, err := index.New(opts)
+	if err == nil || opts.Dir == "" {
+		return ix, err
 	}
-	ix, err := index.New(index.Options{Dir: dir, Expander: expander})
-	if err == nil {
-		return ix, nil
-	}
-	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", dir), zap.Error(err))
-	return index.New(index.Options{Expander: expander})
+	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", opts.Dir), zap.Error(err))
+	opts.Dir = ""
+	return index.New(opts)
 }
 
 // upstreams adapts *upstream.Manager to server.Upstreams, translating its

@@ -67,6 +67,11 @@ type Config struct {
 	// Embeddings configures optional dense retrieval fused with BM25 (see
 	// EmbeddingsConfig); the zero value means off.
 	Embeddings EmbeddingsConfig `json:"embeddings,omitempty"`
+	// Synonyms are groups of words retrieve_tools treats as the same when
+	// matching a query to tools, added to mcproxy's built-in lexicon:
+	// [["k8s", "kubernetes"], ["ticket", "issue"]]. Each group needs two
+	// words or more; a word stands for one word (a phrase is ignored).
+	Synonyms [][]string `json:"synonyms,omitempty"`
 }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to

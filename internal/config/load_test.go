@@ -65,7 +65,8 @@ func TestParseFull(t *testing.T) {
 	  "init_timeout": "10s",
 	  "call_timeout": "90s",
 	  "auth_token": "${SECRET}",
-	  "log_level": "debug"
+	  "log_level": "debug",
+	  "synonyms": [["k8s", "kubernetes"], ["ticket", "${HOST}"]]
 	}`
 	got, err := Parse([]byte(in), testEnv(map[string]string{"ROOT": "/srv", "SECRET": "s", "HOST": "example.com"}))
 	if err != nil {
@@ -105,6 +106,7 @@ func TestParseFull(t *testing.T) {
 		AuthToken:     "s",
 		LogLevel:      "debug",
 		Noa:           NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
+		Synonyms:      [][]string{{"k8s", "kubernetes"}, {"ticket", "example.com"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
@@ -138,6 +140,7 @@ func TestParseRoundTrip(t *testing.T) {
 			QueryPrefix: "q: ", DocumentPrefix: "d: ", BatchSize: 8, Timeout: Duration(5 * time.Second),
 			QueryTimeout: Duration(time.Second), RetryInterval: Duration(time.Minute), RRFK: 30, DenseWeightPct: 50,
 		},
+		Synonyms: [][]string{{"k8s", "kubernetes"}},
 	}
 	assertAllSet(t, reflect.ValueOf(in), "Config")
 	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
@@ -191,7 +194,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, tokenizer)`,
+				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, synonyms, tokenizer)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
 			},
 		},

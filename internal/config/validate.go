@@ -119,6 +119,19 @@ func (c *Config) Validate() error {
 		add("call_timeout", "must be > 0, got %s", c.CallTimeout)
 	}
 
+	for i, g := range c.Synonyms {
+		words := 0
+		for j, w := range g {
+			if strings.TrimSpace(w) == "" {
+				add(fmt.Sprintf("synonyms[%d][%d]", i, j), "an empty word: remove it")
+				continue
+			}
+			words++
+		}
+		if words < 2 {
+			add(fmt.Sprintf("synonyms[%d]", i), "a group needs at least two words, e.g. [\"k8s\", \"kubernetes\"]")
+		}
+	}
 	errs = append(errs, c.Noa.validate("noa")...)
 	errs = append(errs, c.Embeddings.validate("embeddings")...)
 

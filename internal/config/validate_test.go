@@ -129,6 +129,12 @@ func TestValidate(t *testing.T) {
 			`listen: "127.0.0.1:99999" has an invalid port "99999": want a number from 0 to 65535`,
 			`retrieve_limit: -1 is out of range: want 1 to 50`,
 		}},
+		{name: "synonym groups", cfg: Config{Synonyms: [][]string{{"k8s", "kubernetes"}, {"alone"}, {"a", " "}, {}}}, want: []string{
+			`synonyms[1]: a group needs at least two words, e.g. ["k8s", "kubernetes"]`,
+			`synonyms[2][1]: an empty word: remove it`,
+			`synonyms[2]: a group needs at least two words, e.g. ["k8s", "kubernetes"]`,
+			`synonyms[3]: a group needs at least two words, e.g. ["k8s", "kubernetes"]`,
+		}},
 		{name: "listen forms that are fine", cfg: Config{Listen: "[::1]:0", RetrieveLimit: 50}},
 		{name: "listen all interfaces is allowed", cfg: Config{Listen: ":8765", RetrieveLimit: 1}},
 		{name: "listen with named port", cfg: Config{Listen: "localhost:http"}, want: []string{

@@ -304,4 +304,24 @@ func TestCommandLine(t *testing.T) {
 		}
 		t.Logf("mcproxy search output:\n%s", out)
 	})
+	t.Run("search with config synonyms", func(t *testing.T) {
+		// No filesystem tool says "dossier"; a synonym group in config.json
+		// ties it to "directory", which several do.
+		fsDir := t.TempDir()
+		servers := map[string]any{"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}}}
+		plain := writeConfigFile(t, filepath.Join(dir, "plain.json"), map[string]any{"mcpServers": servers})
+		withSyn := writeConfigFile(t, filepath.Join(dir, "synonyms.json"), map[string]any{"mcpServers": servers,
+			"synonyms": [][]string{{"dossier", "directory"}}})
+		code, out, errOut := runBinary(t, 90*time.Second, "search", "dossier", "--config", withSyn, "--limit", "3")
+		if code != 0 {
+			t.Fatalf("search: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		if !regexp.MustCompile(`(?m)^ *1\. +[0-9.]+ +filesystem:[a-z_]*directory`).MatchString(out) {
+			t.Errorf("search dossier with synonyms [dossier directory]: got\n%s\nwant a filesystem directory tool first", out)
+		}
+		code, out, errOut = runBinary(t, 90*time.Second, "search", "dossier", "--config", plain, "--limit", "3")
+		if code != 0 || !strings.HasPrefix(out, "0 match(es)") {
+			t.Errorf("search dossier without the group: exit %d, got\n%s%s\nwant 0 matches", code, out, errOut)
+		}
+	})
 }

@@ -15,7 +15,9 @@ import (
 
 // BenchmarkSearchExpansion measures Search with and without query expansion
 // (static word embeddings, internal/expand) at 527 and 10,000 tools, on
-// disk and in memory; "plain" is the baseline of the same run. Run with
+// disk and in memory: "bare" (no synonym lexicon, no expansion) is the
+// baseline of the same run, "plain" the production index without an
+// embeddings file, "expansion" the production index with one. Run with
 //
 //	go test -run '^$' -bench SearchExpansion -benchtime 2000x ./internal/index
 //
@@ -34,10 +36,17 @@ func BenchmarkSearchExpansion(b *testing.B) {
 		b.Run(size.name, func(b *testing.B) {
 			tools := index.SynthesizeForTest(base, size.n)
 			for _, store := range []string{"disk", "memory"} {
-				for _, mode := range []string{"plain", "expansion"} {
+				for _, mode := range []string{"bare", "plain", "expansion"} {
 					opts := index.Options{}
 					if store == "disk" {
 						opts.Dir = b.TempDir()
+					}
+					if mode == "bare" {
+						// Neither the synonym lexicon nor expansion: the
+						// baseline both are measured against.
+						f := index.DefaultFeatures()
+						f.Synonyms = false
+						opts.Features = &f
 					}
 					if mode == "expansion" {
 						opts.Expander = expand.ForIndex(v, expand.Options{})

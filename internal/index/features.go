@@ -52,6 +52,12 @@ type Features struct {
 	// ExpansionWeight scales the weights an Options.Expander gives its
 	// terms; 0 turns expansion off even when an Expander is set.
 	ExpansionWeight float64
+	// Synonyms matches each query word's synonyms (the built-in lexicon,
+	// synonyms.txt, plus Options.Synonyms) inside that word's clause of the
+	// query, boosts scaled by SynonymWeight: a tool saying "directory"
+	// counts as matching the query word "folder", nearly as if it said it.
+	Synonyms      bool
+	SynonymWeight float64
 	// ExpansionGrouped searches each expansion inside the clause of the
 	// query word it came from (WeightedTerm.From), so a tool matching a
 	// word or its neighbors counts as matching that word once; otherwise
@@ -80,6 +86,8 @@ func DefaultFeatures() Features {
 		ServerMentionWeight: 0.5,
 		ExactName:           true,
 		ExpansionWeight:     1,
+		Synonyms:            true,
+		SynonymWeight:       0.5,
 	}
 }
 
@@ -102,8 +110,9 @@ func (f Features) validate() error {
 			return fmt.Errorf("field %s: boost %v, want > 0", fb.Field, fb.Boost)
 		}
 	}
-	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 {
-		return fmt.Errorf("negative weight (server mention %v, expansion %v)", f.ServerMentionWeight, f.ExpansionWeight)
+	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 || f.SynonymWeight < 0 {
+		return fmt.Errorf("negative weight (server mention %v, expansion %v, server prior %v, synonym %v)",
+			f.ServerMentionWeight, f.ExpansionWeight, f.ServerPrior, f.SynonymWeight)
 	}
 	return nil
 }

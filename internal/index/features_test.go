@@ -119,7 +119,10 @@ func TestExpand(t *testing.T) {
 		known, unknown = inIndex("directori"), inIndex("folder")
 		return []WeightedTerm{{Term: "directori", Weight: 0.5}, {Term: "folder", Weight: 0.9}}
 	}
-	plain := newIndex(t, Options{})
+	// The synonym lexicon would bridge "folder" too: off, to see expansion.
+	noSyn := DefaultFeatures()
+	noSyn.Synonyms = false
+	plain := newIndex(t, Options{Features: &noSyn})
 	load(t, plain, smallSet)
 	if got := mustSearch(t, plain, "folders", 3); len(got) != 0 {
 		t.Fatalf("without expansion: got %v, want no hits (no tool says folder)", ids(got))
@@ -141,7 +144,7 @@ func TestExpand(t *testing.T) {
 		defer mu.Unlock()
 		return vocabs
 	}
-	ix := newIndex(t, Options{Expander: expander})
+	ix := newIndex(t, Options{Expander: expander, Features: &noSyn})
 	load(t, ix, smallSet)
 	ix.expWG.Wait() // the background build after the last Upsert
 	built := calls()
@@ -190,7 +193,7 @@ func TestExpand(t *testing.T) {
 		t.Errorf("got the expander called %d times for an unchanged vocabulary, want 0", n-built-1)
 	}
 
-	off := DefaultFeatures()
+	off := noSyn
 	off.ExpansionWeight = 0
 	ix0 := newIndex(t, Options{Expander: expander, Features: &off})
 	load(t, ix0, smallSet)

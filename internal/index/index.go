@@ -59,6 +59,11 @@ type Options struct {
 	// returns serves searches until the next change. It must be safe to
 	// call from any goroutine.
 	Expander func(vocab []string) ExpandFunc
+	// Synonyms are groups of words a query may use interchangeably, added
+	// to the built-in lexicon (BuiltinSynonyms) when Features.Synonyms is
+	// on: {"k8s", "kubernetes"} lets "k8s" find tools that say
+	// "kubernetes". Each group needs two words or more.
+	Synonyms [][]string
 }
 
 // Hit is one search result.
@@ -96,6 +101,7 @@ type Index struct {
 	plan     queryPlan
 	features Features
 	expander func(vocab []string) ExpandFunc
+	synonyms synonyms // nil when Features.Synonyms is off
 
 	expMu       sync.Mutex // guards the five below
 	expand      ExpandFunc // built by expander for vocabulary version expVersion
@@ -243,6 +249,14 @@ func New(opts Options) (*Index, error) {
 		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
 	}
 	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, expVersion: -1, stats: map[string]serverStats{}}
+	if f.Synonyms {
+		for i, g := range opts.Synonyms {
+			if len(g) < 2 {
+				return nil, fmt.Errorf("synonym group %d %q: want two words or more", i+1, g)
+			}
+		}
+		ix.synonyms = newSynonyms(a, append(BuiltinSynonyms(), opts.Synonyms...))
+	}
 	if opts.Dir == "" {
 		// Bleve's in-memory store, not Scorch without a path: an in-memory
 		// Scorch never merges its segments, one per batch, so every Upsert
@@ -606,7 +620,11 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	if f.ExactName {
 		quoted = quotedTools(q, ix.lookup.names, ix.lookup.ids)
 	}
-	bq := ix.plan.build(terms, extra, f.ExpansionWeight, f.ExpansionGrouped)
+	var syns map[string][]string
+	if f.SynonymWeight > 0 {
+		syns = ix.synonyms.of(terms, func(t string) bool { return ix.lookup.vocab[t] > 0 })
+	}
+	bq := ix.plan.build(terms, syns, f.SynonymWeight, extra, f.ExpansionWeight, f.ExpansionGrouped)
 	if bq == nil && len(quoted) == 0 {
 		return nil, nil
 	}
@@ -652,7 +670,7 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	if f.ServerPrior > 0 {
 		for id, sc := range scores {
 			server, _, _ := config.SplitToolID(id)
-			scores[id] = sc + f.ServerPrior*best*coverage(terms, idf, ix.stats[server].Terms)
+			scores[id] = sc + f.ServerPrior*best*coverage(terms, idf, syns, ix.stats[server].Terms)
 		}
 	}
 	top := 0.0
@@ -668,7 +686,7 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	for id, sc := range scores {
 		server, name, _ := config.SplitToolID(id)
 		hits = append(hits, Hit{ID: id, Server: server, Name: name, Score: sc,
-			Coverage: coverage(terms, idf, ix.stats[server].ToolTerms[name])})
+			Coverage: coverage(terms, idf, syns, ix.stats[server].ToolTerms[name])})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if a.Score != b.Score {
@@ -795,12 +813,17 @@ func (l *lookup) idf(terms []string) []float64 {
 	return out
 }
 
-// coverage is the idf-weighted share of terms found in have (sorted).
-func coverage(terms []string, idf []float64, have []string) float64 {
+// coverage is the idf-weighted share of terms found in have (sorted),
+// a term counting as found when have holds it or one of its synonyms syns[t].
+func coverage(terms []string, idf []float64, syns map[string][]string, have []string) float64 {
+	holds := func(t string) bool {
+		_, ok := slices.BinarySearch(have, t)
+		return ok
+	}
 	var got, total float64
 	for i, t := range terms {
 		total += idf[i]
-		if _, ok := slices.BinarySearch(have, t); ok {
+		if holds(t) || slices.ContainsFunc(syns[t], holds) {
 			got += idf[i]
 		}
 	}

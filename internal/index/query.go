@@ -43,13 +43,16 @@ type queryPlan struct {
 // alternatives with the full pipeline; docs/retrieval.md has the table.
 var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 
-// build returns the query for terms (already analyzed) and expansion
-// terms extra, or nil when there are neither. The expansions form one more
+// build returns the query for terms (already analyzed), their synonyms
+// syns and expansion terms extra, or nil when there are no terms. A term's
+// synonyms join its own clause, boosts scaled by synWeight, so a tool
+// matching a synonym counts as matching that part of the query. The
+// expansions form one more
 // clause of the outer disjunction, each term searched like a query term
 // with its boosts scaled by its weight times scale, so that a tool matching
 // a related word counts as matching one more part of the query, at a
 // discount.
-func (p queryPlan) build(terms []string, extra []WeightedTerm, scale float64, grouped bool) query.Query {
+func (p queryPlan) build(terms []string, syns map[string][]string, synWeight float64, extra []WeightedTerm, scale float64, grouped bool) query.Query {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -57,6 +60,9 @@ func (p queryPlan) build(terms []string, extra []WeightedTerm, scale float64, gr
 	var eq []query.Query
 	for _, t := range terms {
 		fq := p.fieldQueries(t, 1)
+		for _, s := range syns[t] {
+			fq = append(fq, p.fieldQueries(s, synWeight)...)
+		}
 		if grouped {
 			for _, e := range extra {
 				if e.From == t && e.Weight > 0 && !slices.Contains(terms, e.Term) {
@@ -67,7 +73,7 @@ func (p queryPlan) build(terms []string, extra []WeightedTerm, scale float64, gr
 		termQueries = append(termQueries, query.NewDisjunctionQuery(fq))
 	}
 	for _, e := range extra {
-		if e.Weight <= 0 || slices.Contains(terms, e.Term) || grouped && slices.Contains(terms, e.From) {
+		if e.Weight <= 0 || slices.Contains(terms, e.Term) || grouped && slices.Contains(terms, e.From) || isSynonym(syns, e.Term) {
 			continue
 		}
 		eq = append(eq, p.fieldQueries(e.Term, e.Weight*scale)...)
@@ -89,4 +95,14 @@ func (p queryPlan) fieldQueries(term string, weight float64) []query.Query {
 		fq = append(fq, q)
 	}
 	return fq
+}
+
+// isSynonym reports whether term is already searched as a synonym.
+func isSynonym(syns map[string][]string, term string) bool {
+	for _, ss := range syns {
+		if slices.Contains(ss, term) {
+			return true
+		}
+	}
+	return false
 }
