@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,10 +20,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/testenv"
-	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 func TestRunUsage(t *testing.T) {
@@ -98,35 +94,6 @@ func TestParseInterleaved(t *testing.T) {
 		if !cmp.Equal(got, tc.wantPos) || *limit != tc.wantLimit {
 			t.Errorf("parseInterleaved(%q): got %q limit %d, want %q limit %d", tc.args, got, *limit, tc.wantPos, tc.wantLimit)
 		}
-	}
-}
-
-func TestTranslateError(t *testing.T) {
-	retry := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
-	down := translateError(fmt.Errorf("calling: %w", &upstream.DownError{Server: "git", State: upstream.StateDown, LastError: "eof", RetryAt: retry}))
-	var d *server.DownError
-	if !errors.As(down, &d) || *d != (server.DownError{Server: "git", State: "down", LastError: "eof", RetryAt: retry}) {
-		t.Errorf("DownError: got %#v, want the same fields as a server.DownError", down)
-	}
-	timeout := translateError(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: time.Minute})
-	var to *server.TimeoutError
-	if !errors.As(timeout, &to) || *to != (server.TimeoutError{Server: "web", Tool: "crawl", Limit: time.Minute}) {
-		t.Errorf("TimeoutError: got %#v, want the same fields as a server.TimeoutError", timeout)
-	}
-	unknown := translateError(fmt.Errorf("x: %w", upstream.ErrUnknownServer))
-	if !errors.Is(unknown, server.ErrUnknownServer) || !errors.Is(unknown, upstream.ErrUnknownServer) {
-		t.Errorf("unknown server: got %v, want both sentinels in the chain", unknown)
-	}
-	tool := translateError(fmt.Errorf("x: %w", upstream.ErrUnknownTool))
-	if !errors.Is(tool, server.ErrUnknownTool) {
-		t.Errorf("unknown tool: got %v, want server.ErrUnknownTool in the chain", tool)
-	}
-	other := errors.New("boom")
-	if got := translateError(other); got != other {
-		t.Errorf("other: got %v, want it unchanged", got)
-	}
-	if translateError(nil) != nil {
-		t.Error("nil: got an error, want nil")
 	}
 }
 

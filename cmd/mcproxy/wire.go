@@ -127,8 +127,8 @@ func openIndex(opts index.Options, log *zap.Logger) (*index.Index, error) {
 	return index.New(opts)
 }
 
-// upstreams adapts *upstream.Manager to server.Upstreams, translating its
-// errors into the front's.
+// upstreams adapts *upstream.Manager to server.Upstreams; its errors pass
+// through unchanged (the front knows upstream's error types).
 type upstreams struct{ m *upstream.Manager }
 
 func (u upstreams) Tools() []config.Tool { return u.m.Tools() }
@@ -136,8 +136,7 @@ func (u upstreams) Tools() []config.Tool { return u.m.Tools() }
 func (u upstreams) MCPTool(server, name string) (mcp.Tool, bool) { return u.m.MCPTool(server, name) }
 
 func (u upstreams) Call(ctx context.Context, srv, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	res, err := u.m.Call(ctx, srv, tool, args)
-	return res, translateError(err)
+	return u.m.Call(ctx, srv, tool, args)
 }
 
 func (u upstreams) Status() []server.UpstreamStatus {
@@ -154,27 +153,6 @@ func (u upstreams) Status() []server.UpstreamStatus {
 		}
 	}
 	return out
-}
-
-// translateError maps upstream's error types onto the front's, keeping the
-// original in the chain.
-func translateError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var down *upstream.DownError
-	var timeout *upstream.TimeoutError
-	switch {
-	case errors.As(err, &down):
-		return &server.DownError{Server: down.Server, State: string(down.State), LastError: down.LastError, RetryAt: down.RetryAt}
-	case errors.As(err, &timeout):
-		return &server.TimeoutError{Server: timeout.Server, Tool: timeout.Tool, Limit: timeout.Limit}
-	case errors.Is(err, upstream.ErrUnknownServer):
-		return fmt.Errorf("%w: %w", server.ErrUnknownServer, err)
-	case errors.Is(err, upstream.ErrUnknownTool):
-		return fmt.Errorf("%w: %w", server.ErrUnknownTool, err)
-	}
-	return err
 }
 
 // newLogger builds the process logger: human-readable lines on stderr, or

@@ -146,7 +146,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 
 	t.Run("call past call_timeout names the limit", func(t *testing.T) {
 		res := callTool(t, c, "call_tool", map[string]any{"name": "alpha:wait", "arguments": map[string]any{"tag": "timeout"}})
-		for _, want := range []string{"alpha:wait timed out after 1s", "call_timeout", "mcpServers.alpha.call_timeout"} {
+		for _, want := range []string{"alpha:wait timed out after 1s", "the limit set by mcpServers.alpha.call_timeout", "raise mcpServers.alpha.call_timeout"} {
 			if !res.IsError || !strings.Contains(text(res), want) {
 				t.Errorf("got %q (isError %v), want a tool error containing %q", text(res), res.IsError, want)
 			}

@@ -1,50 +1,14 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/fuzzy"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
-
-// Sentinels an Upstreams.Call error may wrap.
-var (
-	// ErrUnknownServer: the server is not configured.
-	ErrUnknownServer = errors.New("unknown server")
-	// ErrUnknownTool: the server is up but does not expose the tool.
-	ErrUnknownTool = errors.New("unknown tool")
-)
-
-// DownError says an upstream cannot take calls right now.
-type DownError struct {
-	Server string
-	// State is the server's state ("down", "connecting", "disabled").
-	State     string
-	LastError string
-	// RetryAt is the next reconnect attempt; zero when none is scheduled.
-	RetryAt time.Time
-}
-
-func (e *DownError) Error() string {
-	msg := fmt.Sprintf("server %q is %s", e.Server, e.State)
-	if e.LastError != "" {
-		msg += ": " + e.LastError
-	}
-	return msg
-}
-
-// TimeoutError says a call ran past its configured limit.
-type TimeoutError struct {
-	Server, Tool string
-	Limit        time.Duration
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("calling %s:%s: timed out after %s", e.Server, e.Tool, e.Limit)
-}
 
 // The texts below are read by a model in the middle of a task: each says
 // what went wrong and what call to make next.
@@ -61,14 +25,14 @@ func unknownToolText(id string, suggestions []string) string {
 }
 
 // downText explains that a server is not reachable and when it is retried.
-func downText(e *DownError, now time.Time) string {
+func downText(e *upstream.DownError, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Server %q is unavailable (state: %s).", e.Server, e.State)
 	if e.LastError != "" {
 		fmt.Fprintf(&b, " Last error: %s.", strings.TrimSuffix(e.LastError, "."))
 	}
 	switch {
-	case e.State == "disabled":
+	case e.State == upstream.StateDisabled:
 		b.WriteString(" It is disabled in the mcproxy config; its tools cannot be called until it is enabled.")
 	case !e.RetryAt.IsZero():
 		wait := e.RetryAt.Sub(now).Round(time.Second)
@@ -83,12 +47,22 @@ func downText(e *DownError, now time.Time) string {
 	return b.String()
 }
 
-// timeoutText names the limit that was hit and where to raise it.
-func timeoutText(e *TimeoutError) string {
-	return fmt.Sprintf("Calling %s:%s timed out after %s (the call_timeout limit). "+
-		"The tool may still be running upstream. If it needs longer, raise mcpServers.%s.call_timeout "+
-		"(or the top-level call_timeout) in the mcproxy config; otherwise retry with a smaller request.",
-		e.Server, e.Tool, e.Limit, e.Server)
+// timeoutText names the limit that was hit, the setting it came from and
+// the one to change.
+func timeoutText(e *upstream.TimeoutError) string {
+	own := "mcpServers." + e.Server + ".call_timeout"
+	var from, raise string
+	switch e.Setting {
+	case own:
+		from, raise = "the limit set by "+own, "raise "+own
+	case "call_timeout":
+		from, raise = "the limit set by the top-level call_timeout", "raise call_timeout, or set "+own+" for this server alone,"
+	default:
+		from, raise = "the default call_timeout", "set "+own+" (or the top-level call_timeout)"
+	}
+	return fmt.Sprintf("Calling %s:%s timed out after %s (%s). The tool may still be running upstream. "+
+		"If it needs longer, %s in the mcproxy config; otherwise retry with a smaller request.",
+		e.Server, e.Tool, e.Limit, from, raise)
 }
 
 // badArgumentsText says what shape call_tool's arguments must have.

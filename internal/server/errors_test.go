@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 func TestErrorTexts(t *testing.T) {
@@ -28,23 +29,33 @@ func TestErrorTexts(t *testing.T) {
 		},
 		{
 			name: "down with retry",
-			got:  downText(&DownError{Server: "git", State: "down", LastError: "process exited: exit status 1.", RetryAt: now.Add(4 * time.Second)}, now),
+			got:  downText(&upstream.DownError{Server: "git", State: upstream.StateDown, LastError: "process exited: exit status 1.", RetryAt: now.Add(4 * time.Second)}, now),
 			want: `Server "git" is unavailable (state: down). Last error: process exited: exit status 1. mcproxy reconnects at 10:00:04 UTC (in 4s); retry the call after that. Tools of other servers still work.`,
 		},
 		{
 			name: "connecting without retry time",
-			got:  downText(&DownError{Server: "git", State: "connecting"}, now),
+			got:  downText(&upstream.DownError{Server: "git", State: upstream.StateConnecting}, now),
 			want: `Server "git" is unavailable (state: connecting). mcproxy is reconnecting; retry the call shortly. Tools of other servers still work.`,
 		},
 		{
 			name: "disabled",
-			got:  downText(&DownError{Server: "git", State: "disabled"}, now),
+			got:  downText(&upstream.DownError{Server: "git", State: upstream.StateDisabled}, now),
 			want: `Server "git" is unavailable (state: disabled). It is disabled in the mcproxy config; its tools cannot be called until it is enabled. Tools of other servers still work.`,
 		},
 		{
-			name: "timeout",
-			got:  timeoutText(&TimeoutError{Server: "web", Tool: "crawl", Limit: 2 * time.Minute}),
-			want: `Calling web:crawl timed out after 2m0s (the call_timeout limit). The tool may still be running upstream. If it needs longer, raise mcpServers.web.call_timeout (or the top-level call_timeout) in the mcproxy config; otherwise retry with a smaller request.`,
+			name: "timeout set for the server",
+			got:  timeoutText(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: 2 * time.Minute, Setting: "mcpServers.web.call_timeout"}),
+			want: `Calling web:crawl timed out after 2m0s (the limit set by mcpServers.web.call_timeout). The tool may still be running upstream. If it needs longer, raise mcpServers.web.call_timeout in the mcproxy config; otherwise retry with a smaller request.`,
+		},
+		{
+			name: "timeout set at the top level",
+			got:  timeoutText(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: time.Minute, Setting: "call_timeout"}),
+			want: `Calling web:crawl timed out after 1m0s (the limit set by the top-level call_timeout). The tool may still be running upstream. If it needs longer, raise call_timeout, or set mcpServers.web.call_timeout for this server alone, in the mcproxy config; otherwise retry with a smaller request.`,
+		},
+		{
+			name: "timeout by default",
+			got:  timeoutText(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: 2 * time.Minute, Setting: "the default call_timeout (set call_timeout or mcpServers.web.call_timeout to change it)"}),
+			want: `Calling web:crawl timed out after 2m0s (the default call_timeout). The tool may still be running upstream. If it needs longer, set mcpServers.web.call_timeout (or the top-level call_timeout) in the mcproxy config; otherwise retry with a smaller request.`,
 		},
 		{
 			name: "bad arguments with schema",

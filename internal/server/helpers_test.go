@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // newUpstreamServer is a real mcp-go MCP server used as an upstream: tools
@@ -77,7 +78,7 @@ type testUpstreams struct {
 	mu      sync.Mutex
 	clients map[string]*client.Client
 	tools   map[string][]mcp.Tool
-	down    map[string]*DownError
+	down    map[string]*upstream.DownError
 }
 
 func newTestUpstreams(t *testing.T, servers map[string]*mcpserver.MCPServer) *testUpstreams {
@@ -86,7 +87,7 @@ func newTestUpstreams(t *testing.T, servers map[string]*mcpserver.MCPServer) *te
 		timeout: 5 * time.Second,
 		clients: map[string]*client.Client{},
 		tools:   map[string][]mcp.Tool{},
-		down:    map[string]*DownError{},
+		down:    map[string]*upstream.DownError{},
 	}
 	ctx := context.Background()
 	for name, srv := range servers {
@@ -176,7 +177,7 @@ func (u *testUpstreams) Call(ctx context.Context, server, tool string, args map[
 	down := u.down[server]
 	u.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownServer, server)
+		return nil, fmt.Errorf("%w %q", upstream.ErrUnknownServer, server)
 	}
 	if down != nil {
 		return nil, down
@@ -188,7 +189,7 @@ func (u *testUpstreams) Call(ctx context.Context, server, tool string, args map[
 	req.Params.Arguments = args
 	res, err := c.CallTool(ctx, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, &TimeoutError{Server: server, Tool: tool, Limit: u.timeout}
+		return nil, &upstream.TimeoutError{Server: server, Tool: tool, Limit: u.timeout, Setting: "mcpServers." + server + ".call_timeout"}
 	}
 	return res, err
 }
@@ -200,7 +201,7 @@ func (u *testUpstreams) Status() []UpstreamStatus {
 	for name := range u.clients {
 		st := UpstreamStatus{Server: name, Transport: "inprocess", State: StateReady, Tools: len(u.tools[name])}
 		if d := u.down[name]; d != nil {
-			st.State, st.LastError, st.RetryAt, st.Tools = d.State, d.LastError, d.RetryAt, 0
+			st.State, st.LastError, st.RetryAt, st.Tools = string(d.State), d.LastError, d.RetryAt, 0
 		}
 		out = append(out, st)
 	}

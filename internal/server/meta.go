@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // Meta tool names (retrieve mode).
@@ -184,14 +185,14 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		out.ResultType = ""
 		return &out, nil
 	}
-	var down *DownError
-	var timeout *TimeoutError
+	var down *upstream.DownError
+	var timeout *upstream.TimeoutError
 	switch {
 	case errors.As(err, &timeout):
 		return mcp.NewToolResultError(timeoutText(timeout)), nil
 	case errors.As(err, &down):
 		return mcp.NewToolResultError(downText(down, time.Now())), nil
-	case errors.Is(err, ErrUnknownServer), errors.Is(err, ErrUnknownTool):
+	case errors.Is(err, upstream.ErrUnknownServer), errors.Is(err, upstream.ErrUnknownTool):
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	case errors.Is(err, mcp.ErrInvalidParams):
 		t, _ := s.tool(id)

@@ -40,8 +40,9 @@ type Upstreams interface {
 	// MCPTool returns the upstream's own definition of a tool.
 	MCPTool(server, name string) (mcp.Tool, bool)
 	// Call runs a tool. A tool-level failure is a result with IsError; a Go
-	// error is one of ErrUnknownServer, *DownError, *TimeoutError or another
-	// transport/protocol failure.
+	// error wraps upstream.ErrUnknownServer or upstream.ErrUnknownTool, or is
+	// an *upstream.DownError, *upstream.TimeoutError or another transport or
+	// protocol failure (*upstream.Manager's errors, passed through).
 	Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 	// Status reports every configured server, sorted by name.
 	Status() []UpstreamStatus

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 func TestRetrieveModeOverTransports(t *testing.T) {
@@ -113,7 +115,7 @@ func TestCallToolErrors(t *testing.T) {
 	t.Run("server down", func(t *testing.T) {
 		retry := time.Now().Add(30 * time.Second)
 		up.mu.Lock()
-		up.down["other"] = &DownError{Server: "other", State: "down", LastError: "process exited: signal: killed", RetryAt: retry}
+		up.down["other"] = &upstream.DownError{Server: "other", State: upstream.StateDown, LastError: "process exited: signal: killed", RetryAt: retry}
 		up.mu.Unlock()
 		f.ToolsChanged("other", nil)
 		t.Cleanup(func() {
