@@ -58,6 +58,10 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	if skipped := ix.SkippedSynonyms(); len(skipped) > 0 {
+		log.Warn("synonyms: these words are not single words once analyzed (a phrase, an identifier or a stop word) and are ignored",
+			zap.Strings("words", skipped))
+	}
 	dense, err := embed.FromConfig(cfg, log.Named("embed"))
 	if err != nil {
 		_ = ix.Close()

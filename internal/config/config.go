@@ -70,7 +70,8 @@ type Config struct {
 	// Synonyms are groups of words retrieve_tools treats as the same when
 	// matching a query to tools, added to mcproxy's built-in lexicon:
 	// [["k8s", "kubernetes"], ["ticket", "issue"]]. Each group needs two
-	// words or more; a word stands for one word (a phrase is ignored).
+	// words or more; each word must be one word (a phrase or a code-style
+	// identifier is ignored, with a warning in the log).
 	Synonyms [][]string `json:"synonyms,omitempty"`
 }
 

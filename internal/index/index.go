@@ -102,6 +102,7 @@ type Index struct {
 	features Features
 	expander func(vocab []string) ExpandFunc
 	synonyms synonyms // nil when Features.Synonyms is off
+	skipped  []string // words of Options.Synonyms that take no part
 
 	expMu       sync.Mutex // guards the five below
 	expand      ExpandFunc // built by expander for vocabulary version expVersion
@@ -255,7 +256,12 @@ func New(opts Options) (*Index, error) {
 				return nil, fmt.Errorf("synonym group %d %q: want two words or more", i+1, g)
 			}
 		}
-		ix.synonyms = newSynonyms(a, append(BuiltinSynonyms(), opts.Synonyms...))
+		ix.synonyms, _ = newSynonyms(a, BuiltinSynonyms())
+		user, skipped := newSynonyms(a, opts.Synonyms)
+		for t, others := range user {
+			ix.synonyms[t] = slices.Compact(slices.Sorted(slices.Values(append(ix.synonyms[t], others...))))
+		}
+		ix.skipped = skipped
 	}
 	if opts.Dir == "" {
 		// Bleve's in-memory store, not Scorch without a path: an in-memory
@@ -283,6 +289,12 @@ func New(opts Options) (*Index, error) {
 	}
 	return ix, nil
 }
+
+// SkippedSynonyms returns the words of Options.Synonyms that take no part
+// in searches because they are not one word once analyzed: a phrase ("pull
+// request"), a code-style identifier ("pull_request", which the index
+// splits) or a stop word ("the").
+func (ix *Index) SkippedSynonyms() []string { return slices.Clone(ix.skipped) }
 
 // openOrCreate opens the index under dir, or creates it, and returns it with
 // its persisted statistics.

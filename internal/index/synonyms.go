@@ -57,14 +57,15 @@ func ParseSynonyms(text string) ([][]string, error) {
 // newSynonyms analyzes every word of groups with a and links the terms of
 // each group to one another. A word that analyzes to no term (a stop word)
 // or to several (a phrase, an identifier split into its words) takes no
-// part: a synonym stands for one query term.
-func newSynonyms(a analysis.Analyzer, groups [][]string) synonyms {
-	s := synonyms{}
+// part: a synonym stands for one query term. skipped lists those words.
+func newSynonyms(a analysis.Analyzer, groups [][]string) (s synonyms, skipped []string) {
+	s = synonyms{}
 	for _, g := range groups {
 		var terms []string
 		for _, w := range g {
 			toks := a.Analyze([]byte(w))
 			if len(toks) != 1 {
+				skipped = append(skipped, w)
 				continue
 			}
 			if t := string(toks[0].Term); !slices.Contains(terms, t) {
@@ -83,7 +84,7 @@ func newSynonyms(a analysis.Analyzer, groups [][]string) synonyms {
 		slices.Sort(others)
 		s[t] = slices.Compact(others)
 	}
-	return s
+	return s, skipped
 }
 
 // of returns, for each query term, its synonyms that the index holds

@@ -90,6 +90,17 @@ func TestUserSynonyms(t *testing.T) {
 		t.Errorf("without the user group: got %v, want no hits (no tool says umbrella)", ids(got))
 	}
 
+	odd := newIndex(t, Options{Synonyms: [][]string{{"pr", "pull request", "pull_request", "the", "merge"}}})
+	if got, want := odd.SkippedSynonyms(), []string{"pull request", "pull_request", "the"}; !slices.Equal(got, want) {
+		t.Errorf("SkippedSynonyms: got %q, want %q", got, want)
+	}
+	if got := odd.synonyms["pr"]; !slices.Contains(got, "merg") {
+		t.Errorf("synonyms of pr: got %q, want merg (the group's one-word member)", got)
+	}
+	if got := ix.SkippedSynonyms(); len(got) != 0 {
+		t.Errorf("SkippedSynonyms with one-word groups: got %q, want none", got)
+	}
+
 	if _, err := New(Options{Synonyms: [][]string{{"k8s", "kubernetes"}, {"alone"}}}); err == nil || !strings.Contains(err.Error(), "synonym group 2") {
 		t.Errorf("New with a one-word group: got error %v, want one naming synonym group 2", err)
 	}
