@@ -39,6 +39,8 @@ type variant struct {
 	k1, b float64
 	// unavailable, when set, makes the row a skipped one with this reason.
 	unavailable string
+	// dense, when set, ranks with dense retrieval (Profile.Dense).
+	dense denseMode
 }
 
 // variants lists the ablation: production first, then one change at a
@@ -77,7 +79,26 @@ func (p *Profile) variants() []variant {
 		{name: "bm25 k1=0.9 b=0.4", change: "BM25 k1 0.9, b 0.4 instead of 1.2, 0.75", features: same, k1: 0.9, b: 0.4},
 		{name: "bm25 k1=2 b=0.75", change: "BM25 k1 2 instead of 1.2", features: same, k1: 2, b: 0.75},
 		{name: "bm25 k1=1.2 b=0.9", change: "BM25 b 0.9 instead of 0.75", features: same, k1: 1.2, b: 0.9},
-		{name: "+dense", change: "dense retrieval fused with BM25", unavailable: "needs an embeddings provider (the embeddings section of config.json); the profiler runs offline"},
+		{name: "+dense", change: "dense retrieval fused with BM25 (reciprocal rank fusion), as with an embeddings section in config.json", features: same, dense: denseFused},
+		{name: "dense-only", change: "dense retrieval alone, no BM25", features: same, dense: denseOnly},
+	}
+	if p.Dense == nil {
+		reason := p.DenseUnavailable
+		if reason == "" {
+			reason = "no embeddings provider configured"
+		}
+		for i := range vs {
+			if vs[i].dense != 0 {
+				vs[i].unavailable = reason
+			}
+		}
+	} else {
+		model := fmt.Sprintf(" (model %s)", p.Dense.Config.Embeddings.Model)
+		for i := range vs {
+			if vs[i].dense != 0 {
+				vs[i].change += model
+			}
+		}
 	}
 	if p.Index.Expander == nil {
 		reason := p.ExpandUnavailable
@@ -126,7 +147,20 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 		if v.noExpand {
 			opts.Expander = nil
 		}
-		rq, err := measureWithBM25(ctx, a, c, qs, opts, v.k1, v.b)
+		var rq retrieval
+		var err error
+		if v.dense != 0 {
+			rq, err = measureDense(ctx, a, c, qs, opts, p.Dense, v.dense)
+			if err != nil && ctx.Err() == nil {
+				// A provider failing is a fact about this run, not a
+				// reason to lose the rest of the report.
+				row.Status, row.UnavailableReason = StatusUnavailable, "embeddings provider failed: "+err.Error()
+				rows = append(rows, row)
+				continue
+			}
+		} else {
+			rq, err = measureWithBM25(ctx, a, c, qs, opts, v.k1, v.b)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.name, err)
 		}

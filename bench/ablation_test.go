@@ -54,7 +54,7 @@ func TestAblation(t *testing.T) {
 			t.Errorf("row %d: got %s on %s, want %s on corpus_v2", i, r.Variant, r.Corpus, want[i].name)
 		}
 		switch r.Variant {
-		case "-expansion", "+dense":
+		case "-expansion", "+dense", "dense-only":
 			if r.Status != StatusUnavailable || r.UnavailableReason == "" {
 				t.Errorf("%s: got status %q reason %q, want unavailable with a reason", r.Variant, r.Status, r.UnavailableReason)
 			}

@@ -48,6 +48,10 @@ type Profile struct {
 	// off or changed one at a time, scored on both halves of each query set
 	// (see ablation.go).
 	Ablation bool
+	// Dense, when set, is the embeddings provider of the ablation's dense
+	// rows; DenseUnavailable says why it is nil.
+	Dense            *DenseSetup
+	DenseUnavailable string
 }
 
 // NamedQuerySet is a query set and the name the report gives it.
@@ -258,7 +262,15 @@ func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQueryS
 		}
 		rankings[i] = ranked
 	}
-	r := retrieval{all: Score(queries, rankings), skipped: skipped, bySplit: map[string]Quality{}}
+	r := scoreRankings(queries, rankings)
+	r.skipped = skipped
+	return r, nil
+}
+
+// scoreRankings scores each query's ranking (rankings[i] for queries[i]):
+// over all queries, per split, and the misses.
+func scoreRankings(queries []Query, rankings [][]string) retrieval {
+	r := retrieval{all: Score(queries, rankings), bySplit: map[string]Quality{}}
 	for _, split := range []string{SplitTune, SplitHeldout} {
 		var sq []Query
 		var sr [][]string
@@ -286,7 +298,7 @@ func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQueryS
 		}
 		r.misses = append(r.misses, Miss{QueryID: q.ID, Query: q.Query, Split: q.Split, Want: q.target(), Rank: rank, Top: append([]string{}, top...)})
 	}
-	return r, nil
+	return r
 }
 
 // percentiles summarises answer sizes: nearest-rank p50 and p95, max, mean.
