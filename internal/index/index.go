@@ -60,7 +60,7 @@ type Options struct {
 	// call from any goroutine.
 	Expander func(vocab []string) ExpandFunc
 	// Synonyms are groups of words a query may use interchangeably, added
-	// to the built-in lexicon (BuiltinSynonyms) when Features.Synonyms is
+	// to the built-in lexicon (synonyms.txt) when Features.Synonyms is
 	// on: {"k8s", "kubernetes"} lets "k8s" find tools that say
 	// "kubernetes". Each group needs two words or more.
 	Synonyms [][]string
@@ -256,7 +256,7 @@ func New(opts Options) (*Index, error) {
 				return nil, fmt.Errorf("synonym group %d %q: want two words or more", i+1, g)
 			}
 		}
-		ix.synonyms, _ = newSynonyms(a, BuiltinSynonyms())
+		ix.synonyms, _ = newSynonyms(a, builtinGroups())
 		user, skipped := newSynonyms(a, opts.Synonyms)
 		for t, others := range user {
 			ix.synonyms[t] = slices.Compact(slices.Sorted(slices.Values(append(ix.synonyms[t], others...))))

@@ -47,11 +47,11 @@ var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 // syns and expansion terms extra, or nil when there are no terms. A term's
 // synonyms join its own clause, boosts scaled by synWeight, so a tool
 // matching a synonym counts as matching that part of the query. The
-// expansions form one more
-// clause of the outer disjunction, each term searched like a query term
-// with its boosts scaled by its weight times scale, so that a tool matching
-// a related word counts as matching one more part of the query, at a
-// discount.
+// expansions form one more clause of the outer disjunction, each term
+// searched like a query term with its boosts scaled by its weight times
+// scale, so that a tool matching a related word counts as matching one more
+// part of the query, at a discount. An expansion that is also a synonym is
+// searched once, as the synonym.
 func (p queryPlan) build(terms []string, syns map[string][]string, synWeight float64, extra []WeightedTerm, scale float64, grouped bool) query.Query {
 	if len(terms) == 0 {
 		return nil

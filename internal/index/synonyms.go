@@ -20,20 +20,20 @@ var builtinSynonyms string
 // per Index and never modified.
 type synonyms map[string][]string
 
-// BuiltinSynonyms returns the built-in lexicon's groups, as written (not
+// builtinGroups returns the built-in lexicon's groups, as written (not
 // analyzed), in file order.
-func BuiltinSynonyms() [][]string {
-	groups, err := ParseSynonyms(builtinSynonyms)
+func builtinGroups() [][]string {
+	groups, err := parseSynonyms(builtinSynonyms)
 	if err != nil {
 		panic(err) // the embedded file is checked by the tests
 	}
 	return groups
 }
 
-// ParseSynonyms reads groups in the lexicon's text format: one group per
+// parseSynonyms reads groups in the lexicon's text format: one group per
 // line, words separated by commas, blank lines and lines starting with '#'
 // ignored. A group needs two words or more.
-func ParseSynonyms(text string) ([][]string, error) {
+func parseSynonyms(text string) ([][]string, error) {
 	var groups [][]string
 	for n, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)

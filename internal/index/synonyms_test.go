@@ -7,7 +7,7 @@ import (
 )
 
 func TestBuiltinSynonymsParse(t *testing.T) {
-	groups, err := ParseSynonyms(builtinSynonyms)
+	groups, err := parseSynonyms(builtinSynonyms)
 	if err != nil {
 		t.Fatalf("the embedded lexicon: %v", err)
 	}
@@ -27,7 +27,7 @@ func TestBuiltinSynonymsParse(t *testing.T) {
 }
 
 func TestParseSynonyms(t *testing.T) {
-	got, err := ParseSynonyms("# comment\n\n folder , directory,dir\nk8s,kubernetes\n")
+	got, err := parseSynonyms("# comment\n\n folder , directory,dir\nk8s,kubernetes\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func TestParseSynonyms(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	for _, bad := range []string{"lonely\n", "a,\n", " , ,\n"} {
-		if _, err := ParseSynonyms(bad); err == nil || !strings.Contains(err.Error(), "line 1") {
-			t.Errorf("ParseSynonyms(%q): got error %v, want one naming line 1", bad, err)
+		if _, err := parseSynonyms(bad); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("parseSynonyms(%q): got error %v, want one naming line 1", bad, err)
 		}
 	}
 }
