@@ -52,10 +52,15 @@ type Features struct {
 	// ExpansionWeight scales the weights an Options.Expander gives its
 	// terms; 0 turns expansion off even when an Expander is set.
 	ExpansionWeight float64
-	// Synonyms matches each query word's synonyms (the built-in lexicon,
-	// synonyms.txt, plus Options.Synonyms) inside that word's clause of the
-	// query, boosts scaled by SynonymWeight: a tool saying "directory"
-	// counts as matching the query word "folder", nearly as if it said it.
+	// Synonyms indexes, for each tool, the synonym groups its words belong
+	// to (the built-in lexicon, synonyms.txt, plus Options.Synonyms) in a
+	// field of their own, and searches a query word's groups beside the
+	// word itself: a tool saying "directory" counts as matching the query
+	// word "folder". A group is one term of that field, so a tool using
+	// several words of a group gains as BM25 lets one repeated term gain,
+	// not once per word. SynonymWeight is the groups' boost; at 1 a tool
+	// matching only a synonym scores like one matching the word in the
+	// combined field alone.
 	Synonyms      bool
 	SynonymWeight float64
 	// ExpansionGrouped searches each expansion inside the clause of the
@@ -87,7 +92,7 @@ func DefaultFeatures() Features {
 		ExactName:           true,
 		ExpansionWeight:     1,
 		Synonyms:            true,
-		SynonymWeight:       0.5,
+		SynonymWeight:       1,
 	}
 }
 

@@ -101,7 +101,7 @@ type Index struct {
 	plan     queryPlan
 	features Features
 	expander func(vocab []string) ExpandFunc
-	synonyms synonyms // nil when Features.Synonyms is off
+	lex      *lexicon // nil when Features.Synonyms is off
 	skipped  []string // words of Options.Synonyms that take no part
 
 	expMu       sync.Mutex // guards the five below
@@ -250,18 +250,18 @@ func New(opts Options) (*Index, error) {
 		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
 	}
 	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, expVersion: -1, stats: map[string]serverStats{}}
+	content := fmt.Sprintf("params=%v", f.Params)
 	if f.Synonyms {
 		for i, g := range opts.Synonyms {
 			if len(g) < 2 {
 				return nil, fmt.Errorf("synonym group %d %q: want two words or more", i+1, g)
 			}
 		}
-		ix.synonyms, _ = newSynonyms(a, builtinGroups())
-		user, skipped := newSynonyms(a, opts.Synonyms)
-		for t, others := range user {
-			ix.synonyms[t] = slices.Compact(slices.Sorted(slices.Values(append(ix.synonyms[t], others...))))
-		}
-		ix.skipped = skipped
+		// The built-in words are checked by the tests: what is skipped
+		// is the user's.
+		ix.lex = newLexicon(a, append(builtinGroups(), opts.Synonyms...))
+		ix.skipped = ix.lex.skipped
+		content += " synonyms=" + ix.lex.hash
 	}
 	if opts.Dir == "" {
 		// Bleve's in-memory store, not Scorch without a path: an in-memory
@@ -274,7 +274,7 @@ func New(opts Options) (*Index, error) {
 			return nil, fmt.Errorf("creating in-memory index: %w", err)
 		}
 	} else {
-		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m, f.Params)
+		ix.bleve, ix.stats, err = openOrCreate(opts.Dir, m, content)
 		if err != nil {
 			return nil, err
 		}
@@ -298,13 +298,13 @@ func (ix *Index) SkippedSynonyms() []string { return slices.Clone(ix.skipped) }
 
 // openOrCreate opens the index under dir, or creates it, and returns it with
 // its persisted statistics.
-func openOrCreate(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
-	idx, stats, err := openExisting(dir, m, params)
+func openOrCreate(dir string, m *mapping.IndexMappingImpl, content string) (bleve.Index, map[string]serverStats, error) {
+	idx, stats, err := openExisting(dir, m, content)
 	if idx != nil || err != nil {
 		return idx, stats, err
 	}
 	path := filepath.Join(dir, "bleve")
-	stamp, err := mappingStamp(m, params)
+	stamp, err := mappingStamp(m, content)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,8 +322,8 @@ func openOrCreate(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.I
 // openExisting opens the index under dir if there is a usable one. When
 // there is none, or it is stale or damaged (and then removed), it returns
 // nil and no error.
-func openExisting(dir string, m *mapping.IndexMappingImpl, params bool) (bleve.Index, map[string]serverStats, error) {
-	stamp, err := mappingStamp(m, params)
+func openExisting(dir string, m *mapping.IndexMappingImpl, content string) (bleve.Index, map[string]serverStats, error) {
+	stamp, err := mappingStamp(m, content)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -406,6 +406,7 @@ func totals(stats map[string]serverStats) *search.BM25Stats {
 		t.FieldCardinality[f] = 0
 	}
 	t.FieldCardinality[fieldServer] = 0
+	t.FieldCardinality[fieldSyn] = 0
 	for _, s := range stats {
 		t.DocCount += float64(s.Docs)
 		for f, n := range s.Tokens {
@@ -435,7 +436,11 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		if _, dup := docs[id]; dup {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
-		docs[id] = document(t, ix.features.Params)
+		doc := document(t, ix.features.Params)
+		if ix.lex != nil {
+			doc[fieldSyn] = ix.lex.synText(ix.analyzer.Analyze([]byte(doc[fieldAll].(string))))
+		}
+		docs[id] = doc
 	}
 	return ix.replace(server, docs)
 }
@@ -501,6 +506,9 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 					own[string(tok.Term)] = true
 				}
 			}
+		}
+		if syn, ok := doc[fieldSyn].(string); ok {
+			st.Tokens[fieldSyn] += len(strings.Fields(syn))
 		}
 		st.Tools = append(st.Tools, name)
 		st.ToolTerms[name] = sortedKeys(own)
@@ -632,11 +640,13 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	if f.ExactName {
 		quoted = quotedTools(q, ix.lookup.names, ix.lookup.ids)
 	}
-	var syns map[string][]string
-	if f.SynonymWeight > 0 {
-		syns = ix.synonyms.of(terms, func(t string) bool { return ix.lookup.vocab[t] > 0 })
+	var syns, groups map[string][]string
+	if ix.lex != nil && f.SynonymWeight > 0 {
+		inIndex := func(t string) bool { return ix.lookup.vocab[t] > 0 }
+		syns = ix.lex.others.of(terms, inIndex)
+		groups = ix.lex.groupsOf(terms, inIndex)
 	}
-	bq := ix.plan.build(terms, syns, f.SynonymWeight, extra, f.ExpansionWeight, f.ExpansionGrouped)
+	bq := ix.plan.build(terms, groups, f.SynonymWeight, syns, extra, f.ExpansionWeight, f.ExpansionGrouped)
 	if bq == nil && len(quoted) == 0 {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
@@ -21,7 +22,7 @@ import (
 // mappingVersion changes whenever analysis changes in a way the mapping's
 // JSON does not show (the code of identifierFilter, what goes into a field).
 // An on-disk index stamped with another version is rebuilt.
-const mappingVersion = 2
+const mappingVersion = 3
 
 // Field names. Every text field uses textAnalyzer, so one analysis of the
 // query serves all of them.
@@ -31,6 +32,7 @@ const (
 	fieldDescription = "description" // the tool description
 	fieldParams      = "params"      // parameter names and descriptions (see paramsText)
 	fieldAll         = "all"         // server, name, description and params together
+	fieldSyn         = "syn"         // synonym group ids of the "all" terms (see lexicon.synText)
 )
 
 // textFields are the analyzed fields, in a fixed order.
@@ -41,6 +43,10 @@ var textFields = []string{fieldName, fieldDescription, fieldParams, fieldAll}
 // character pairs, English stop words removed, Snowball English stemming
 // ("files", "filed" → "file").
 const textAnalyzer = "mcproxy_text"
+
+// synAnalyzer splits the synonym field at spaces: its tokens are group ids
+// the index wrote itself, already final.
+const synAnalyzer = "mcproxy_syn"
 
 // analyzerFilters returns textAnalyzer's token filters for f, in order.
 func analyzerFilters(f Features) []any {
@@ -79,6 +85,16 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding analyzer: %w", err)
 	}
+	if f.Synonyms {
+		err := im.AddCustomAnalyzer(synAnalyzer, map[string]any{
+			"type":          custom.Name,
+			"tokenizer":     whitespace.Name,
+			"token_filters": []any{},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adding synonym analyzer: %w", err)
+		}
+	}
 	im.DefaultAnalyzer = textAnalyzer
 	im.IndexDynamic = false
 	im.StoreDynamic = false
@@ -100,6 +116,15 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 		f.DocValues = false
 		doc.AddFieldMappingsAt(name, f)
 	}
+	if f.Synonyms {
+		sf := bleve.NewTextFieldMapping()
+		sf.Analyzer = synAnalyzer
+		sf.Store = false
+		sf.IncludeInAll = false
+		sf.IncludeTermVectors = false
+		sf.DocValues = false
+		doc.AddFieldMappingsAt(fieldSyn, sf)
+	}
 	im.DefaultMapping = doc
 	if err := im.Validate(); err != nil {
 		return nil, fmt.Errorf("validating mapping: %w", err)
@@ -108,13 +133,14 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 }
 
 // mappingStamp identifies the mapping and analysis code an index was built
-// with: mappingVersion plus a hash of the mapping's JSON and of whether
-// parameters are indexed (which the mapping does not show).
-func mappingStamp(m mapping.IndexMapping, params bool) (string, error) {
+// with: mappingVersion plus a hash of the mapping's JSON and of content, what
+// goes into the fields that the mapping does not show (whether parameters
+// are indexed, which synonym groups).
+func mappingStamp(m mapping.IndexMapping, content string) (string, error) {
 	data, err := json.Marshal(struct {
 		Mapping mapping.IndexMapping
-		Params  bool
-	}{m, params})
+		Content string
+	}{m, content})
 	if err != nil {
 		return "", fmt.Errorf("encoding mapping: %w", err)
 	}

@@ -43,16 +43,17 @@ type queryPlan struct {
 // alternatives with the full pipeline; docs/retrieval.md has the table.
 var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 
-// build returns the query for terms (already analyzed), their synonyms
-// syns and expansion terms extra, or nil when there are no terms. A term's
-// synonyms join its own clause, boosts scaled by synWeight, so a tool
-// matching a synonym counts as matching that part of the query. The
-// expansions form one more clause of the outer disjunction, each term
-// searched like a query term with its boosts scaled by its weight times
-// scale, so that a tool matching a related word counts as matching one more
-// part of the query, at a discount. An expansion that is also a synonym is
-// searched once, as the synonym.
-func (p queryPlan) build(terms []string, syns map[string][]string, synWeight float64, extra []WeightedTerm, scale float64, grouped bool) query.Query {
+// build returns the query for terms (already analyzed), their synonym
+// groups, and expansion terms extra, or nil when there are no terms. A
+// term's groups (group ids, searched in the synonym field with boost
+// synWeight) join its own clause, so a tool matching a synonym counts as
+// matching that part of the query. The expansions form one more clause of
+// the outer disjunction, each term searched like a query term with its
+// boosts scaled by its weight times scale, so that a tool matching a related
+// word counts as matching one more part of the query, at a discount. An
+// expansion that is a synonym of a query term (syns) is left out: the group
+// already searches it.
+func (p queryPlan) build(terms []string, groups map[string][]string, synWeight float64, syns map[string][]string, extra []WeightedTerm, scale float64, grouped bool) query.Query {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -60,9 +61,6 @@ func (p queryPlan) build(terms []string, syns map[string][]string, synWeight flo
 	var eq []query.Query
 	for _, t := range terms {
 		fq := p.fieldQueries(t, 1)
-		for _, s := range syns[t] {
-			fq = append(fq, p.fieldQueries(s, synWeight)...)
-		}
 		if grouped {
 			for _, e := range extra {
 				if e.From == t && e.Weight > 0 && !slices.Contains(terms, e.Term) {
@@ -70,7 +68,22 @@ func (p queryPlan) build(terms []string, syns map[string][]string, synWeight flo
 				}
 			}
 		}
-		termQueries = append(termQueries, query.NewDisjunctionQuery(fq))
+		var clause query.Query = query.NewDisjunctionQuery(fq)
+		if len(groups[t]) > 0 {
+			// The word itself and its groups as two halves of the clause:
+			// Bleve scales a disjunction by the share of its parts that
+			// matched, so a tool matching only a synonym must not be
+			// scaled down by every field the word itself was searched in.
+			gq := make([]query.Query, 0, len(groups[t]))
+			for _, id := range groups[t] {
+				q := query.NewTermQuery(id)
+				q.SetField(fieldSyn)
+				q.SetBoost(synWeight)
+				gq = append(gq, q)
+			}
+			clause = query.NewDisjunctionQuery([]query.Query{clause, query.NewDisjunctionQuery(gq)})
+		}
+		termQueries = append(termQueries, clause)
 	}
 	for _, e := range extra {
 		if e.Weight <= 0 || slices.Contains(terms, e.Term) || grouped && slices.Contains(terms, e.From) || isSynonym(syns, e.Term) {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func TestSynonymsBridgeVocabulary(t *testing.T) {
 	// No tool says "folder" or "erase"; the lexicon links them to words
 	// tools do use.
 	for _, tc := range []struct{ query, want string }{
-		{"show what is in this folder", "fs:listDirectory"},
+		{"what is in this folder", "fs:listDirectory"},
 		{"make a fresh branch", "git:git_create_branch"},
 	} {
 		if got := mustSearch(t, on, tc.query, 3); len(got) == 0 || got[0].ID != tc.want {
@@ -94,7 +95,7 @@ func TestUserSynonyms(t *testing.T) {
 	if got, want := odd.SkippedSynonyms(), []string{"pull request", "pull_request", "the"}; !slices.Equal(got, want) {
 		t.Errorf("SkippedSynonyms: got %q, want %q", got, want)
 	}
-	if got := odd.synonyms["pr"]; !slices.Contains(got, "merg") {
+	if got := odd.lex.others["pr"]; !slices.Contains(got, "merg") {
 		t.Errorf("synonyms of pr: got %q, want merg (the group's one-word member)", got)
 	}
 	if got := ix.SkippedSynonyms(); len(got) != 0 {
@@ -109,12 +110,75 @@ func TestUserSynonyms(t *testing.T) {
 func TestSynonymsOf(t *testing.T) {
 	ix := newIndex(t, Options{Synonyms: [][]string{{"folders", "directory", "dir"}}})
 	inIndex := func(t string) bool { return t == "directori" || t == "folder" }
-	got := ix.synonyms.of([]string{"folder", "list"}, inIndex)
+	got := ix.lex.others.of([]string{"folder", "list"}, inIndex)
 	if !slices.Contains(got["folder"], "directori") || slices.Contains(got["folder"], "dir") {
 		t.Errorf("of(folder): got %q, want directori (in the index) and not dir (not in it)", got["folder"])
 	}
 	// A synonym that is itself a query word is not added again.
-	if got := ix.synonyms.of([]string{"folder", "directori"}, inIndex); len(got["folder"]) != 0 {
+	if got := ix.lex.others.of([]string{"folder", "directori"}, inIndex); len(got["folder"]) != 0 {
 		t.Errorf("of(folder directori): got %q for folder, want none (directori is in the query)", got["folder"])
+	}
+}
+
+func TestLexiconGroups(t *testing.T) {
+	ix := newIndex(t, Options{})
+	lx := newLexicon(ix.analyzer, [][]string{{"folder", "directory", "dir"}, {"the", "a"}, {"folders", "Folder"}})
+	if got := lx.members["g0"]; !slices.Equal(got, []string{"dir", "directori", "folder"}) {
+		t.Errorf("group g0: got %q, want the analyzed terms sorted", got)
+	}
+	// Stop words leave nothing; two spellings of one term leave one: no group.
+	if _, ok := lx.members["g1"]; ok {
+		t.Error("a group of stop words was kept")
+	}
+	if _, ok := lx.members["g2"]; ok {
+		t.Error("a group whose words analyze to one term was kept")
+	}
+	if got := lx.synText(ix.analyzer.Analyze([]byte("List a directory; directories nest; read a file"))); got != "g0 g0" {
+		t.Errorf("synText: got %q, want one group id per occurrence of a group's term", got)
+	}
+	held := func(t string) bool { return t == "directori" || t == "folder" }
+	if got := lx.groupsOf([]string{"folder", "read"}, held); !slices.Equal(got["folder"], []string{"g0"}) || len(got["read"]) != 0 {
+		t.Errorf("groupsOf: got %v, want g0 for folder only", got)
+	}
+	// A group none of whose other terms the index holds is not searched.
+	onlySelf := func(t string) bool { return t == "folder" }
+	if got := lx.groupsOf([]string{"folder"}, onlySelf); len(got) != 0 {
+		t.Errorf("groupsOf with no synonym held: got %v, want none", got)
+	}
+	if other := newLexicon(ix.analyzer, [][]string{{"folder", "directory"}}); other.hash == lx.hash {
+		t.Error("two different lexicons share a hash")
+	}
+}
+
+// TestOnDiskSynonymsChange: documents carry their synonym groups, so an
+// on-disk index built with other groups is rebuilt, never searched with
+// stale group ids.
+func TestOnDiskSynonymsChange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	first := newIndex(t, Options{Dir: dir, Synonyms: [][]string{{"dossier", "directory"}}})
+	load(t, first, smallSet)
+	if got := mustSearch(t, first, "dossier", 3); len(got) == 0 || got[0].ID != "fs:listDirectory" {
+		t.Fatalf("with [dossier directory]: got %v, want fs:listDirectory first", ids(got))
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	same := newIndex(t, Options{Dir: dir, Synonyms: [][]string{{"dossier", "directory"}}})
+	if got := mustCount(t, same); got != len(smallSet) {
+		t.Errorf("reopened with the same groups: got %d documents, want %d kept", got, len(smallSet))
+	}
+	if err := same.Close(); err != nil {
+		t.Fatal(err)
+	}
+	changed := newIndex(t, Options{Dir: dir, Synonyms: [][]string{{"binder", "directory"}}})
+	if got := mustCount(t, changed); got != 0 {
+		t.Errorf("reopened with other groups: got %d documents, want a rebuilt (empty) index", got)
+	}
+	load(t, changed, smallSet)
+	if got := mustSearch(t, changed, "binder", 3); len(got) == 0 || got[0].ID != "fs:listDirectory" {
+		t.Errorf("with [binder directory]: got %v, want fs:listDirectory first", ids(got))
+	}
+	if got := mustSearch(t, changed, "dossier", 3); len(got) != 0 {
+		t.Errorf("dossier after its group was removed: got %v, want no hits", ids(got))
 	}
 }
