@@ -108,28 +108,28 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	keywordField.DocValues = false
 	doc.AddFieldMappingsAt(fieldServer, keywordField)
 	for _, name := range textFields {
-		f := bleve.NewTextFieldMapping()
-		f.Analyzer = textAnalyzer
-		f.Store = false
-		f.IncludeInAll = false
-		f.IncludeTermVectors = false
-		f.DocValues = false
-		doc.AddFieldMappingsAt(name, f)
+		doc.AddFieldMappingsAt(name, searchOnly(textAnalyzer))
 	}
 	if f.Synonyms {
-		sf := bleve.NewTextFieldMapping()
-		sf.Analyzer = synAnalyzer
-		sf.Store = false
-		sf.IncludeInAll = false
-		sf.IncludeTermVectors = false
-		sf.DocValues = false
-		doc.AddFieldMappingsAt(fieldSyn, sf)
+		doc.AddFieldMappingsAt(fieldSyn, searchOnly(synAnalyzer))
 	}
 	im.DefaultMapping = doc
 	if err := im.Validate(); err != nil {
 		return nil, fmt.Errorf("validating mapping: %w", err)
 	}
 	return im, nil
+}
+
+// searchOnly is a text field analyzed with analyzer, indexed for search and
+// nothing else: not stored, no term vectors, no doc values.
+func searchOnly(analyzer string) *mapping.FieldMapping {
+	f := bleve.NewTextFieldMapping()
+	f.Analyzer = analyzer
+	f.Store = false
+	f.IncludeInAll = false
+	f.IncludeTermVectors = false
+	f.DocValues = false
+	return f
 }
 
 // mappingStamp identifies the mapping and analysis code an index was built
