@@ -142,7 +142,7 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 		f := base
 		f.Fields = append([]index.FieldBoost(nil), base.Fields...)
 		v.features(&f)
-		opts := index.Options{Features: &f, Expander: p.Index.Expander}
+		opts := index.Options{Features: &f, Expander: p.Index.Expander, Synonyms: p.Index.Synonyms}
 		if v.noExpand {
 			opts.Expander = nil
 		}

@@ -18,20 +18,16 @@ type DenseSetup struct {
 	Config *config.Config
 }
 
-// denseFromConfig returns the DenseSetup of the config file at path, or
-// why the dense rows cannot be measured with it.
-func denseFromConfig(path string) (*DenseSetup, string, error) {
-	if path == "" {
-		return nil, "needs an embeddings provider: pass --config with a config.json whose \"embeddings\" section names one", nil
+// denseFrom returns the DenseSetup of cfg, the config loaded from --config
+// (nil when none was given), or why the dense rows cannot be measured.
+func denseFrom(cfg *config.Config, path string) (*DenseSetup, string) {
+	switch {
+	case cfg == nil:
+		return nil, "needs an embeddings provider: pass --config with a config.json whose \"embeddings\" section names one"
+	case !cfg.Embeddings.IsEnabled():
+		return nil, fmt.Sprintf("the \"embeddings\" section of %s is off", path)
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("--config: %w", err)
-	}
-	if !cfg.Embeddings.IsEnabled() {
-		return nil, fmt.Sprintf("the \"embeddings\" section of %s is off", path), nil
-	}
-	return &DenseSetup{Config: cfg}, "", nil
+	return &DenseSetup{Config: cfg}, ""
 }
 
 // denseMode says how a dense row ranks.

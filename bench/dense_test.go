@@ -115,19 +115,62 @@ func TestAblationDenseProviderFails(t *testing.T) {
 	}
 }
 
-func TestAblationDenseConfigOff(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+// TestConfigRetrievalSettings: --config brings the config's synonym groups
+// into every index the run builds (a query whose only word is a user
+// synonym finds its tool with the config and nothing without it), and a
+// config whose embeddings section is off leaves the dense rows unmeasured
+// with that reason. A config that cannot be loaded is a usage error.
+func TestConfigRetrievalSettings(t *testing.T) {
+	ds := testDatasets(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "synonyms": [["dossier", "directory"]]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, reason, err := denseFromConfig(cfg)
-	if err != nil || d != nil || !strings.Contains(reason, "off") {
-		t.Errorf("config without embeddings: got %v, %q, %v; want no setup and a reason saying it is off", d, reason, err)
+	queries := filepath.Join(dir, "queries.json")
+	if err := os.WriteFile(queries, []byte(`{"corpus_version": "corpus_v2@2026-07-14", "queries": [
+		{"id": "q1", "query": "dossier", "labels": [{"tool_id": "filesystem:create_directory", "relevance": 2}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := denseFromConfig(filepath.Join(t.TempDir(), "missing.json")); err == nil {
-		t.Error("missing config file: got no error")
+	run := func(extra ...string) Report {
+		t.Helper()
+		out := t.TempDir()
+		args := append([]string{"run", "--corpus", "corpus_v2=" + filepath.Join(ds, CorpusV2File), "--queries", queries,
+			"--arms", "baseline_json", "--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--out", out}, extra...)
+		code, _, stderr := runMain(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr: %s", code, stderr)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep Report
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
 	}
-	if code, _, stderr := runMain(t, "run", "--config", filepath.Join(t.TempDir(), "missing.json")); code != 2 || !strings.Contains(stderr, "--config") {
+	with, without := run("--config", cfg), run()
+	if with.UserSynonymGroups != 1 || without.UserSynonymGroups != 0 {
+		t.Errorf("user_synonym_groups: got %d with --config and %d without, want 1 and 0", with.UserSynonymGroups, without.UserSynonymGroups)
+	}
+	if r, ok := with.row("corpus_v2", "baseline_json"); !ok || r.Quality == nil || r.Quality.MRR == 0 {
+		t.Errorf("with the config's [dossier directory]: got %+v, want create_directory ranked", r.Quality)
+	}
+	if r, ok := without.row("corpus_v2", "baseline_json"); !ok || r.Quality == nil || r.Quality.MRR != 0 {
+		t.Errorf("without --config: got %+v, want nothing ranked for a word no tool uses", r.Quality)
+	}
+	// The ablation's indexes get the config's groups too.
+	if r := ablationRow(t, with, "production"); r.Quality == nil || r.Quality.MRR == 0 {
+		t.Errorf("ablation production row with --config: got %+v, want the synonym applied", r.Quality)
+	}
+	for _, v := range []string{"+dense", "dense-only"} {
+		if r := ablationRow(t, with, v); r.Status != StatusUnavailable || !strings.Contains(r.UnavailableReason, "is off") {
+			t.Errorf("%s with a config whose embeddings are off: got %q %q, want unavailable saying so", v, r.Status, r.UnavailableReason)
+		}
+	}
+	if code, _, stderr := runMain(t, "run", "--config", filepath.Join(dir, "missing.json")); code != 2 || !strings.Contains(stderr, "--config") {
 		t.Errorf("run --config missing.json: exit %d, stderr %q; want 2 naming --config", code, stderr)
 	}
 }

@@ -97,7 +97,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		noFront   = fs.Bool("no-discovery", false, "skip the discovery-cost measurement through the MCP front")
 		quiet     = fs.Bool("quiet", false, "no progress lines on stderr")
 		ablation  = fs.Bool("ablation", false, "add the retrieval ablation: each index lever changed alone, scored on both halves of each query set")
-		cfgPath   = fs.String("config", "", "mcproxy config file whose \"embeddings\" section (an OpenAI-compatible provider) measures the ablation's +dense and dense-only rows; vectors are cached under its data_dir")
+		cfgPath   = fs.String("config", "", "mcproxy config file whose retrieval settings apply: its \"synonyms\" join the built-in lexicon, and its \"embeddings\" provider measures the ablation's +dense and dense-only rows (vectors cached under its data_dir)")
 		expansion = fs.String("expansion", "", "word-embeddings file for query expansion (default: the one `mcproxy embeddings build` writes under the default data_dir, when present; \"none\" turns expansion off)")
 	)
 	fs.Var(&corpora, "corpus", "corpus file to measure, as PATH or NAME=PATH (repeatable; replaces the frozen corpora)")
@@ -182,8 +182,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		p.Front = nil
 	}
 	p.Ablation = *ablation
-	if p.Dense, p.DenseUnavailable, err = denseFromConfig(*cfgPath); err != nil {
-		return usageError{err}
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			return usageError{fmt.Errorf("--config: %w", err)}
+		}
+		// The config's own retrieval settings, as mcproxy would search.
+		p.Index.Synonyms = cfg.Synonyms
+		p.Dense, p.DenseUnavailable = denseFrom(cfg, *cfgPath)
+	} else {
+		p.Dense, p.DenseUnavailable = denseFrom(nil, "")
 	}
 	if p.Index.Expander, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
 		return err

@@ -11,6 +11,9 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# mcproxy bench report\n\n")
 	fmt.Fprintf(&b, "Generated %s · tokenizer `%s` · report schema v%d\n\n", orDash(r.GeneratedAt), r.Tokenizer, r.SchemaVersion)
+	if r.UserSynonymGroups > 0 {
+		fmt.Fprintf(&b, "Synonym groups from --config: %d, beside the built-in lexicon\n\n", r.UserSynonymGroups)
+	}
 	if r.QueryExpansion != "" {
 		fmt.Fprintf(&b, "Query expansion: %s\n\n", mdEscape(r.QueryExpansion))
 	}

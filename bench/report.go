@@ -27,6 +27,9 @@ type Report struct {
 	// QueryExpansion says whether the indexes expanded queries with word
 	// embeddings: "on", or "off" and why.
 	QueryExpansion string `json:"query_expansion,omitempty"`
+	// UserSynonymGroups counts the synonym groups a --config added to the
+	// built-in lexicon of every index the run built.
+	UserSynonymGroups int `json:"user_synonym_groups,omitempty"`
 	// Corpora describes each measured corpus and its query set.
 	Corpora []CorpusInfo `json:"corpora"`
 	// Arms holds one row per arm per corpus, corpora in order, baseline

@@ -72,7 +72,7 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 		progress = io.Discard
 	}
 	names := armOrder(p.Arms)
-	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName, QueryExpansion: "on"}
+	rep := &Report{SchemaVersion: SchemaVersion, Tokenizer: p.TokenizerName, QueryExpansion: "on", UserSynonymGroups: len(p.Index.Synonyms)}
 	if p.Index.Expander == nil {
 		rep.QueryExpansion = "off"
 		if p.ExpandUnavailable != "" {
