@@ -29,9 +29,19 @@ func runDenseAblation(t *testing.T, url string) (Report, []byte, string) {
 	if err := os.WriteFile(cfg, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rep, raw := runAblation(t, ds, "--config", cfg)
+	return rep, raw, dataDir
+}
+
+// runAblation runs the profiler with the ablation on corpus_v2 (baseline
+// arm, no fixtures, discovery or expansion) plus extra flags, and returns
+// the report and its raw JSON.
+func runAblation(t *testing.T, ds string, extra ...string) (Report, []byte) {
+	t.Helper()
 	out := t.TempDir()
-	code, _, stderr := runMain(t, "run", "--corpus", "corpus_v2="+filepath.Join(ds, CorpusV2File), "--arms", "baseline_json",
-		"--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--config", cfg, "--out", out)
+	args := append([]string{"run", "--corpus", "corpus_v2=" + filepath.Join(ds, CorpusV2File), "--arms", "baseline_json",
+		"--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--out", out}, extra...)
+	code, _, stderr := runMain(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -43,7 +53,7 @@ func runDenseAblation(t *testing.T, url string) (Report, []byte, string) {
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	return rep, raw, dataDir
+	return rep, raw
 }
 
 func ablationRow(t *testing.T, rep Report, variant string) AblationRow {
@@ -134,21 +144,7 @@ func TestConfigRetrievalSettings(t *testing.T) {
 	}
 	run := func(extra ...string) Report {
 		t.Helper()
-		out := t.TempDir()
-		args := append([]string{"run", "--corpus", "corpus_v2=" + filepath.Join(ds, CorpusV2File), "--queries", queries,
-			"--arms", "baseline_json", "--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--out", out}, extra...)
-		code, _, stderr := runMain(t, args...)
-		if code != 0 {
-			t.Fatalf("exit %d\nstderr: %s", code, stderr)
-		}
-		raw, err := os.ReadFile(filepath.Join(out, "report.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep Report
-		if err := json.Unmarshal(raw, &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep, _ := runAblation(t, ds, append([]string{"--queries", queries}, extra...)...)
 		return rep
 	}
 	with, without := run("--config", cfg), run()
