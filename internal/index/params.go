@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -11,11 +12,13 @@ import (
 // string enum values, nested properties included, and drops the schema's own
 // vocabulary ("type", "string", "properties", "required", ...), which every
 // tool shares and which would otherwise add noise to every document. Text
-// that is not a JSON object (an arm's own rendering) is indexed as it is.
+// that is not a JSON object (an arm's own rendering, such as compact_sig's
+// "path:string, dryRun?:boolean") is indexed as it is, less the JSON type
+// names written as a parameter's type, for the same reason.
 func paramsText(params string) string {
 	trimmed := strings.TrimSpace(params)
 	if !strings.HasPrefix(trimmed, "{") {
-		return params
+		return typeNames.ReplaceAllString(params, ":")
 	}
 	var schema map[string]any
 	if err := json.Unmarshal([]byte(trimmed), &schema); err != nil {
@@ -25,6 +28,11 @@ func paramsText(params string) string {
 	writeSchemaWords(&b, schema, 0)
 	return strings.TrimSpace(b.String())
 }
+
+// typeNames matches a JSON type name in type position, after a colon
+// ("path:string", "type: integer"); a parameter named like a type ("number:
+// integer") keeps its name.
+var typeNames = regexp.MustCompile(`:\s*(?:string|number|integer|boolean|object|array|null|any)\b`)
 
 // maxSchemaDepth bounds recursion into nested schemas; deeper levels rarely
 // carry words a query would use, and a cap keeps hostile schemas cheap.
