@@ -436,11 +436,7 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		if _, dup := docs[id]; dup {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
-		doc := document(t, ix.features.Params)
-		if ix.lex != nil {
-			doc[fieldSyn] = ix.lex.synText(ix.analyzer.Analyze([]byte(doc[fieldAll].(string))))
-		}
-		docs[id] = doc
+		docs[id] = document(t, ix.features.Params)
 	}
 	return ix.replace(server, docs)
 }
@@ -494,9 +490,6 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	for id, doc := range docs {
 		_, name, _ := config.SplitToolID(id)
 		own := map[string]bool{}
-		if err := batch.Index(id, doc); err != nil {
-			return fmt.Errorf("indexing %q: %w", id, err)
-		}
 		for _, f := range textFields {
 			toks := ix.analyzer.Analyze([]byte(doc[f].(string)))
 			st.Tokens[f] += len(toks)
@@ -505,10 +498,17 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 					terms[string(tok.Term)] = true
 					own[string(tok.Term)] = true
 				}
+				if ix.lex != nil {
+					// The synonym field is derived from the analyzed
+					// combined text, already at hand.
+					syn := ix.lex.synText(toks)
+					doc[fieldSyn] = syn
+					st.Tokens[fieldSyn] += len(strings.Fields(syn))
+				}
 			}
 		}
-		if syn, ok := doc[fieldSyn].(string); ok {
-			st.Tokens[fieldSyn] += len(strings.Fields(syn))
+		if err := batch.Index(id, doc); err != nil {
+			return fmt.Errorf("indexing %q: %w", id, err)
 		}
 		st.Tools = append(st.Tools, name)
 		st.ToolTerms[name] = sortedKeys(own)
