@@ -182,17 +182,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		p.Front = nil
 	}
 	p.Ablation = *ablation
+	var cfg *config.Config
 	if *cfgPath != "" {
-		cfg, err := config.Load(*cfgPath)
-		if err != nil {
+		if cfg, err = config.Load(*cfgPath); err != nil {
 			return usageError{fmt.Errorf("--config: %w", err)}
 		}
 		// The config's own retrieval settings, as mcproxy would search.
 		p.Index.Synonyms = cfg.Synonyms
-		p.Dense, p.DenseUnavailable = denseFrom(cfg, *cfgPath)
-	} else {
-		p.Dense, p.DenseUnavailable = denseFrom(nil, "")
 	}
+	p.Dense, p.DenseUnavailable = denseFrom(cfg, *cfgPath)
 	if p.Index.Expander, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
 		return err
 	}
