@@ -116,17 +116,12 @@ func (m metrics) String() string {
 // TestExpansionEffect measures the default expander on the production
 // index (synonym lexicon included) against no expansion. Decisions were made
 // on the tune halves only (see Options); the held-back halves are logged,
-// not asserted. The checks, on the tune halves: expansion must not lose
-// hit@5 on either corpus, must gain hit@5 on LiveMCPTool, whose paraphrased
-// queries are what it is for, and must gain MRR over the two corpora
-// together. Since the synonym lexicon bridges the everyday words of
-// corpus_v2's queries, expansion no longer adds to its MRR there (it costs
-// about 0.02, and every option tried costs at least 0.01; it gains about
-// 0.05 on LiveMCPTool): the MRR check is on the sum, where the trade shows.
+// not asserted. The checks: on the tune halves expansion must not lose
+// hit@5 or MRR on either corpus, and must gain hit@5 on LiveMCPTool, whose
+// paraphrased queries are what it is for.
 func TestExpansionEffect(t *testing.T) {
 	v := vectors(t)
 	opts := Options{}
-	var mrrBase, mrrExp float64
 	for _, c := range evalCorpora(t) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, split := range []string{"tune", "heldout"} {
@@ -137,18 +132,14 @@ func TestExpansionEffect(t *testing.T) {
 				if split != "tune" {
 					continue
 				}
-				mrrBase += base.mrr
-				mrrExp += exp.mrr
-				if exp.hit5 < base.hit5 {
-					t.Errorf("tune: got hit@5 %.3f with expansion, want at least %.3f as without", exp.hit5, base.hit5)
+				if exp.hit5 < base.hit5 || exp.mrr < base.mrr-0.005 {
+					t.Errorf("tune: got hit@5 %.3f MRR %.3f with expansion, want at least %.3f and %.3f as without",
+						exp.hit5, exp.mrr, base.hit5, base.mrr)
 				}
 				if c.name == "livemcptool" && exp.hit5 <= base.hit5 {
 					t.Errorf("tune: got hit@5 %.3f with expansion, want more than %.3f without", exp.hit5, base.hit5)
 				}
 			}
 		})
-	}
-	if mrrExp <= mrrBase {
-		t.Errorf("tune halves: MRR summed over the corpora %.3f with expansion, want more than %.3f without", mrrExp, mrrBase)
 	}
 }
