@@ -122,10 +122,20 @@ func smoke(t *testing.T, c *client.Client, fx *fixture, tag string) {
 	if err := json.Unmarshal([]byte(upstreamText(res)), &described); err != nil || len(described) != 1 || !strings.Contains(string(described[0].InputSchema), `"path"`) {
 		t.Errorf("describe_tool: got %q (%v), want the full schema of read_text_file", text(res), err)
 	}
+	// Misnamed arguments: whichever way the real server refuses them (a
+	// tool error from its validator, or JSON-RPC invalid params), the model
+	// is told which names to fix.
+	res = callTool(t, c, "call_tool", map[string]any{"name": "filesystem:read_text_file", "arguments": map[string]any{"pth": path}})
+	if want := `"path" is required and missing; "pth" is not one of its parameters`; !res.IsError || !strings.Contains(text(res), want) {
+		t.Errorf("misnamed argument: got %q (isError %v), want a tool error containing %q", text(res), res.IsError, want)
+	}
 	// The upstream's own tool errors pass through with isError.
 	res = callTool(t, c, "call_tool", map[string]any{"name": "filesystem:read_text_file", "arguments": map[string]any{"path": "/etc/passwd"}})
 	if !res.IsError {
 		t.Errorf("reading outside the allowed directory: got %q, want the filesystem server's tool error", text(res))
+	}
+	if strings.Contains(text(res), "do not fit") {
+		t.Errorf("reading outside the allowed directory: got %q, want no argument hint (the arguments fit)", text(res))
 	}
 }
 

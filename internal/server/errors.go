@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -75,8 +76,80 @@ func badArgumentsText(id, problem string, schema []byte) string {
 
 // rejectedText explains a call the upstream refused as invalid (JSON-RPC
 // invalid params): usually arguments that do not fit the schema.
-func rejectedText(id string, err error, schema []byte) string {
-	return fmt.Sprintf("%s rejected the call as invalid (%v). Check the arguments.", id, err) + badArgumentsHint(schema)
+func rejectedText(id string, err error, schema []byte, args map[string]any) string {
+	check := "Check the arguments."
+	if p := argumentProblems(schema, args); p != "" {
+		check = "The arguments do not fit: " + p + "."
+	}
+	return fmt.Sprintf("%s rejected the call as invalid (%v). %s", id, err, check) + badArgumentsHint(schema)
+}
+
+// maxListedParams caps the parameter names an argument mismatch lists.
+const maxListedParams = 12
+
+// argumentProblems compares args with the top level of a tool's input
+// schema: required parameters that are missing, and names that are not
+// parameters at all (when the schema lists its properties). It returns ""
+// when it sees nothing wrong or the schema does not say.
+func argumentProblems(schema []byte, args map[string]any) string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	var problems []string
+	for _, name := range s.Required {
+		if _, ok := args[name]; !ok {
+			problems = append(problems, fmt.Sprintf("%q is required and missing", name))
+		}
+	}
+	if len(s.Properties) > 0 {
+		var unknown []string
+		for name := range args {
+			if _, ok := s.Properties[name]; !ok {
+				unknown = append(unknown, name)
+			}
+		}
+		slices.Sort(unknown)
+		for _, name := range unknown {
+			problems = append(problems, fmt.Sprintf("%q is not one of its parameters", name))
+		}
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) > 0 {
+		listed := names
+		if len(listed) > maxListedParams {
+			listed = append(slices.Clone(listed[:maxListedParams]), "...")
+		}
+		for i, name := range listed {
+			if slices.Contains(s.Required, name) {
+				listed[i] = name + " (required)"
+			}
+		}
+		problems = append(problems, "its parameters are "+strings.Join(listed, ", "))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// mismatchText is appended to an upstream's error result when the
+// arguments visibly do not fit the tool's schema: the upstream's own
+// wording is often about a validator's internals ("expected string,
+// received undefined"), this says which names to fix.
+func mismatchText(id, problems string, canDescribe bool) string {
+	text := fmt.Sprintf("mcproxy: the arguments do not fit %s: %s. Call it again with corrected arguments", id, problems)
+	if canDescribe {
+		return text + "; describe_tool shows the full schema."
+	}
+	return text + "."
 }
 
 func badArgumentsHint(schema []byte) string {

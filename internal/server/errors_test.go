@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,8 +65,23 @@ func TestErrorTexts(t *testing.T) {
 		},
 		{
 			name: "rejected",
-			got:  rejectedText("fs:read", errors.New("invalid params: path is required"), nil),
+			got:  rejectedText("fs:read", errors.New("invalid params: path is required"), nil, map[string]any{"pth": "a"}),
 			want: `fs:read rejected the call as invalid (invalid params: path is required). Check the arguments. Expected a JSON object of the tool's parameters; use describe_tool to see them.`,
+		},
+		{
+			name: "rejected, arguments checked against the schema",
+			got:  rejectedText("fs:read", errors.New("invalid params"), []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), map[string]any{"pth": "a"}),
+			want: `fs:read rejected the call as invalid (invalid params). The arguments do not fit: "path" is required and missing; "pth" is not one of its parameters; its parameters are path (required). Expected a JSON object matching this input schema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`,
+		},
+		{
+			name: "mismatch after an upstream error, retrieve mode",
+			got:  mismatchText("fs:read", `"path" is required and missing`, true),
+			want: `mcproxy: the arguments do not fit fs:read: "path" is required and missing. Call it again with corrected arguments; describe_tool shows the full schema.`,
+		},
+		{
+			name: "mismatch after an upstream error, direct mode",
+			got:  mismatchText("fs:read", `"path" is required and missing`, false),
+			want: `mcproxy: the arguments do not fit fs:read: "path" is required and missing. Call it again with corrected arguments.`,
 		},
 	}
 	for _, tc := range tests {
@@ -135,4 +151,38 @@ func TestInterimRenderer(t *testing.T) {
 
 func toolFor(server, name, desc, schema string) config.Tool {
 	return config.Tool{ID: config.ToolID(server, name), Server: server, Name: name, Description: desc, Schema: json.RawMessage(schema)}
+}
+
+func TestArgumentProblems(t *testing.T) {
+	schema := []byte(`{"type":"object","properties":{"path":{"type":"string"},"head":{"type":"number"},"tail":{"type":"number"}},"required":["path"]}`)
+	many := map[string]any{}
+	for i := range 15 {
+		many[fmt.Sprintf("p%02d", i)] = map[string]any{"type": "string"}
+	}
+	manySchema, err := json.Marshal(map[string]any{"type": "object", "properties": many, "required": []string{"p00"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		schema []byte
+		args   map[string]any
+		want   string
+	}{
+		{"fits", schema, map[string]any{"path": "a", "head": 3}, ""},
+		{"misspelled", schema, map[string]any{"pth": "a"}, `"path" is required and missing; "pth" is not one of its parameters; its parameters are head, path (required), tail`},
+		{"extra only", schema, map[string]any{"path": "a", "lines": 3, "all": true}, `"all" is not one of its parameters; "lines" is not one of its parameters; its parameters are head, path (required), tail`},
+		{"no properties listed: only required is checked", []byte(`{"type":"object","required":["q"]}`), map[string]any{"x": 1}, `"q" is required and missing`},
+		{"open schema, nothing wrong", []byte(`{"type":"object"}`), map[string]any{"x": 1}, ""},
+		{"no schema", nil, map[string]any{"x": 1}, ""},
+		{"not JSON", []byte(`{`), map[string]any{"x": 1}, ""},
+		{"long parameter list is cut", manySchema, map[string]any{}, `"p00" is required and missing; its parameters are p00 (required), p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11, ...`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := argumentProblems(tc.schema, tc.args); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
 }

@@ -171,7 +171,8 @@ func (s *Server) callable(server, id string) bool {
 
 // callUpstream runs one upstream tool and turns Go errors into tool errors a
 // model can act on. Results pass through with content, structuredContent and
-// isError untouched.
+// isError untouched, except that an error result whose arguments plainly do
+// not fit the tool's schema gains a text block naming what to fix.
 func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	id := config.ToolID(server, tool)
 	res, err := s.up.Call(ctx, server, tool, args)
@@ -183,6 +184,13 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		// The front negotiates its own protocol version with the client; the
 		// upstream's result-type marker belongs to the other connection.
 		out.ResultType = ""
+		if out.IsError {
+			if t, ok := s.tool(id); ok {
+				if p := argumentProblems(t.Schema, args); p != "" {
+					out.Content = append(slices.Clone(out.Content), mcp.NewTextContent(mismatchText(id, p, s.opts.Mode == config.ModeRetrieve)))
+				}
+			}
+		}
 		return &out, nil
 	}
 	var down *upstream.DownError
@@ -196,7 +204,7 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	case errors.Is(err, mcp.ErrInvalidParams):
 		t, _ := s.tool(id)
-		return mcp.NewToolResultError(rejectedText(id, err, t.Schema)), nil
+		return mcp.NewToolResultError(rejectedText(id, err, t.Schema, args)), nil
 	case ctx.Err() != nil:
 		// The client cancelled or went away; nobody reads a tool error.
 		return nil, ctx.Err()
