@@ -187,6 +187,12 @@ func TestDirectModeStdio(t *testing.T) {
 	if res.IsError || !strings.Contains(upstreamText(res), "direct") || refOf(res) == "" {
 		t.Errorf("everything__echo: got %q (isError %v), want the echo and noa's ref tag", text(res), res.IsError)
 	}
+	// A misnamed argument: the hint speaks of "this tool" (the client does
+	// not know it as server:tool) and offers no describe_tool.
+	res = callTool(t, c, "everything__echo", map[string]any{"msg": "direct"})
+	if want := `the arguments do not fit this tool: "message" is required and missing; "msg" is not one of its parameters`; !res.IsError || !strings.Contains(text(res), want) || strings.Contains(text(res), "describe_tool") {
+		t.Errorf("misnamed argument in direct mode: got %q (isError %v), want a tool error containing %q and no describe_tool", text(res), res.IsError, want)
+	}
 }
 
 // TestHTTPSafety checks the HTTP guard on the real binary.

@@ -143,13 +143,14 @@ func argumentProblems(schema []byte, args map[string]any) string {
 // mismatchText is appended to an upstream's error result when the
 // arguments visibly do not fit the tool's schema: the upstream's own
 // wording is often about a validator's internals ("expected string,
-// received undefined"), this says which names to fix.
-func mismatchText(id, problems string, canDescribe bool) string {
-	text := fmt.Sprintf("mcproxy: the arguments do not fit %s: %s. Call it again with corrected arguments", id, problems)
-	if canDescribe {
-		return text + "; describe_tool shows the full schema."
+// received undefined"), this says which names to fix. id is the tool's id
+// as call_tool takes it, or "" in direct mode, where the client knows the
+// tool by another name and has no describe_tool.
+func mismatchText(id, problems string) string {
+	if id == "" {
+		return fmt.Sprintf("mcproxy: the arguments do not fit this tool: %s. Call it again with corrected arguments.", problems)
 	}
-	return text + "."
+	return fmt.Sprintf("mcproxy: the arguments do not fit %s: %s. Call it again with corrected arguments; describe_tool shows the full schema.", id, problems)
 }
 
 func badArgumentsHint(schema []byte) string {

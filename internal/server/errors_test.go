@@ -75,13 +75,13 @@ func TestErrorTexts(t *testing.T) {
 		},
 		{
 			name: "mismatch after an upstream error, retrieve mode",
-			got:  mismatchText("fs:read", `"path" is required and missing`, true),
+			got:  mismatchText("fs:read", `"path" is required and missing`),
 			want: `mcproxy: the arguments do not fit fs:read: "path" is required and missing. Call it again with corrected arguments; describe_tool shows the full schema.`,
 		},
 		{
 			name: "mismatch after an upstream error, direct mode",
-			got:  mismatchText("fs:read", `"path" is required and missing`, false),
-			want: `mcproxy: the arguments do not fit fs:read: "path" is required and missing. Call it again with corrected arguments.`,
+			got:  mismatchText("", `"path" is required and missing`),
+			want: `mcproxy: the arguments do not fit this tool: "path" is required and missing. Call it again with corrected arguments.`,
 		},
 	}
 	for _, tc := range tests {

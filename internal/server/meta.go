@@ -187,7 +187,11 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		if out.IsError {
 			if t, ok := s.tool(id); ok {
 				if p := argumentProblems(t.Schema, args); p != "" {
-					out.Content = append(slices.Clone(out.Content), mcp.NewTextContent(mismatchText(id, p, s.opts.Mode == config.ModeRetrieve)))
+					named := id
+					if s.opts.Mode == config.ModeDirect {
+						named = ""
+					}
+					out.Content = append(slices.Clone(out.Content), mcp.NewTextContent(mismatchText(named, p)))
 				}
 			}
 		}
