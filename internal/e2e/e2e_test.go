@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
@@ -159,6 +161,43 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// TestBatchFromTypeScriptSDK sends a JSON-RPC batch (protocol 2025-03-26)
+// with the official TypeScript SDK's HTTP transport: every request in it is
+// answered, a tool call through a real upstream included.
+func TestBatchFromTypeScriptSDK(t *testing.T) {
+	fx := newFixture(t)
+	base, _ := serveHTTP(t, fx.config)
+	arg, err := json.Marshal(map[string]any{"url": base + "/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "batch.mjs"), string(arg))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("batch.mjs (TypeScript SDK client): %v\n%s", err, stderr.Bytes())
+	}
+	var got map[string]struct {
+		Result *mcp.CallToolResult `json:"result"`
+		Error  json.RawMessage     `json:"error"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("batch.mjs printed %q: %v", out, err)
+	}
+	for id, want := range map[string]string{"3": "everything:echo", "4": "Echo: sent in a batch"} {
+		r, ok := got[id]
+		if !ok || r.Error != nil || r.Result == nil || !strings.Contains(text(r.Result), want) {
+			t.Errorf("response %s to the batch: got %+v, want a result containing %q", id, r, want)
+		}
+	}
+	if r, ok := got["2"]; !ok || r.Error != nil {
+		t.Errorf("ping in the batch: got %+v, want a result", r)
+	}
 }
 
 // TestDirectModeStdio exposes every upstream tool as server__tool.

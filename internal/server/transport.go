@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -44,12 +42,12 @@ type HTTPOptions struct {
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(zap.NewStdLog(s.log.Named("stdio")))
-	lw := &lockedWriter{w: out}
-	lines := withoutBatches(in, lw)
+	b := newStdioBatches(out)
+	lines := b.split(in)
 	// Once Listen is done nobody reads the lines; closing them ends the
 	// goroutine feeding them at its next line.
 	defer lines.Close()
-	if err := st.Listen(ctx, lines, lw); err != nil && ctx.Err() == nil {
+	if err := st.Listen(ctx, lines, b); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("serving stdio: %w", err)
 	}
 	return nil
@@ -74,9 +72,9 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(PathStreamable, rejectBatches(streamable))
+	mux.Handle(PathStreamable, batchHTTP(streamable))
 	mux.Handle(PathSSE, sse.SSEHandler())
-	mux.Handle(PathMessage, rejectBatches(sse.MessageHandler()))
+	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler()))
 	closeSessions := func(ctx context.Context) {
 		sse.CloseSessions()
 		// The streamable server has no http.Server of its own here, so
@@ -167,83 +165,6 @@ const maxBody = 64 << 20
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// batchRejection is the answer to a JSON-RPC batch (a POST body or a stdio
-// line that is a JSON array). MCP 2025-06-18 removed batching and mcp-go cannot take one; without
-// this the client would be told its body is not valid JSON.
-const batchRejection = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send each request or notification as a message of its own"}}`
-
-// lockedWriter serialises whole writes, so that a line of ours never lands
-// inside one of mcp-go's (it writes each message with a single Write).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// withoutBatches passes in's lines through, except JSON-RPC batches (a line
-// holding a JSON array), which it answers on out with batchRejection.
-func withoutBatches(in io.Reader, out io.Writer) *io.PipeReader {
-	pr, pw := io.Pipe()
-	go func() {
-		br := bufio.NewReader(in)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if t := bytes.TrimLeft(line, " \t\r"); len(t) > 0 && t[0] == '[' {
-					_, _ = io.WriteString(out, batchRejection+"\n")
-				} else if _, werr := pw.Write(line); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-		}
-	}()
-	return pr
-}
-
-// rejectBatches answers a POST whose body is a JSON array with
-// batchRejection and passes every other request to next with its body
-// intact.
-func rejectBatches(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		br := bufio.NewReader(r.Body)
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{br, r.Body}
-		for {
-			c, err := br.ReadByte()
-			if err != nil {
-				break
-			}
-			if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
-				continue
-			}
-			_ = br.UnreadByte()
-			if c == '[' {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_, _ = io.WriteString(w, batchRejection)
-				return
-			}
-			break
-		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -155,102 +152,5 @@ func TestServeShutdownWithUnusedConnection(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve with an unused connection open: got %v, want a clean shutdown", err)
-	}
-}
-
-// A JSON-RPC batch gets a JSON-RPC error that says batches are not taken,
-// on both POST endpoints; a single message with leading whitespace still
-// reaches the MCP server whole.
-func TestBatchRejected(t *testing.T) {
-	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
-	post := func(path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, f.base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
-	}
-	batch := " \n[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]"
-	for _, path := range []string{PathStreamable, PathMessage + "?sessionId=x"} {
-		code, body := post(path, batch)
-		var msg struct {
-			Error struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(body), &msg); err != nil || code != http.StatusBadRequest || msg.Error.Code != -32600 || !strings.Contains(msg.Error.Message, "batches are not supported") {
-			t.Errorf("%s batch: got %d %q, want 400 with a -32600 error saying batches are not supported", path, code, body)
-		}
-	}
-	init := "\r\n  " + `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
-	if code, body := post(PathStreamable, init); code != http.StatusOK || !strings.Contains(body, `"serverInfo"`) {
-		t.Errorf("initialize after leading whitespace: got %d %q, want 200 with the server's info", code, body)
-	}
-}
-
-// Over stdio a batch line is answered with the same error, and the lines
-// around it are served as usual.
-func TestStdioBatchRejected(t *testing.T) {
-	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.ServeStdio(ctx, inR, outW) }()
-	lines := bufio.NewScanner(outR)
-	lines.Buffer(nil, 1<<20)
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next := func() string {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("stdio output ended: %v", lines.Err())
-		}
-		return lines.Text()
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	if got := next(); !strings.Contains(got, `"id":1`) || !strings.Contains(got, `"serverInfo"`) {
-		t.Fatalf("initialize: got %s", got)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`  [{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`)
-	if got := next(); got != batchRejection {
-		t.Errorf("batch: got %s, want %s", got, batchRejection)
-	}
-	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
-	if got := next(); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
-		t.Errorf("ping after the batch: got %s", got)
-	}
-	inW.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("ServeStdio at end of input: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return at the end of its input")
 	}
 }

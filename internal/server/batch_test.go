@@ -1,0 +1,295 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batcher","version":"0"}}}`
+
+// rpc is the part of a JSON-RPC response the batch tests look at.
+type rpc struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// byID indexes a batch answer by id (compact JSON: 2, "x"); responses with
+// a null id (errors for elements that were not messages) come apart.
+func byID(t *testing.T, data string) (map[string]rpc, []rpc) {
+	t.Helper()
+	var all []rpc
+	if err := json.Unmarshal([]byte(data), &all); err != nil {
+		t.Fatalf("batch answer %q is not a JSON array of responses: %v", data, err)
+	}
+	out := map[string]rpc{}
+	var nulls []rpc
+	for _, r := range all {
+		key := string(r.ID)
+		if key == "null" {
+			nulls = append(nulls, r)
+			continue
+		}
+		if _, dup := out[key]; dup {
+			t.Errorf("batch answer %s: two responses with id %s", data, key)
+		}
+		out[key] = r
+	}
+	return out, nulls
+}
+
+// A batch over streamable HTTP (protocol 2025-03-26) is answered with the
+// array of its requests' responses, invalid elements included; a batch of
+// notifications only gets 202; a batch that cannot be read gets one error.
+func TestBatchStreamableHTTP(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f.Started()
+	var session string
+	post := func(body string) (int, string, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, f.base+PathStreamable, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b), resp.Header
+	}
+	code, body, h := post(initBody)
+	session = h.Get("Mcp-Session-Id")
+	if code != http.StatusOK || session == "" {
+		t.Fatalf("initialize: got %d %q (session %q)", code, body, session)
+	}
+	if code, body, _ := post(` [{"jsonrpc":"2.0","method":"notifications/initialized"}]`); code != http.StatusAccepted {
+		t.Errorf("batch of one notification: got %d %q, want 202", code, body)
+	}
+
+	batch := `[
+		{"jsonrpc":"2.0","id":2,"method":"ping"},
+		{"jsonrpc":"2.0","id":"list","method":"tools/list"},
+		{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":"in a batch"}}}},
+		{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"none","progress":1}},
+		{"jsonrpc":"2.0","id":5,"method":"ping","params":[]},
+		42
+	]`
+	code, body, _ = post(batch)
+	if code != http.StatusOK {
+		t.Fatalf("batch: got %d %q, want 200", code, body)
+	}
+	got, nulls := byID(t, body)
+	if len(got) != 4 || len(nulls) != 1 {
+		t.Errorf("batch answer %s: got %d responses and %d errors without id, want 4 and 1 (the invalid element)", body, len(got), len(nulls))
+	}
+	// Positional params are JSON-RPC too: the element is mcp-go's to judge,
+	// and its answer carries the element's id.
+	if _, ok := got["5"]; !ok {
+		t.Errorf("batch answer %s: no response with id 5 (a request with array params)", body)
+	}
+	if r, ok := got["2"]; !ok || r.Error != nil || string(r.Result) != "{}" {
+		t.Errorf("ping in the batch: got %+v", r)
+	}
+	if r := got[`"list"`]; r.Error != nil || !strings.Contains(string(r.Result), `"retrieve_tools"`) {
+		t.Errorf("tools/list in the batch: got %s", r.Result)
+	}
+	if r := got["4"]; r.Error != nil || !strings.Contains(string(r.Result), "Echo: in a batch") {
+		t.Errorf("call_tool in the batch: got %s", r.Result)
+	}
+	if len(nulls) == 1 && (nulls[0].Error == nil || nulls[0].Error.Code != -32600) {
+		t.Errorf("invalid element: got %+v, want an Invalid Request error", nulls[0])
+	}
+
+	for _, tc := range []struct{ name, body string }{
+		{"empty", "[]"},
+		{"cut short", `[{"jsonrpc":"2.0","id":9,"method":"ping"}`},
+	} {
+		code, body, _ := post(tc.body)
+		var r rpc
+		if err := json.Unmarshal([]byte(body), &r); err != nil || code != http.StatusBadRequest || r.Error == nil || string(r.ID) != "null" {
+			t.Errorf("%s batch: got %d %q, want 400 with one JSON-RPC error", tc.name, code, body)
+		}
+	}
+	// A single message still passes untouched, leading whitespace and all.
+	if code, body, _ := post("\r\n  " + `{"jsonrpc":"2.0","id":10,"method":"ping"}`); code != http.StatusOK || !strings.Contains(body, `"id":10`) {
+		t.Errorf("single ping: got %d %q", code, body)
+	}
+}
+
+// Over legacy SSE, each message of a batch posted to /message is answered
+// on the event stream.
+func TestBatchLegacySSE(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f.Started()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+PathSSE, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				events <- strings.TrimSpace(v)
+			}
+		}
+		close(events)
+	}()
+	next := func() string { t.Helper(); return receive(t, events, "SSE event") }
+	endpoint := next()
+	if !strings.HasPrefix(endpoint, "/") {
+		endpoint = strings.TrimPrefix(endpoint, f.base)
+	}
+	post := func(body string) int {
+		t.Helper()
+		resp, err := http.Post(f.base+endpoint, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	post(initBody)
+	if e := next(); !strings.Contains(e, `"serverInfo"`) {
+		t.Fatalf("initialize on the stream: got %s", e)
+	}
+	if code := post(`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`); code != http.StatusAccepted {
+		t.Errorf("batch to /message: got %d, want 202", code)
+	}
+	var ids []string
+	for range 2 {
+		var r rpc
+		if err := json.Unmarshal([]byte(next()), &r); err != nil || r.Error != nil {
+			t.Fatalf("response on the stream: %v %+v", err, r)
+		}
+		ids = append(ids, string(r.ID))
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"2", "3"}) {
+		t.Errorf("responses on the stream: got ids %v, want 2 and 3", ids)
+	}
+}
+
+// Over stdio a batch line is answered with one array line holding its
+// requests' responses; the lines around it are served as usual; a batch of
+// notifications gets no answer; a cancelled request does not hold its
+// batch back.
+func TestBatchStdio(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Resync()
+	s.Started()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeStdio(ctx, inR, outW) }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() string { t.Helper(); return receive(t, lines, "stdio output line") }
+	send(initBody)
+	if got := next(); !strings.Contains(got, `"serverInfo"`) {
+		t.Fatalf("initialize: got %s", got)
+	}
+	send(`[{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	send(`  [{"jsonrpc":"2.0","id":2,"method":"ping"}, {"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":"batched"}}}}, "junk"]`)
+	line := next()
+	got, nulls := byID(t, line)
+	if len(got) != 2 || got["2"].Error != nil || !strings.Contains(string(got[`"x"`].Result), "Echo: batched") || len(nulls) != 1 || nulls[0].Error == nil || nulls[0].Error.Code != -32600 {
+		t.Errorf("batch answer: got %s, want the ping, the echo and an Invalid Request error", line)
+	}
+	// A request cancelled in its own batch: the batch is answered without it.
+	send(`[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:sleep","arguments":{"ms":5000}}}},{"jsonrpc":"2.0","id":6,"method":"ping"}]`)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	line = next()
+	if got, nulls := byID(t, line); len(got) != 1 || len(nulls) != 0 || got["6"].Error != nil {
+		t.Errorf("batch with a cancelled request: got %s, want the ping's response alone", line)
+	}
+	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	for {
+		// The cancelled call may still answer; it then comes alone.
+		l := next()
+		if strings.Contains(l, `"id":5`) {
+			continue
+		}
+		if l != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+			t.Errorf("ping after the batches: got %s", l)
+		}
+		break
+	}
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeStdio at end of input: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return at the end of its input")
+	}
+}
+
+// receive returns the next value of ch, failing the test when ch is closed
+// or stays empty for 10s.
+func receive(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		if !ok {
+			t.Fatalf("no more %ss: the stream ended", what)
+		}
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10s", what)
+	}
+	return ""
+}
