@@ -236,7 +236,22 @@ func TestBatchStdio(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	next := func() string { t.Helper(); return receive(t, lines, "stdio output line") }
+	// next skips notifications the server may send on its own (a
+	// list_changed, a log message): the test is about responses.
+	next := func() string {
+		t.Helper()
+		for {
+			l := receive(t, lines, "stdio output line")
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method != "" && m.ID == nil {
+				continue
+			}
+			return l
+		}
+	}
 	send(initBody)
 	if got := next(); !strings.Contains(got, `"serverInfo"`) {
 		t.Fatalf("initialize: got %s", got)
