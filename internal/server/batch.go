@@ -340,14 +340,16 @@ func batchHTTP(next http.Handler) http.Handler {
 		answers := make([][]json.RawMessage, len(elems))
 		headers := make([]http.Header, len(elems))
 		var wg sync.WaitGroup
+		slots := make(chan struct{}, maxBatchConcurrency)
 		for i, raw := range elems {
 			if _, ok := readElement(raw); !ok {
 				answers[i] = []json.RawMessage{batchError(-32600, invalidElement)}
 				continue
 			}
 			wg.Add(1)
+			slots <- struct{}{}
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				answers[i], headers[i] = forward(next, r, bytes.TrimSpace(raw))
 			}()
 		}
@@ -373,6 +375,10 @@ func batchHTTP(next http.Handler) http.Handler {
 		writeJSON(w, http.StatusOK, out)
 	})
 }
+
+// maxBatchConcurrency bounds the messages of one HTTP batch in flight at
+// once, so a batch of thousands does not start thousands of calls.
+const maxBatchConcurrency = 16
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")

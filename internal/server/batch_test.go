@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
@@ -60,26 +63,7 @@ func TestBatchStreamableHTTP(t *testing.T) {
 	var session string
 	post := func(body string) (int, string, http.Header) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, f.base+PathStreamable, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b), resp.Header
+		return postMCP(t, f.base+PathStreamable, session, body)
 	}
 	code, body, h := post(initBody)
 	session = h.Get("Mcp-Session-Id")
@@ -307,4 +291,81 @@ func receive(t *testing.T, ch <-chan string, what string) string {
 		t.Fatalf("no %s within 10s", what)
 	}
 	return ""
+}
+
+// A large HTTP batch runs at most maxBatchConcurrency of its messages at
+// once, and answers every one.
+func TestBatchConcurrencyBounded(t *testing.T) {
+	var mu sync.Mutex
+	running, most := 0, 0
+	gauge := mcpserver.NewMCPServer("gauge", "1.0.0", mcpserver.WithToolCapabilities(true))
+	gauge.AddTool(mcp.NewTool("hold", mcp.WithDescription("Hold a slot for a moment.")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			defer func() { mu.Lock(); running--; mu.Unlock() }()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return mcp.NewToolResultText("held"), nil
+		})
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"gauge": gauge})
+	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f.Started()
+	c := connect(t, f, "streamable", nil)
+	session := c.GetSessionId()
+	const n = 3 * maxBatchConcurrency
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"gauge:hold"}}}`, i+1)
+	}
+	b.WriteString("]")
+	_, body, _ := postMCP(t, f.base+PathStreamable, session, b.String())
+	got, nulls := byID(t, body)
+	if len(got) != n || len(nulls) != 0 {
+		t.Fatalf("batch of %d calls: got %d responses and %d errors without id: %s", n, len(got), len(nulls), body)
+	}
+	for id, r := range got {
+		if r.Error != nil || !strings.Contains(string(r.Result), "held") {
+			t.Errorf("response %s: got %+v", id, r)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > maxBatchConcurrency {
+		t.Errorf("at most %d calls of the batch ran at once, want no more than %d", most, maxBatchConcurrency)
+	}
+}
+
+// postMCP posts body to a streamable HTTP endpoint (in session, when not
+// empty) and returns the answer's status, body and headers.
+func postMCP(t *testing.T, url, session, body string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header
 }
