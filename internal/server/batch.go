@@ -21,9 +21,18 @@ import (
 // batchError is a JSON-RPC error response with a null id, for a batch or a
 // batch element that cannot be read as a message.
 func batchError(code int, message string) json.RawMessage {
+	return rpcError(nil, code, message)
+}
+
+// rpcError is a JSON-RPC error response to the request with id (nil: null).
+func rpcError(id json.RawMessage, code int, message string) json.RawMessage {
+	var idv any = id
+	if !hasID(id) {
+		idv = nil
+	}
 	b, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      nil,
+		"id":      idv,
 		"error":   map[string]any{"code": code, "message": message},
 	})
 	return b
@@ -305,14 +314,15 @@ func (s *stdioBatches) writeLine(msg json.RawMessage) error {
 // --- HTTP ----------------------------------------------------------------
 
 // batchHTTP passes a POST whose body is a batch to next one message at a
-// time (each as a POST of its own, with the same headers, concurrently)
-// and answers with the array of their responses as JSON. Responses that
-// next streams as server-sent events are taken from the stream; what else
-// the stream carried (progress, log messages) has no place in a batch
-// answer. Over legacy SSE (/message), where answers travel on the event
-// stream, each message simply goes on by itself. Every other request
-// reaches next untouched.
-func batchHTTP(next http.Handler) http.Handler {
+// time (each as a POST of its own, with the same headers, concurrently).
+// With answersInBody (streamable HTTP) it answers with the array of their
+// responses as JSON; responses that next streams as server-sent events are
+// taken from the stream, and what else the stream carried (progress, log
+// messages) has no place in a batch answer. Without (legacy SSE's
+// /message, whose answers travel on the event stream) each message simply
+// goes on by itself and the batch gets 202. Every other request reaches
+// next untouched.
+func batchHTTP(next http.Handler, answersInBody bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -337,29 +347,39 @@ func batchHTTP(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusBadRequest, bad)
 			return
 		}
-		answers := make([][]json.RawMessage, len(elems))
-		headers := make([]http.Header, len(elems))
+		answers := make([]forwarded, len(elems))
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, maxBatchConcurrency)
 		for i, raw := range elems {
 			if _, ok := readElement(raw); !ok {
-				answers[i] = []json.RawMessage{batchError(-32600, invalidElement)}
+				answers[i].responses = []json.RawMessage{batchError(-32600, invalidElement)}
 				continue
 			}
 			wg.Add(1)
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				answers[i], headers[i] = forward(next, r, bytes.TrimSpace(raw))
+				answers[i] = forward(next, r, bytes.TrimSpace(raw), answersInBody)
 			}()
 		}
 		wg.Wait()
+		if f, ok := refusedAlike(answers); ok {
+			// Every message was refused the same way, at the HTTP level (an
+			// unknown session: 404, which tells the client to initialize
+			// again): the batch is refused as a single message would be.
+			if ct := f.header.Get("Content-Type"); ct != "" {
+				w.Header().Set("Content-Type", ct)
+			}
+			w.WriteHeader(f.status)
+			_, _ = w.Write(f.body)
+			return
+		}
 		var all []json.RawMessage
-		for i := range elems {
-			all = append(all, answers[i]...)
+		for _, a := range answers {
+			all = append(all, a.responses...)
 			// initialize does not belong in a batch, but if it comes in
 			// one, the client still needs its session id.
-			if id := headers[i].Get("Mcp-Session-Id"); id != "" && w.Header().Get("Mcp-Session-Id") == "" {
+			if id := a.header.Get("Mcp-Session-Id"); id != "" && w.Header().Get("Mcp-Session-Id") == "" {
 				w.Header().Set("Mcp-Session-Id", id)
 			}
 		}
@@ -386,35 +406,90 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// forward runs one message through next as a POST of its own and returns
-// the JSON-RPC responses in its answer (none for a 202) and the answer's
-// headers.
-func forward(next http.Handler, r *http.Request, msg []byte) ([]json.RawMessage, http.Header) {
+// forwarded is next's answer to one message of a batch: the JSON-RPC
+// responses for the batch answer, and the HTTP answer as it came.
+type forwarded struct {
+	responses []json.RawMessage
+	status    int
+	header    http.Header
+	body      []byte
+}
+
+// refusedAlike reports whether every forwarded message got the same HTTP
+// error status, and returns the first such answer.
+func refusedAlike(answers []forwarded) (forwarded, bool) {
+	var first forwarded
+	for _, a := range answers {
+		if a.status < 400 || first.status != 0 && a.status != first.status {
+			return forwarded{}, false
+		}
+		if first.status == 0 {
+			first = a
+		}
+	}
+	return first, first.status != 0
+}
+
+// forward runs one message through next as a POST of its own. Where
+// answers come in the body (answersInBody: streamable HTTP, not legacy SSE,
+// whose answers travel on the event stream), a request always gets exactly
+// one response: an answer that is not a JSON-RPC response (a plain-text HTTP
+// error, an empty body) becomes an error response with the request's id.
+// An error the handler could not tie to an id gets the request's.
+// Notifications and responses normally get none.
+func forward(next http.Handler, r *http.Request, msg []byte, answersInBody bool) forwarded {
+	e, _ := readElement(msg)
 	sub := r.Clone(r.Context())
 	sub.Body = io.NopCloser(bytes.NewReader(msg))
 	sub.ContentLength = int64(len(msg))
 	rec := &recorder{header: http.Header{}}
 	next.ServeHTTP(rec, sub)
-	body := rec.body.Bytes()
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK
+	out := forwarded{status: rec.status, header: rec.header, body: rec.body.Bytes()}
+	if out.status == 0 {
+		out.status = http.StatusOK
 	}
-	if strings.HasPrefix(rec.header.Get("Content-Type"), "text/event-stream") {
-		return sseResponses(body), rec.header
-	}
-	t := bytes.TrimSpace(body)
+	problem := "the server sent no response"
+	t := bytes.TrimSpace(out.body)
 	switch {
-	case len(t) == 0:
-		if status >= 400 {
-			return []json.RawMessage{batchError(-32603, fmt.Sprintf("HTTP %d", status))}, rec.header
-		}
-		return nil, rec.header
-	case json.Valid(t) && t[0] == '{':
-		return []json.RawMessage{append(json.RawMessage{}, t...)}, rec.header
+	case strings.HasPrefix(rec.header.Get("Content-Type"), "text/event-stream"):
+		out.responses = sseResponses(t)
+	case len(t) > 0 && t[0] == '{' && json.Valid(t):
+		out.responses = []json.RawMessage{append(json.RawMessage{}, t...)}
+	case len(t) > 0:
+		problem = string(t) // a plain-text error (http.Error)
+	case out.status >= 400:
+		problem = fmt.Sprintf("HTTP %d %s", out.status, http.StatusText(out.status))
 	}
-	// A plain-text error (http.Error) from the handler.
-	return []json.RawMessage{batchError(-32600, strings.TrimSpace(string(t)))}, rec.header
+	if !e.isRequest() {
+		return out
+	}
+	if len(out.responses) == 0 {
+		if answersInBody || out.status >= 400 {
+			out.responses = []json.RawMessage{rpcError(e.ID, -32603, problem)}
+		}
+		return out
+	}
+	for i, resp := range out.responses {
+		var r batchElement
+		if json.Unmarshal(resp, &r) == nil && !hasID(r.ID) {
+			out.responses[i] = withID(resp, e.ID)
+		}
+	}
+	return out
+}
+
+// withID returns the response resp with its id set to id.
+func withID(resp, id json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(resp, &m) != nil {
+		return resp
+	}
+	m["id"] = id
+	b, err := json.Marshal(m)
+	if err != nil {
+		return resp
+	}
+	return b
 }
 
 // sseResponses picks the JSON-RPC responses (an id, no method) out of a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,13 @@ func TestBatchStreamableHTTP(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &r); err != nil || code != http.StatusBadRequest || r.Error == nil || string(r.ID) != "null" {
 			t.Errorf("%s batch: got %d %q, want 400 with one JSON-RPC error", tc.name, code, body)
 		}
+	}
+	// A session the server does not know: the batch is refused as a single
+	// message is (404, so the client starts a new session).
+	single, singleBody, _ := postMCP(t, f.base+PathStreamable, "no-such-session", `{"jsonrpc":"2.0","id":20,"method":"ping"}`)
+	code, body, _ = postMCP(t, f.base+PathStreamable, "no-such-session", `[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","id":21,"method":"ping"}]`)
+	if single != http.StatusNotFound || code != single || body != singleBody {
+		t.Errorf("batch in an unknown session: got %d %q, want what a single message gets (%d %q), a 404", code, body, single, singleBody)
 	}
 	// A single message still passes untouched, leading whitespace and all.
 	if code, body, _ := post("\r\n  " + `{"jsonrpc":"2.0","id":10,"method":"ping"}`); code != http.StatusOK || !strings.Contains(body, `"id":10`) {
@@ -368,4 +376,48 @@ func postMCP(t *testing.T, url, session, body string) (int, string, http.Header)
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b), resp.Header
+}
+
+// Answers a handler gives outside JSON-RPC (a plain-text HTTP error, an
+// error without an id) still reach each request as a response with its id;
+// mcp-go gives none of these for a well-formed message, so a stand-in
+// handler gives them here.
+func TestBatchForwardAnswers(t *testing.T) {
+	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e batchElement
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			t.Errorf("stub: %v", err)
+		}
+		switch string(e.ID) {
+		case "1":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		case "2":
+			http.Error(w, "bad thing", http.StatusBadRequest)
+		case "3":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no id seen"}}`)
+		default: // 4 and the notification: accepted, no body
+			w.WriteHeader(http.StatusAccepted)
+		}
+	})
+	post := func(h http.Handler, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PathStreamable, strings.NewReader(body)))
+		return rec
+	}
+	rec := post(batchHTTP(stub, true), `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	got, nulls := byID(t, rec.Body.String())
+	if rec.Code != http.StatusOK || len(got) != 4 || len(nulls) != 0 {
+		t.Fatalf("got %d %s, want 200 and one response for each of the four requests", rec.Code, rec.Body)
+	}
+	for id, want := range map[string]string{"2": "bad thing", "3": "no id seen", "4": "no response"} {
+		if r := got[id]; r.Error == nil || !strings.Contains(r.Error.Message, want) {
+			t.Errorf("response %s: got %+v, want an error saying %q", id, r, want)
+		}
+	}
+	// Over legacy SSE answers travel on the stream: a 202 is no failure.
+	if rec := post(batchHTTP(stub, false), `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); rec.Code != http.StatusAccepted {
+		t.Errorf("/message batch answered on the stream: got %d %s, want 202", rec.Code, rec.Body)
+	}
 }

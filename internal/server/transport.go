@@ -72,9 +72,9 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(PathStreamable, batchHTTP(streamable))
+	mux.Handle(PathStreamable, batchHTTP(streamable, true))
 	mux.Handle(PathSSE, sse.SSEHandler())
-	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler()))
+	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false))
 	closeSessions := func(ctx context.Context) {
 		sse.CloseSessions()
 		// The streamable server has no http.Server of its own here, so
