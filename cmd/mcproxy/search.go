@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/server"
 )
 
@@ -59,6 +60,15 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 
+	// Tool vectors are embedded in the background; a one-shot search waits
+	// for them, or it would rank by BM25 alone without saying so.
+	var syncErr error
+	if st.dense != nil {
+		sctx, cancel := context.WithTimeout(ctx, denseWait)
+		syncErr = st.dense.Sync(sctx)
+		cancel()
+	}
+
 	statuses := st.status()
 	ready, tools := 0, 0
 	for _, s := range statuses {
@@ -73,6 +83,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	printMatches(stdout, query, matches, tools, ready)
+	if st.dense != nil {
+		fmt.Fprintln(stdout, denseStatus(cfg.Embeddings, syncErr, st.dense.Stats()))
+	}
 	printBroken(stdout, statuses, time.Now())
 	if ready == 0 && len(statuses) > 0 {
 		fmt.Fprintln(stderr, "mcproxy: no server is working; fix the servers above and run search again")
@@ -99,6 +112,23 @@ func printMatches(w io.Writer, query string, matches []server.Match, tools, serv
 		}
 	}
 	tw.Flush()
+}
+
+// denseWait bounds how long search waits for the tools' vectors.
+const denseWait = time.Minute
+
+// denseStatus says whether the ranking above used dense retrieval: the
+// provider may have failed while embedding the tools (syncErr) or the query
+// (st.Down).
+func denseStatus(e config.EmbeddingsConfig, syncErr error, st embed.Stats) string {
+	which := fmt.Sprintf("\nDense retrieval (%s at %s): ", e.Model, e.URL)
+	switch {
+	case syncErr != nil:
+		return which + fmt.Sprintf("unavailable (%v); ranked by BM25 alone.", syncErr)
+	case st.Down:
+		return which + "the provider failed on the query; ranked by BM25 alone."
+	}
+	return which + fmt.Sprintf("%d of %d tools embedded, fused with BM25.", st.Embedded, st.Tools)
 }
 
 // printBroken writes one line per server that is not working.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcproxy/mcproxy/internal/embed/embedtest"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -358,6 +360,37 @@ func TestCommandLine(t *testing.T) {
 			t.Errorf("search: got\n%s\nwant a status line for the broken server", out)
 		}
 		t.Logf("mcproxy search output:\n%s", out)
+	})
+	t.Run("search with dense retrieval", func(t *testing.T) {
+		// An embeddings provider of our own (a toy model): search waits for
+		// the tool vectors before it ranks, and says whether dense retrieval
+		// took part; with the provider failing, it says BM25 ranked alone.
+		srv := embedtest.New(embedtest.Options{})
+		defer srv.Close()
+		fsDir := t.TempDir()
+		config := writeConfigFile(t, filepath.Join(dir, "dense.json"), map[string]any{
+			"mcpServers": map[string]any{"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{fsDir}}},
+			"data_dir":   filepath.Join(dir, "dense-data"),
+			"embeddings": map[string]any{"url": srv.URL, "model": "toy"},
+		})
+		code, out, errOut := runBinary(t, 90*time.Second, "search", "read the contents of a file", "--config", config, "--limit", "3")
+		if code != 0 {
+			t.Fatalf("search: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		used := regexp.MustCompile(`(?m)^Dense retrieval \(toy at .*\): (\d+) of (\d+) tools embedded, fused with BM25\.$`).FindStringSubmatch(out)
+		if used == nil || used[1] != used[2] || used[1] == "0" {
+			t.Errorf("search with a working provider: got\n%s\nwant a line saying every tool was embedded and fused with BM25", out)
+		} else if tools, _ := strconv.Atoi(used[2]); srv.Inputs() < tools+1 {
+			t.Errorf("the provider embedded %d texts, want the %d tools and the query", srv.Inputs(), tools)
+		}
+		srv.SetFault(embedtest.Status500)
+		if err := os.RemoveAll(filepath.Join(dir, "dense-data")); err != nil { // no cached vectors
+			t.Fatal(err)
+		}
+		code, out, errOut = runBinary(t, 90*time.Second, "search", "read the contents of a file", "--config", config, "--limit", "3")
+		if code != 0 || !fsReadTool.MatchString(out) || !regexp.MustCompile(`(?m)^Dense retrieval \(toy at .*\): unavailable \(.*500.*\); ranked by BM25 alone\.$`).MatchString(out) {
+			t.Errorf("search with the provider failing: exit %d, got\n%s%s\nwant BM25's ranking and a line saying dense retrieval was unavailable", code, out, errOut)
+		}
 	})
 	t.Run("search with config synonyms", func(t *testing.T) {
 		// No filesystem tool says "dossier"; a synonym group in config.json
