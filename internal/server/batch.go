@@ -151,8 +151,10 @@ func (s *stdioBatches) Write(p []byte) (int, error) {
 		// Nothing is held back: pass the write through untouched, keeping
 		// only a trailing incomplete line.
 		i := bytes.LastIndexByte(p, '\n')
-		if _, err := s.out.Write(p[:i+1]); err != nil {
-			return 0, err
+		if i >= 0 {
+			if _, err := s.out.Write(p[:i+1]); err != nil {
+				return 0, err
+			}
 		}
 		s.partial = append(s.partial, p[i+1:]...)
 		return len(p), nil

@@ -421,3 +421,35 @@ func TestBatchForwardAnswers(t *testing.T) {
 		t.Errorf("/message batch answered on the stream: got %d %s, want 202", rec.Code, rec.Body)
 	}
 }
+
+// Output that arrives in pieces is handled line by line, whether or not a
+// batch is waiting for responses.
+func TestStdioBatchesWritePieces(t *testing.T) {
+	var out strings.Builder
+	s := newStdioBatches(&out)
+	write := func(p string) {
+		t.Helper()
+		if n, err := s.Write([]byte(p)); err != nil || n != len(p) {
+			t.Fatalf("Write(%q): %d, %v", p, n, err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":1,"res`)
+	write("ult\":{}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n{\"jsonrpc\"")
+	if got, want := out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"+`{"jsonrpc":"2.0","method":"notifications/x"}`+"\n"; got != want {
+		t.Fatalf("nothing pending: got %q, want %q", got, want)
+	}
+	out.Reset()
+	var in strings.Builder
+	if err := s.splitBatch([]byte(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]`), &in); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.String(); got != `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":8,"method":"ping"}`+"\n" {
+		t.Errorf("split batch: got %q", got)
+	}
+	write(`:"2.0","id":2,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":8,"res`)
+	write(`ult":{}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")
+	want := `{"jsonrpc":"2.0","id":2,"result":{}}` + "\n" + `[{"jsonrpc":"2.0","id":8,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("with a batch pending: got %q, want %q", got, want)
+	}
+}
