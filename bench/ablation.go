@@ -73,6 +73,7 @@ func (p *Profile) variants() []variant {
 		}},
 		{name: "name-boost=1", change: "name field boost 1 instead of 0.5", features: func(f *index.Features) { setBoost(f, "name", 1) }},
 		{name: "params-boost=0.25", change: "params field boost 0.25 instead of 0.5", features: func(f *index.Features) { setBoost(f, "params", 0.25) }},
+		{name: "-deprecated-demotion", change: "a tool its description marks deprecated is not ranked below the others", features: func(f *index.Features) { f.DeprecatedWeight = 1 }},
 		{name: "+server-prior", change: "server prior 0.25: a tool gains with its server's coverage of the query", features: func(f *index.Features) { f.ServerPrior = 0.25 }},
 		{name: "mention-weight=1", change: "server mention adds the best score instead of half of it", features: func(f *index.Features) { f.ServerMentionWeight = 1 }},
 		{name: "bm25 k1=0.9 b=0.4", change: "BM25 k1 0.9, b 0.4 instead of 1.2, 0.75", features: same, k1: 0.9, b: 0.4},

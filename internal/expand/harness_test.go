@@ -304,11 +304,13 @@ func TestHarnessMatchesIndex(t *testing.T) {
 			tools := c.tools(t)
 			h := newHarness(t, tools)
 			// The harness replays the per-term field disjunction only: the
-			// index's server-mention and exact-name boosts and its synonym
-			// lexicon are off here, so a shape sweep measures expansion
-			// alone (TestExpansionEffect measures it with the whole index).
+			// index's server-mention and exact-name boosts, its synonym
+			// lexicon and its demotion of deprecated tools are off here, so
+			// a shape sweep measures expansion alone (TestExpansionEffect
+			// measures it with the whole index).
 			f := index.DefaultFeatures()
 			f.ServerMention, f.ExactName, f.Synonyms = false, false, false
+			f.DeprecatedWeight = 1
 			ix, err := index.New(index.Options{Dir: t.TempDir(), Features: &f})
 			if err != nil {
 				t.Fatal(err)

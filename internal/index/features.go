@@ -68,6 +68,11 @@ type Features struct {
 	// word or its neighbors counts as matching that word once; otherwise
 	// all expansions form one extra clause of the query.
 	ExpansionGrouped bool
+	// DeprecatedWeight multiplies the score of a tool whose description
+	// says it is deprecated ("DEPRECATED: Use read_text_file instead."), so
+	// the tool its server recommends instead ranks first; 1 turns it off. An
+	// exact name in the query still ranks the deprecated tool first.
+	DeprecatedWeight float64
 }
 
 // FieldBoost is one field a query term is searched in, with its boost.
@@ -93,6 +98,7 @@ func DefaultFeatures() Features {
 		ExpansionWeight:     1,
 		Synonyms:            true,
 		SynonymWeight:       1,
+		DeprecatedWeight:    0.5,
 	}
 }
 
@@ -114,6 +120,9 @@ func (f Features) validate() error {
 		if fb.Boost <= 0 {
 			return fmt.Errorf("field %s: boost %v, want > 0", fb.Field, fb.Boost)
 		}
+	}
+	if f.DeprecatedWeight <= 0 || f.DeprecatedWeight > 1 {
+		return fmt.Errorf("deprecated weight %v: want more than 0 and at most 1 (1: no demotion)", f.DeprecatedWeight)
 	}
 	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 || f.SynonymWeight < 0 {
 		return fmt.Errorf("negative weight (server mention %v, expansion %v, server prior %v, synonym %v)",

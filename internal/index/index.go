@@ -24,6 +24,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -137,6 +138,9 @@ type serverStats struct {
 	Tools  []string       `json:"tools"`
 	// ToolTerms holds each tool's distinct "all" terms, sorted, by name.
 	ToolTerms map[string][]string `json:"tool_terms"`
+	// Deprecated names the tools whose description marks them deprecated
+	// (see deprecated), sorted.
+	Deprecated []string `json:"deprecated,omitempty"`
 }
 
 // lookup holds the in-memory tables derived from every server's
@@ -148,6 +152,7 @@ type lookup struct {
 	serverKeys map[string][]string // serverKeys spelling → servers
 	names      map[string][]string // lower-cased tool name → ids
 	ids        map[string]string   // lower-cased id → id
+	deprecated int                 // number of deprecated tools
 }
 
 func newLookup() *lookup {
@@ -159,6 +164,7 @@ func (l *lookup) update(server string, old, new serverStats, hadOld bool) {
 	l.version++
 	if hadOld {
 		l.tools -= len(old.Tools)
+		l.deprecated -= len(old.Deprecated)
 		for _, terms := range old.ToolTerms {
 			for _, t := range terms {
 				if l.vocab[t]--; l.vocab[t] <= 0 {
@@ -186,6 +192,7 @@ func (l *lookup) update(server string, old, new serverStats, hadOld bool) {
 		return
 	}
 	l.tools += len(new.Tools)
+	l.deprecated += len(new.Deprecated)
 	for _, terms := range new.ToolTerms {
 		for _, t := range terms {
 			l.vocab[t]++
@@ -512,9 +519,13 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 		}
 		st.Tools = append(st.Tools, name)
 		st.ToolTerms[name] = sortedKeys(own)
+		if deprecated(doc[fieldDescription].(string)) {
+			st.Deprecated = append(st.Deprecated, name)
+		}
 	}
 	st.Terms = sortedKeys(terms)
 	slices.Sort(st.Tools)
+	slices.Sort(st.Deprecated)
 	if batch.Size() == 0 {
 		return nil
 	}
@@ -658,6 +669,11 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 		if f.ServerPrior > 0 {
 			depth += priorDepth
 		}
+		if f.DeprecatedWeight < 1 {
+			// Each deprecated tool demoted out of the first limit lets
+			// one more tool in.
+			depth += ix.lookup.deprecated
+		}
 		res, err := ix.search(ctx, bq, depth)
 		if err != nil {
 			return nil, fmt.Errorf("searching %q: %w", q, err)
@@ -693,6 +709,14 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 		for id, sc := range scores {
 			server, _, _ := config.SplitToolID(id)
 			scores[id] = sc + f.ServerPrior*best*coverage(terms, idf, syns, ix.stats[server].Terms)
+		}
+	}
+	if f.DeprecatedWeight < 1 && ix.lookup.deprecated > 0 {
+		for id, sc := range scores {
+			server, name, _ := config.SplitToolID(id)
+			if _, ok := slices.BinarySearch(ix.stats[server].Deprecated, name); ok {
+				scores[id] = sc * f.DeprecatedWeight
+			}
 		}
 	}
 	top := 0.0
@@ -923,4 +947,16 @@ func (ix *Index) Close() error {
 		return fmt.Errorf("closing index: %w", err)
 	}
 	return nil
+}
+
+// deprecatedMarker matches the ways tool descriptions say a tool is
+// deprecated: a description that opens with the word, the word in capitals
+// anywhere ("... DEPRECATED: Use read_text_file instead."), or a sentence
+// that points to the replacement. A description about deprecation ("Check
+// if packages are deprecated") matches none of them.
+var deprecatedMarker = regexp.MustCompile(`^[\s\[(*_⚠️!]*(?i:deprecated)\b|\bDEPRECATED\b|(?i:\bdeprecated\s*[:.,;-]\s*(please\s+)?use\b|\bdeprecated\s+in\s+favou?r\s+of\b|\b(this|the)\s+(tool|function|endpoint|method|command)\s+is\s+deprecated\b)`)
+
+// deprecated reports whether a tool description marks the tool deprecated.
+func deprecated(description string) bool {
+	return deprecatedMarker.MatchString(description)
 }

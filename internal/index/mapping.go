@@ -20,9 +20,10 @@ import (
 )
 
 // mappingVersion changes whenever analysis changes in a way the mapping's
-// JSON does not show (the code of identifierFilter, what goes into a field).
-// An on-disk index stamped with another version is rebuilt.
-const mappingVersion = 4
+// JSON does not show (the code of identifierFilter, what goes into a field
+// or into the persisted statistics). An on-disk index stamped with another
+// version is rebuilt.
+const mappingVersion = 5
 
 // Field names. Every text field uses textAnalyzer, so one analysis of the
 // query serves all of them.
