@@ -472,8 +472,8 @@ func forward(next http.Handler, r *http.Request, msg []byte, answersInBody bool)
 		return out
 	}
 	for i, resp := range out.responses {
-		var r batchElement
-		if json.Unmarshal(resp, &r) == nil && !hasID(r.ID) {
+		var got batchElement
+		if json.Unmarshal(resp, &got) == nil && !hasID(got.ID) {
 			out.responses[i] = withID(resp, e.ID)
 		}
 	}
