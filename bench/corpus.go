@@ -193,33 +193,3 @@ func WriteCorpus(version string, provenance map[string]string, tools []config.To
 	}
 	return buf.Bytes(), nil
 }
-
-// DatasetsDir resolves the frozen-dataset directory: flagValue when set, else
-// $MCPROXY_DATASETS, else ../shared/datasets relative to the repository root
-// (the nearest directory above wd holding go.mod).
-func DatasetsDir(flagValue string, getenv func(string) string, wd string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if v := getenv("MCPROXY_DATASETS"); v != "" {
-		return v, nil
-	}
-	dir := wd
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "datasets"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above %s to locate ../shared/datasets: pass --datasets DIR or set MCPROXY_DATASETS", wd)
-		}
-		dir = parent
-	}
-}
-
-// Frozen corpus and fixture paths inside the datasets directory.
-const (
-	CorpusV2File       = "corpus_v2.tools.json"
-	LiveMCPToolFile    = "livemcptool_snapshot/tools.json"
-	ResultFixturesFile = "result_fixtures_v1.json"
-)

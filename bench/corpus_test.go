@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -130,40 +132,74 @@ func TestWriteCorpusRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDatasetsDir(t *testing.T) {
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	deep := filepath.Join(repo, "a", "b")
-	if err := os.MkdirAll(deep, 0o755); err != nil {
+func TestOpenDatasets(t *testing.T) {
+	dir := t.TempDir()
+	corpus, err := os.ReadFile(filepath.Join(repoDatasets(t), CorpusV2File))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, CorpusV2File), corpus, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := func(v string) func(string) string {
 		return func(k string) string {
-			if k == "MCPROXY_DATASETS" {
+			if k == DatasetsEnv {
 				return v
 			}
 			return ""
 		}
 	}
 	tests := []struct {
-		name, flag, env, wd, want string
+		name, flag, env, want string
 	}{
-		{"flag wins", "/f", "/e", deep, "/f"},
-		{"env next", "", "/e", deep, "/e"},
-		{"walk up to go.mod", "", "", deep, filepath.Join(repo, "..", "shared", "datasets")},
+		{"flag wins", dir, "/nonexistent", dir},
+		{"env next", "", dir, dir},
+		{"built in", "", "", "built in"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DatasetsDir(tc.flag, env(tc.env), tc.wd)
-			if err != nil || got != tc.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			ds := OpenDatasets(tc.flag, env(tc.env))
+			if ds.Where != tc.want {
+				t.Fatalf("got %q, want %q", ds.Where, tc.want)
+			}
+			if _, err := ds.Corpus(CorpusV2File, "corpus_v2"); err != nil {
+				t.Fatalf("loading corpus_v2: %v", err)
 			}
 		})
 	}
-	if _, err := DatasetsDir("", env(""), root); err == nil || !strings.Contains(err.Error(), "--datasets") {
-		t.Errorf("no go.mod: got %v, want an error pointing at --datasets", err)
+	_, err = OpenDatasets(dir, env("")).ResultFixtures()
+	if err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("fixtures missing from a --datasets directory: got %v, want an error naming %s", err, dir)
+	}
+}
+
+// TestBuiltInDatasets checks that the datasets built into the binary are
+// bench/datasets byte for byte (TestFrozenCorpora checks their versions and
+// tool counts), fixtures included.
+func TestBuiltInDatasets(t *testing.T) {
+	ds := OpenDatasets("", func(string) string { return "" })
+	fx, err := ds.ResultFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.FixtureID != "result_fixtures_v1" || len(fx.Results) != 6 {
+		t.Errorf("result fixtures: got %q with %d, want result_fixtures_v1 with 6", fx.FixtureID, len(fx.Results))
+	}
+	disk := os.DirFS(repoDatasets(t))
+	n := 0
+	err = fs.WalkDir(ds.fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
+		built, _ := fs.ReadFile(ds.fsys, path)
+		onDisk, err := fs.ReadFile(disk, path)
+		if err != nil || !bytes.Equal(built, onDisk) {
+			t.Errorf("%s: the built-in copy differs from bench/datasets (%v)", path, err)
+		}
+		return nil
+	})
+	if err != nil || n != 5 {
+		t.Errorf("walked %d built-in files (%v), want 5: both corpora, the attribution, the fixtures and the fetch page", n, err)
 	}
 }

@@ -38,22 +38,8 @@ func runDenseAblation(t *testing.T, url string) (Report, []byte, string) {
 // the report and its raw JSON.
 func runAblation(t *testing.T, ds string, extra ...string) (Report, []byte) {
 	t.Helper()
-	out := t.TempDir()
-	args := append([]string{"run", "--corpus", "corpus_v2=" + filepath.Join(ds, CorpusV2File), "--arms", "baseline_json",
-		"--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--out", out}, extra...)
-	code, _, stderr := runMain(t, args...)
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, stderr)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
-	return rep, raw
+	return runReport(t, append([]string{"run", "--corpus", "corpus_v2=" + filepath.Join(ds, CorpusV2File), "--arms", "baseline_json",
+		"--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation"}, extra...)...)
 }
 
 func ablationRow(t *testing.T, rep Report, variant string) AblationRow {

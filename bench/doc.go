@@ -7,7 +7,7 @@
 //
 // The package owns no production behaviour: nothing imports it, and it may
 // import anything internal. Query sets live in bench/queries; the frozen
-// corpora are read from ../shared/datasets relative to the repository root
-// unless a flag or MCPROXY_DATASETS says otherwise, and are never copied into
-// the tree.
+// corpora and result fixtures live in bench/datasets and are built into the
+// binary (see datasets.go) unless --datasets or MCPROXY_DATASETS names
+// another directory.
 package bench

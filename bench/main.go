@@ -87,13 +87,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("mcproxy bench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		datasets  = fs.String("datasets", "", "frozen dataset directory (default $MCPROXY_DATASETS, else ../shared/datasets next to the repository root)")
+		datasets  = fs.String("datasets", "", "frozen dataset directory (default $MCPROXY_DATASETS, else the copy built into mcproxy from bench/datasets)")
 		corpora   listFlag
 		queries   listFlag
-		armList   = fs.String("arms", strings.Join(allArms(), ","), "comma-separated arms to measure (baseline_json is always measured)")
+		armList   = fs.String("arms", "", "comma-separated arms to measure (default: every arm whose runtime is installed; baseline_json is always measured); known: "+strings.Join(allArms(), ", "))
 		tokenizer = fs.String("tokenizer", config.DefaultTokenizer, "tokenizer: cl100k_base or o200k_base")
 		outDir    = fs.String("out", "", "write report.json, report.md and report.svg to this directory (default: report.md on stdout)")
-		fixtures  = fs.String("fixtures", "", "result fixture file for toon_results (default <datasets>/"+ResultFixturesFile+"; \"none\" skips)")
+		fixtures  = fs.String("fixtures", "", "result fixture file for toon_results (default: the frozen fixtures when measuring the frozen corpora, none with --corpus; \"none\" skips)")
 		noFront   = fs.Bool("no-discovery", false, "skip the discovery-cost measurement through the MCP front")
 		quiet     = fs.Bool("quiet", false, "no progress lines on stderr")
 		ablation  = fs.Bool("ablation", false, "add the retrieval ablation: each index lever changed alone, scored on both halves of each query set")
@@ -119,28 +119,22 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{fmt.Errorf("--tokenizer: %w", err)}
 	}
-	names, err := parseArms(*armList)
-	if err != nil {
+	reg := registry()
+	var notes []string
+	var names []string
+	if *armList == "" {
+		names, notes = availableArms(reg)
+	} else if names, err = parseArms(*armList); err != nil {
 		return usageError{err}
 	}
 
-	needDatasets := len(corpora) == 0 || (*fixtures == "")
-	var dsDir string
-	if needDatasets {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if dsDir, err = DatasetsDir(*datasets, os.Getenv, wd); err != nil {
-			return err
-		}
-	}
+	ds := OpenDatasets(*datasets, os.Getenv)
 	var cs []*Corpus
 	if len(corpora) == 0 {
 		for _, f := range []struct{ name, file string }{{"corpus_v2", CorpusV2File}, {"livemcptool", LiveMCPToolFile}} {
-			c, err := LoadCorpus(filepath.Join(dsDir, f.file), f.name)
+			c, err := ds.Corpus(f.file, f.name)
 			if err != nil {
-				return fmt.Errorf("%w (set --datasets or MCPROXY_DATASETS to the frozen dataset directory)", err)
+				return fmt.Errorf("%w (--datasets or %s names the frozen dataset directory)", err, DatasetsEnv)
 			}
 			cs = append(cs, c)
 		}
@@ -169,7 +163,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Corpora:       cs,
 		QuerySets:     sets,
 		Arms:          names,
-		Registry:      registry(),
+		Registry:      reg,
 		Counter:       tk,
 		TokenizerName: tk.Name(),
 		Front:         ServerFront,
@@ -194,22 +188,25 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if p.Index.Expander, p.ExpandUnavailable, err = loadExpansion(*expansion); err != nil {
 		return err
 	}
-	if *fixtures != "none" {
-		path := *fixtures
-		if path == "" {
-			path = filepath.Join(dsDir, ResultFixturesFile)
-		}
-		fx, err := armsio.LoadResultFixtures(path)
-		if err != nil {
+	switch {
+	case *fixtures == "none":
+	case *fixtures == "" && len(corpora) > 0:
+		notes = append(notes, "toon_results: skipped, since --corpus replaced the frozen corpora (pass --fixtures FILE to measure a result fixture file)")
+	case *fixtures == "":
+		if p.Fixtures, err = ds.ResultFixtures(); err != nil {
 			return fmt.Errorf("%w (--fixtures none skips toon_results)", err)
 		}
-		p.Fixtures = fx
+	default:
+		if p.Fixtures, err = armsio.LoadResultFixtures(*fixtures); err != nil {
+			return fmt.Errorf("%w (--fixtures none skips toon_results)", err)
+		}
 	}
 	rep, err := p.Run(ctx)
 	if err != nil {
 		return err
 	}
 	rep.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
+	rep.Notes = append(rep.Notes, notes...)
 	if *outDir == "" {
 		_, err := io.WriteString(stdout, rep.Markdown())
 		return err
@@ -266,6 +263,21 @@ func parseArms(list string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// availableArms is the default arm list: every arm that resolves. An arm
+// whose runtime is missing (tscg without its npm package) is left out, with
+// one note for the report saying why and how to add it.
+func availableArms(r *arms.Registry) (names, notes []string) {
+	for _, n := range allArms() {
+		if _, err := r.Resolve(n); err != nil {
+			reason := strings.TrimSuffix(err.Error(), ": "+arms.ErrArmUnavailable.Error())
+			notes = append(notes, fmt.Sprintf("%s: left out of the default arms: %s; then pass --arms with %s in the list", n, reason, n))
+			continue
+		}
+		names = append(names, n)
+	}
+	return names, notes
 }
 
 // registry holds the in-process arms and the TSCG arm, whose Node runtime

@@ -74,6 +74,36 @@ func TestMainQueriesMustMatchACorpus(t *testing.T) {
 	}
 }
 
+// TestCorpusAlone runs the profiler the way a user measures their own
+// servers: --corpus and nothing else. It needs no fixtures file; the report
+// says toon_results was skipped.
+func TestCorpusAlone(t *testing.T) {
+	rep, _ := runReport(t, "--corpus", "mine="+filepath.Join(testDatasets(t), CorpusV2File), "--expansion", "none", "--no-discovery", "--quiet")
+	if rep.ToonResults != nil {
+		t.Errorf("toon_results measured without a fixtures file: %+v", rep.ToonResults)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "toon_results: skipped") {
+		t.Errorf("notes %q do not say toon_results was skipped", rep.Notes)
+	}
+	if len(rep.Corpora) != 1 || rep.Corpora[0].Name != "mine" || rep.Corpora[0].Tools != 45 {
+		t.Errorf("corpora: got %+v, want mine with 45 tools", rep.Corpora)
+	}
+}
+
+// TestExplicitArm asks for tscg by name: where its runtime is missing the
+// arm gets a row saying why instead of failing the run.
+func TestExplicitArm(t *testing.T) {
+	_, unavailable := registry().Resolve(arms.TSCGName)
+	rep, _ := runReport(t, "--corpus", filepath.Join(testDatasets(t), CorpusV2File), "--arms", "compact_sig,tscg", "--expansion", "none", "--no-discovery", "--quiet")
+	tscg, _ := rep.row("corpus_v2", arms.TSCGName)
+	switch {
+	case unavailable == nil && tscg.Status == StatusUnavailable:
+		t.Errorf("tscg resolves here, yet its row says %q", tscg.UnavailableReason)
+	case unavailable != nil && (tscg.Status != StatusUnavailable || !strings.Contains(tscg.UnavailableReason, "@tscg/core")):
+		t.Errorf("tscg row: got status %q reason %q, want an unavailable row naming the missing package", tscg.Status, tscg.UnavailableReason)
+	}
+}
+
 // TestRunReport runs the profiler on corpus_v2 twice, end to end with the
 // real tokenizer, index and MCP front, and checks the report's content and
 // that the two runs agree byte for byte but for the timestamp.
@@ -119,7 +149,21 @@ func TestRunReport(t *testing.T) {
 	if rep.SchemaVersion != SchemaVersion || rep.Tokenizer != "cl100k_base" || rep.GeneratedAt == "" {
 		t.Errorf("header: got schema %d tokenizer %q generated %q", rep.SchemaVersion, rep.Tokenizer, rep.GeneratedAt)
 	}
+	// tscg is measured when its npm package is installed, and otherwise left
+	// out with one note saying how to add it.
 	wantArms := []string{arms.BaselineName, arms.CompactName, arms.ToonListingName, arms.TronName, arms.TSCGName}
+	if _, err := registry().Resolve(arms.TSCGName); err != nil {
+		wantArms = wantArms[:len(wantArms)-1]
+		var tscgNotes []string
+		for _, n := range rep.Notes {
+			if strings.HasPrefix(n, "tscg: left out of the default arms: ") {
+				tscgNotes = append(tscgNotes, n)
+			}
+		}
+		if len(tscgNotes) != 1 || strings.Contains(tscgNotes[0], "\n") || !strings.Contains(tscgNotes[0], "--arms") {
+			t.Errorf("got tscg notes %q, want one line saying how to add it", tscgNotes)
+		}
+	}
 	if len(rep.Arms) != len(wantArms) {
 		t.Fatalf("got %d arm rows, want %d", len(rep.Arms), len(wantArms))
 	}
@@ -140,10 +184,6 @@ func TestRunReport(t *testing.T) {
 			t.Errorf("%s: quality missing or incomplete: %+v %+v", a.Name, a.Quality, a.QualityBySplit)
 		}
 	}
-	// TSCG's runtime is not installed here: the row must say so.
-	if tscg, _ := rep.row("corpus_v2", arms.TSCGName); tscg.Status != StatusUnavailable || !strings.Contains(tscg.UnavailableReason, "unavailable") {
-		t.Errorf("tscg row: got status %q reason %q, want an unavailable row with its reason", tscg.Status, tscg.UnavailableReason)
-	}
 	// The bar for the default arm.
 	if c, _ := rep.row("corpus_v2", arms.CompactName); c.ListingSavingsPct < 50 {
 		t.Errorf("compact_sig listing savings on corpus_v2: got %.1f%%, want at least 50%%", c.ListingSavingsPct)
@@ -163,7 +203,7 @@ func TestRunReport(t *testing.T) {
 		t.Errorf("toon_results: got %+v, want two rows", rep.ToonResults)
 	}
 	md := string(reports[0]["report.md"])
-	for _, want := range []string{"## Tokens: corpus_v2", "## Retrieval quality: corpus_v2", "## Discovery cost: corpus_v2", "TOON vs compact JSON", "| tscg | — |"} {
+	for _, want := range []string{"## Tokens: corpus_v2", "## Retrieval quality: corpus_v2", "## Discovery cost: corpus_v2", "TOON vs compact JSON"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -8,14 +8,20 @@ import (
 	"testing"
 )
 
-// testDatasets resolves the frozen dataset directory the way the CLI does.
+// testDatasets is the frozen dataset directory: $MCPROXY_DATASETS when set,
+// else bench/datasets in the tree.
 func testDatasets(t *testing.T) string {
 	t.Helper()
-	dir, err := DatasetsDir("", os.Getenv, mustWD(t))
-	if err != nil {
-		t.Fatalf("locating datasets: %v", err)
+	if dir := os.Getenv(DatasetsEnv); dir != "" {
+		return dir
 	}
-	return dir
+	return repoDatasets(t)
+}
+
+// repoDatasets is bench/datasets, the package's own copy.
+func repoDatasets(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(mustWD(t), "datasets")
 }
 
 func loadFrozen(t *testing.T, name string) *Corpus {

@@ -1,6 +1,6 @@
 // Package testenv finds what tests need outside the Go module: the
 // repository root, the npm packages installed by `npm ci`, Node.js and the
-// frozen corpora in ../shared/datasets, and reads the graded query sets of
+// frozen corpora in bench/datasets, and reads the graded query sets of
 // bench/queries. It is imported only by _test.go files. It imports nothing
 // of this module, so that every package's tests can use it; its
 // subpackage corpora reads the tool corpora as internal/config types.
@@ -127,8 +127,7 @@ func NodeScript(t testing.TB, script string, stdin io.Reader) []byte {
 }
 
 // Datasets is the directory of the frozen corpora: $MCPROXY_DATASETS when
-// set, else ../shared/datasets next to the repository root. The corpora are
-// read in place and never copied into the repository.
+// set, else bench/datasets in the repository.
 func Datasets(t testing.TB) string {
 	t.Helper()
 	if dir := os.Getenv(DatasetsEnv); dir != "" {
@@ -137,9 +136,9 @@ func Datasets(t testing.TB) string {
 		}
 		return dir
 	}
-	dir := filepath.Join(filepath.Dir(RepoRoot(t)), "shared", "datasets")
+	dir := filepath.Join(RepoRoot(t), "bench", "datasets")
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("testenv: the frozen corpora are not at %s (%v): set %s to their directory", dir, err, DatasetsEnv)
+		t.Fatalf("testenv: the frozen corpora are not at %s (%v): restore bench/datasets from git, or set %s to their directory", dir, err, DatasetsEnv)
 	}
 	return dir
 }

@@ -92,13 +92,7 @@ func TestDatasets(t *testing.T) {
 func TestDatasetsDefault(t *testing.T) {
 	t.Setenv(DatasetsEnv, "")
 	got, fatal := run(t, Datasets)
-	want := filepath.Join(filepath.Dir(RepoRoot(t)), "shared", "datasets")
-	if _, err := os.Stat(want); err != nil {
-		if !strings.Contains(fatal, "set "+DatasetsEnv) {
-			t.Errorf("got fatal %q for a missing %s, want it to say set %s", fatal, want, DatasetsEnv)
-		}
-		return
-	}
+	want := filepath.Join(RepoRoot(t), "bench", "datasets")
 	if fatal != "" || got != want {
 		t.Errorf("got %q (fatal %q), want %q", got, fatal, want)
 	}
