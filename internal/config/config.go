@@ -78,13 +78,15 @@ type Config struct {
 // ServerConfig says how to reach one upstream MCP server: either a command to
 // launch (stdio) or a URL (streamable HTTP or legacy SSE).
 type ServerConfig struct {
-	// Command and Args launch a stdio server. Env adds to (and overrides)
-	// mcproxy's own environment for the child; Cwd is its working directory
-	// (empty = mcproxy's).
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
+	// Command and Args launch a stdio server. Env is added to (and
+	// overrides) the environment the child inherits, which is a minimal set
+	// of mcproxy's own unless InheritEnv says more; Cwd is its working
+	// directory (empty = mcproxy's).
+	Command    string            `json:"command,omitempty"`
+	Args       []string          `json:"args,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	InheritEnv InheritEnv        `json:"inherit_env,omitzero"`
+	Cwd        string            `json:"cwd,omitempty"`
 
 	// URL reaches a remote server; Headers are sent with every request.
 	URL     string            `json:"url,omitempty"`

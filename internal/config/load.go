@@ -254,14 +254,21 @@ func (d *decoder) fail(path, format string, args ...any) {
 	d.errs = append(d.errs, fieldErr(path, format, args...))
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType   = reflect.TypeOf(Duration(0))
+	inheritEnvType = reflect.TypeOf(InheritEnv{})
+)
 
 func (d *decoder) decode(n *node, v reflect.Value, path string) {
 	if n.kind == 'z' {
 		return // null leaves the zero value: "not set"
 	}
-	if v.Type() == durationType {
+	switch v.Type() {
+	case durationType:
 		d.decodeDuration(n, v, path)
+		return
+	case inheritEnvType:
+		d.decodeInheritEnv(n, v, path)
 		return
 	}
 	switch v.Kind() {
@@ -343,6 +350,21 @@ func (d *decoder) decodeStruct(n *node, v reflect.Value, path string) {
 		}
 		d.decode(n.vals[i], v.Field(idx), child)
 	}
+}
+
+// decodeInheritEnv takes true, false or a list of variable names.
+func (d *decoder) decodeInheritEnv(n *node, v reflect.Value, path string) {
+	var e InheritEnv
+	switch n.kind {
+	case 'b':
+		e.All = n.b
+	case 'a':
+		d.decode(n, reflect.ValueOf(&e.Names).Elem(), path)
+	default:
+		d.fail(path, "want true, false or a list of variable names, got %s", n.kindName())
+		return
+	}
+	v.Set(reflect.ValueOf(e))
 }
 
 func (d *decoder) decodeDuration(n *node, v reflect.Value, path string) {

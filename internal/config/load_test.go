@@ -120,7 +120,7 @@ func TestParseRoundTrip(t *testing.T) {
 	in := Config{
 		MCPServers: map[string]ServerConfig{
 			"a": {
-				Command: "cmd", Args: []string{"x"}, Env: map[string]string{"K": "v"}, Cwd: "/w",
+				Command: "cmd", Args: []string{"x"}, Env: map[string]string{"K": "v"}, InheritEnv: InheritEnv{Names: []string{"AWS_PROFILE"}}, Cwd: "/w",
 				URL: "http://h", Headers: map[string]string{"H": "v"}, Transport: "stdio", Type: "stdio",
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
 				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second),

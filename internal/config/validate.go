@@ -209,6 +209,9 @@ func (s ServerConfig) validate(path string) []error {
 		if len(s.Env) > 0 {
 			add("env", "only a stdio server (command) takes env; send values to an HTTP server with headers")
 		}
+		if s.InheritEnv.All || len(s.InheritEnv.Names) > 0 {
+			add("inherit_env", "only a stdio server (command) inherits an environment")
+		}
 		if s.Cwd != "" {
 			add("cwd", "only a stdio server (command) has a working directory")
 		}
@@ -223,6 +226,11 @@ func (s ServerConfig) validate(path string) []error {
 		}
 		if strings.ContainsRune(s.Env[k], 0) {
 			add("env."+k, "value contains a NUL byte")
+		}
+	}
+	for _, k := range s.InheritEnv.Names {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			add("inherit_env", "invalid variable name %q: it must be non-empty, without = or NUL", k)
 		}
 	}
 	folded := map[string]string{}

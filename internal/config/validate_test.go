@@ -81,17 +81,18 @@ func TestValidate(t *testing.T) {
 			`mcpServers.d.url: not a valid URL: invalid port ":port" after host`,
 		}},
 		{name: "stdio-only and http-only fields", cfg: Config{MCPServers: map[string]ServerConfig{
-			"h": {URL: "http://h", Args: []string{"x"}, Env: map[string]string{"K": "v"}, Cwd: "/"},
+			"h": {URL: "http://h", Args: []string{"x"}, Env: map[string]string{"K": "v"}, InheritEnv: InheritEnv{All: true}, Cwd: "/"},
 			"s": {Command: "x", Headers: map[string]string{"K": "v"}},
 		}}, want: []string{
 			`mcpServers.h.args: only a stdio server (command) takes args`,
 			`mcpServers.h.env: only a stdio server (command) takes env; send values to an HTTP server with headers`,
+			`mcpServers.h.inherit_env: only a stdio server (command) inherits an environment`,
 			`mcpServers.h.cwd: only a stdio server (command) has a working directory`,
 			`mcpServers.s.headers: only an HTTP server (url) takes headers; pass values to a stdio server with env`,
 		}},
 		{name: "env and headers", cfg: Config{MCPServers: map[string]ServerConfig{
 			"h": {URL: "http://h", Headers: map[string]string{"Bad Name": "v", "X-A": "1", "x-a": "2", "X-B": "a\r\nX-Evil: 1"}},
-			"s": {Command: "x", Env: map[string]string{"A=B": "v", "": "v", "OK": "a\x00b"}},
+			"s": {Command: "x", Env: map[string]string{"A=B": "v", "": "v", "OK": "a\x00b"}, InheritEnv: InheritEnv{Names: []string{"GOOD", "BAD=1"}}},
 		}}, want: []string{
 			`mcpServers.h.headers: invalid header name "Bad Name"`,
 			`mcpServers.h.headers.X-B: value contains a line break or NUL`,
@@ -99,6 +100,7 @@ func TestValidate(t *testing.T) {
 			`mcpServers.s.env: invalid variable name "": it must be non-empty, without = or NUL`,
 			`mcpServers.s.env: invalid variable name "A=B": it must be non-empty, without = or NUL`,
 			`mcpServers.s.env.OK: value contains a NUL byte`,
+			`mcpServers.s.inherit_env: invalid variable name "BAD=1": it must be non-empty, without = or NUL`,
 		}},
 		{name: "tool filters", cfg: Config{MCPServers: map[string]ServerConfig{
 			"a": {Command: "x", AllowedTools: []string{"read", "write", ""}, DisabledTools: []string{"write", " "}},

@@ -108,3 +108,48 @@ func TestFilesystemAndMemory(t *testing.T) {
 		t.Errorf("got IsError false reading a missing file, want a tool error result: %q", text(res))
 	}
 }
+
+// TestStdioEnvironment asks server-everything's get-env what each stdio
+// server sees: a secret in mcproxy's own environment and one given to
+// another server's env reach nobody; a server's own env and the names its
+// inherit_env lists do reach it; the minimal set (PATH, which its node
+// shebang needs) is always there.
+func TestStdioEnvironment(t *testing.T) {
+	t.Setenv("MCPROXY_TEST_PROXY_SECRET", "proxy-secret")
+	t.Setenv("MCPROXY_TEST_SHARED", "shared-value")
+	t.Setenv("LC_MCPROXY_TEST", "locale")
+	bin := testenv.NodeBin(t, "mcp-server-everything")
+	m := startManager(t, map[string]config.ServerConfig{
+		"a":   {Command: bin, Env: map[string]string{"A_TOKEN": "a-secret"}},
+		"b":   {Command: bin, InheritEnv: config.InheritEnv{Names: []string{"MCPROXY_TEST_SHARED"}}},
+		"all": {Command: bin, InheritEnv: config.InheritEnv{All: true}},
+	}, Options{})
+	envOf := func(server string) map[string]string {
+		var env map[string]string
+		if err := json.Unmarshal([]byte(text(call(t, m, server, "get-env", nil))), &env); err != nil {
+			t.Fatalf("%s: get-env: %v", server, err)
+		}
+		return env
+	}
+	tests := []struct {
+		server      string
+		want, unset []string
+	}{
+		{"a", []string{"PATH", "HOME", "LC_MCPROXY_TEST", "A_TOKEN"}, []string{"MCPROXY_TEST_PROXY_SECRET", "MCPROXY_TEST_SHARED"}},
+		{"b", []string{"PATH", "MCPROXY_TEST_SHARED"}, []string{"MCPROXY_TEST_PROXY_SECRET", "A_TOKEN"}},
+		{"all", []string{"PATH", "MCPROXY_TEST_SHARED", "MCPROXY_TEST_PROXY_SECRET"}, []string{"A_TOKEN"}},
+	}
+	for _, tc := range tests {
+		env := envOf(tc.server)
+		for _, k := range tc.want {
+			if _, ok := env[k]; !ok {
+				t.Errorf("%s: %s is not in its environment, want it", tc.server, k)
+			}
+		}
+		for _, k := range tc.unset {
+			if v, ok := env[k]; ok {
+				t.Errorf("%s: got %s=%q in its environment, want it absent", tc.server, k, v)
+			}
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -44,11 +43,11 @@ type process struct {
 	tail   []string
 }
 
-// startProcess launches the command of s with its env merged over ours and
-// its cwd, and starts logging its stderr line by line.
+// startProcess launches the command of s with its environment (childEnv)
+// and its cwd, and starts logging its stderr line by line.
 func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
 	cmd := exec.Command(config.ExpandHome(s.Command), s.Args...)
-	cmd.Env = mergeEnv(os.Environ(), s.Env)
+	cmd.Env = childEnv(os.Environ(), s)
 	cmd.Dir = config.ExpandHome(s.Cwd)
 	setProcessGroup(cmd)
 
@@ -104,30 +103,6 @@ func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
 	}()
 	go p.logStderr(log)
 	return p, nil
-}
-
-// mergeEnv returns base with extra's entries set, overriding same-named ones.
-// Keys are applied in sorted order so the result is deterministic.
-func mergeEnv(base []string, extra map[string]string) []string {
-	if len(extra) == 0 {
-		return base
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := make([]string, 0, len(base)+len(extra))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, overridden := extra[k]; !overridden {
-			env = append(env, kv)
-		}
-	}
-	for _, k := range keys {
-		env = append(env, k+"="+extra[k])
-	}
-	return env
 }
 
 // logStderr copies the child's stderr into the log, one entry per line, and

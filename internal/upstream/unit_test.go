@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,33 @@ func TestMergeEnv(t *testing.T) {
 		t.Errorf("merged env (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"A=1", "B=2", "PATH=/bin"}, base); diff != "" {
+		t.Errorf("base was modified (-want +got):\n%s", diff)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "XDG_CONFIG_HOME=/c", "GITHUB_TOKEN=t", "AWS_PROFILE=p", "PATHX=1"}
+	orig := slices.Clone(base)
+	tests := []struct {
+		name string
+		s    config.ServerConfig
+		want []string
+	}{
+		{"minimal", config.ServerConfig{}, []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "XDG_CONFIG_HOME=/c"}},
+		{"env on top", config.ServerConfig{Env: map[string]string{"HOME": "/other", "K": "v"}},
+			[]string{"PATH=/bin", "LC_ALL=C", "XDG_CONFIG_HOME=/c", "HOME=/other", "K=v"}},
+		{"listed names", config.ServerConfig{InheritEnv: config.InheritEnv{Names: []string{"AWS_PROFILE", "UNSET"}}},
+			[]string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "XDG_CONFIG_HOME=/c", "AWS_PROFILE=p"}},
+		{"all", config.ServerConfig{InheritEnv: config.InheritEnv{All: true}}, base},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, childEnv(base, tc.s)); diff != "" {
+				t.Errorf("child env (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if diff := cmp.Diff(orig, base); diff != "" {
 		t.Errorf("base was modified (-want +got):\n%s", diff)
 	}
 }
