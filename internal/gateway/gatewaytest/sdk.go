@@ -2,9 +2,13 @@ package gatewaytest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
@@ -73,4 +77,27 @@ func RunSDK(t testing.TB, c Call) Outcome {
 		t.Fatalf("gatewaytest: reading the SDK's report %q: %v", out, err)
 	}
 	return o
+}
+
+// Do sends one request with the given headers and returns the answer, its
+// body read whole. Any failure to send or read fails the test.
+func Do(t testing.TB, ctx context.Context, method, url, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	return resp, b
 }

@@ -4,30 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
 
-// post sends body to srv's path and returns the status and the raw answer.
+// post sends body to url and returns the status and the raw answer.
 func post(t *testing.T, ctx context.Context, url string, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := Do(t, ctx, http.MethodPost, url, body, map[string]string{"Content-Type": "application/json"})
 	return resp.StatusCode, b
 }
 
