@@ -163,9 +163,9 @@ func matchModel[V any](table map[string]V, model string, window func(V) int) (in
 // (project is absent or true).
 func (g GatewayConfig) ProjectEnabled() bool { return g.Project == nil || *g.Project }
 
-// applyDefaults fills the zero fields of an enabled gateway; a disabled one
+// ApplyDefaults fills the zero fields of an enabled gateway; a disabled one
 // stays as written.
-func (g *GatewayConfig) applyDefaults() {
+func (g *GatewayConfig) ApplyDefaults() {
 	if !g.Enabled {
 		return
 	}

@@ -68,7 +68,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.Noa.applyDefaults()
 	c.Embeddings.applyDefaults()
-	c.Gateway.applyDefaults()
+	c.Gateway.ApplyDefaults()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
