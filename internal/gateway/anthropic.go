@@ -102,7 +102,7 @@ func anthropicPart(b json.RawMessage, role noa.Role, names map[string]string) (p
 	case "tool_result":
 		p.kind = kindToolResult
 		m.Role, m.ContentType, m.ToolCallID, m.ToolName = noa.RoleTool, noa.CTToolResult, blk.ToolUseID, names[blk.ToolUseID]
-		m.Text = anthropicResultText(blk.Content)
+		m.Text = contentText(blk.Content)
 		if blk.IsError {
 			m.Text = "[error] " + m.Text
 		}
@@ -124,9 +124,10 @@ func anthropicPart(b json.RawMessage, role noa.Role, names map[string]string) (p
 	return p, m, nil
 }
 
-// anthropicResultText is a tool result's content as text: a string as it
-// is, blocks' texts joined by newlines, other blocks as placeholders.
-func anthropicResultText(content json.RawMessage) string {
+// contentText is a tool result's content (either API) as text: a string
+// as it is, text blocks' texts joined by newlines, other blocks as
+// placeholders naming their type.
+func contentText(content json.RawMessage) string {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
 		return s

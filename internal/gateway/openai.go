@@ -44,7 +44,7 @@ func parseOpenAI(body []byte) (*request, error) {
 			var id string
 			_ = json.Unmarshal(obj["tool_call_id"], &id)
 			q.add(part{msg: idx, kind: kindToolResult, raw: obj["content"]},
-				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: openaiText(obj["content"])}, role, env)
+				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: contentText(obj["content"])}, role, env)
 		} else {
 			q.openaiContent(idx, nr, role, env, obj["content"])
 			var calls []json.RawMessage
@@ -115,31 +115,6 @@ func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, c
 		}
 		q.add(p, m, role, env)
 	}
-}
-
-// openaiText is a message content as text: a string, or its text parts
-// joined by newlines.
-func openaiText(content json.RawMessage) string {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(content, &parts) != nil {
-		return string(content)
-	}
-	texts := make([]string, 0, len(parts))
-	for _, p := range parts {
-		if p.Type == "text" {
-			texts = append(texts, p.Text)
-		} else {
-			texts = append(texts, "["+p.Type+"]")
-		}
-	}
-	return strings.Join(texts, "\n")
 }
 
 type openaiDialect struct{}
