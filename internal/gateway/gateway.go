@@ -23,6 +23,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -55,6 +56,13 @@ type Options struct {
 	// Logger receives warnings and errors (nil = no-op). Header values and
 	// bodies are never logged.
 	Logger *zap.Logger
+	// Hosts holds the conversations' noa hosts. nil forwards every request
+	// unprojected, as does config's project: false.
+	Hosts Hosts
+	// Conversations recognises conversations across requests; nil means an
+	// index kept in memory only (conversations are then not recognised
+	// after a restart).
+	Conversations *Conversations
 }
 
 // Gateway is the model-API handler. Create it with New; it is safe for
@@ -66,6 +74,11 @@ type Gateway struct {
 	authToken string
 	anthropic *provider
 	openai    *provider
+	hosts     Hosts
+	convs     *Conversations
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // one request at a time per conversation
 }
 
 // New builds a gateway from opts. It starts nothing.
@@ -73,7 +86,14 @@ func New(opts Options) (*Gateway, error) {
 	cfg := opts.Config
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
-	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken}
+	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
+		hosts: opts.Hosts, convs: opts.Conversations, locks: map[string]chan struct{}{}}
+	if !cfg.ProjectEnabled() {
+		g.hosts = nil
+	}
+	if g.convs == nil {
+		g.convs, _ = OpenConversations("") // in memory: cannot fail
+	}
 	if g.log == nil {
 		g.log = zap.NewNop()
 	}

@@ -26,6 +26,11 @@ type Hosts interface {
 type Host interface {
 	// Messages returns the recorded stream, oldest first.
 	Messages() []noa.CoreMessage
+	// Has reports whether the message id is recorded. The gateway asks it
+	// before recording, so a request whose messages were recorded but whose
+	// conversation index was not (a crash between the two) records nothing
+	// twice.
+	Has(id string) bool
 	// Record appends messages to the stream.
 	Record(ctx context.Context, msgs ...noa.CoreMessage) error
 	// Turn runs noa over the stream and returns what the model should read.

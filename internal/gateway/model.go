@@ -27,7 +27,11 @@ func (g *Gateway) modelRequest(w http.ResponseWriter, r *http.Request, p *provid
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", "mcproxy gateway: reading the request body: "+err.Error())
 		return
 	}
-	g.forward(w, r, p, path, body)
+	if g.hosts == nil {
+		g.forward(w, r, p, path, body)
+		return
+	}
+	g.project(w, r, p, path, body)
 }
 
 // forward sends body upstream in place of the client's and copies the

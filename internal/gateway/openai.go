@@ -50,14 +50,7 @@ func parseOpenAI(body []byte) (*request, error) {
 			var calls []json.RawMessage
 			_ = json.Unmarshal(obj["tool_calls"], &calls)
 			for _, c := range calls {
-				var tc struct {
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				}
-				_ = json.Unmarshal(c, &tc)
+				tc := decodeToolCall(c)
 				names[tc.ID] = tc.Function.Name
 				q.add(part{msg: idx, kind: kindToolCall, raw: c},
 					noa.CoreMessage{Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tc.Function.Name, ToolCallID: tc.ID, Text: tc.Function.Arguments}, role, env)
@@ -115,6 +108,21 @@ func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, c
 		}
 		q.add(p, m, role, env)
 	}
+}
+
+// toolCall is an OpenAI tool call entry.
+type toolCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func decodeToolCall(raw json.RawMessage) toolCall {
+	var tc toolCall
+	_ = json.Unmarshal(raw, &tc)
+	return tc
 }
 
 type openaiDialect struct{}

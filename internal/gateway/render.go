@@ -28,6 +28,10 @@ type projection struct {
 	View  []noa.CoreMessage
 	Refs  map[string]Ref
 	Nudge string
+	// Calls replaces the rendering of the gateway's own tool calls made in
+	// this request: by tool call id, the assistant message as the model
+	// wrote it (nil: sent with an earlier call's message).
+	Calls map[string]json.RawMessage
 }
 
 // identity is the projection that changes nothing: every part in order, no
@@ -82,6 +86,12 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 		case strings.HasPrefix(v.ID, noa.SummaryIDPrefix):
 			out = append(out, d.summary(v.Text))
 		case v.ContentType == noa.CTToolCall:
+			if raw, ok := p.Calls[v.ToolCallID]; ok {
+				if len(raw) > 0 {
+					out = append(out, raw)
+				}
+				continue
+			}
 			out = append(out, d.call(v))
 		case v.ContentType == noa.CTToolResult:
 			out = append(out, d.result(v))
