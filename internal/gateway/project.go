@@ -374,13 +374,7 @@ func (x *exchange) runJSON() {
 
 // writeBody answers with resp's status and headers and body b.
 func writeBody(w http.ResponseWriter, resp *http.Response, b []byte) {
-	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	for _, name := range hopHeaders {
-		h.Del(name)
-	}
+	h := copyHeader(w, resp)
 	h.Del("Content-Encoding")
 	h.Set("Content-Length", fmt.Sprint(len(b)))
 	w.WriteHeader(resp.StatusCode)

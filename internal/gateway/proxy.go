@@ -109,13 +109,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, p *provider, path s
 // read so a stream reaches the client event by event. It reports an error
 // when the body could not be read or written to the end.
 func copyResponse(w http.ResponseWriter, resp *http.Response) error {
-	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	for _, name := range hopHeaders {
-		h.Del(name)
-	}
+	h := copyHeader(w, resp)
 	if resp.Uncompressed {
 		h.Del("Content-Length")
 	}
@@ -137,6 +131,19 @@ func copyResponse(w http.ResponseWriter, resp *http.Response) error {
 			return fmt.Errorf("reading the upstream answer: %w", err)
 		}
 	}
+}
+
+// copyHeader copies resp's header to w's, hop-by-hop headers left out, and
+// returns w's header.
+func copyHeader(w http.ResponseWriter, resp *http.Response) http.Header {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = append([]string(nil), vs...)
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+	return h
 }
 
 // upstreamFailed answers a request whose upstream could not be reached (or
