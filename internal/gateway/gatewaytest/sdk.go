@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/mcproxy/mcproxy/internal/testenv"
+	"time"
 )
 
 // SDK names an official client library run by RunSDK.
@@ -58,25 +59,58 @@ type Outcome struct {
 }
 
 // RunSDK makes c through the official SDK in a Node process and returns
-// what it reported. The SDK's retries are off.
+// what it reported. The SDK's retries are off. Node must be on PATH and the
+// repository's node_modules (npm ci) must hold both SDKs.
 func RunSDK(t testing.TB, c Call) Outcome {
 	t.Helper()
-	testenv.NodePackage(t, "@anthropic-ai/sdk", "")
-	testenv.NodePackage(t, "openai", "")
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("gatewaytest: cannot locate sdk.mjs")
+	}
+	script := filepath.Join(filepath.Dir(file), "sdk.mjs")
+	for _, pkg := range []string{"@anthropic-ai/sdk", "openai"} {
+		if !nodePackage(filepath.Dir(file), pkg) {
+			t.Fatalf("gatewaytest: npm package %s is missing: run npm ci in the repository root", pkg)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("gatewaytest: node is not on PATH (%v): install Node.js 20 or newer", err)
 	}
 	in, err := json.Marshal(c)
 	if err != nil {
 		t.Fatalf("gatewaytest: encoding the call: %v", err)
 	}
-	out := testenv.NodeScript(t, filepath.Join(filepath.Dir(file), "sdk.mjs"), bytes.NewReader(in))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gatewaytest: running node %s: %v\n%s", script, err, stderr.String())
+	}
 	var o Outcome
 	if err := json.Unmarshal(out, &o); err != nil {
 		t.Fatalf("gatewaytest: reading the SDK's report %q: %v", out, err)
 	}
 	return o
+}
+
+// nodePackage reports whether node would find pkg from dir: in a
+// node_modules of dir or of a directory above it.
+func nodePackage(dir, pkg string) bool {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // Do sends one request with the given headers and returns the answer, its
