@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -135,13 +137,21 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}()
 
 	if *stdio {
+		if cfg.Gateway.Enabled {
+			log.Warn("the model API gateway is served over HTTP only; with --stdio it is off (run a second mcproxy serve without --stdio for it)")
+		}
 		err = st.front.ServeStdio(ctx, stdin, stdout)
 	} else {
 		host, _, _ := net.SplitHostPort(cfg.Listen)
 		if !isLoopback(host) && cfg.AuthToken == "" {
 			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
 		}
-		err = st.front.Serve(ctx, ln, server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host})
+		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host}
+		if opts.Gateway, err = newGateway(cfg, log); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		err = st.front.Serve(ctx, ln, opts)
 	}
 	if err != nil {
 		log.Error("serving", zap.Error(err))
@@ -180,6 +190,20 @@ func loadConfig(path string, override func(*config.Config)) (*config.Config, err
 		return nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
 	}
 	return cfg, nil
+}
+
+// newGateway builds the model-API gateway when the config enables it (nil
+// otherwise).
+func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, error) {
+	if !cfg.Gateway.Enabled {
+		return nil, nil
+	}
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway")})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"))
+	return g, nil
 }
 
 func isLoopback(host string) bool {

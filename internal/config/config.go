@@ -67,6 +67,9 @@ type Config struct {
 	// Embeddings configures optional dense retrieval fused with BM25 (see
 	// EmbeddingsConfig); the zero value means off.
 	Embeddings EmbeddingsConfig `json:"embeddings,omitempty"`
+	// Gateway serves the model APIs on the same listener (see
+	// GatewayConfig); the zero value means off.
+	Gateway GatewayConfig `json:"gateway,omitempty"`
 	// Synonyms are groups of words retrieve_tools treats as the same when
 	// matching a query to tools, added to mcproxy's built-in lexicon:
 	// [["k8s", "kubernetes"], ["ticket", "issue"]]. Each group needs two

@@ -68,21 +68,7 @@ func TestEmbeddingsConfigValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(`{"embeddings": `+tc.in+`}`), nil)
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("got error %v, want none", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("got no error, want one containing %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("got error %q, want it to contain %q", err, w)
-				}
-			}
+			checkSection(t, "embeddings", tc.in, tc.want)
 		})
 	}
 }

@@ -140,9 +140,17 @@ func TestParseRoundTrip(t *testing.T) {
 			QueryPrefix: "q: ", DocumentPrefix: "d: ", BatchSize: 8, Timeout: Duration(5 * time.Second),
 			QueryTimeout: Duration(time.Second), RetryInterval: Duration(time.Minute), RRFK: 30, DenseWeightPct: 50,
 		},
+		Gateway: GatewayConfig{
+			Enabled: true, Anthropic: GatewayProvider{BaseURL: "http://a", Prefix: "/x"},
+			OpenAI: GatewayProvider{BaseURL: "http://o", Prefix: "/o"},
+			Models: map[string]GatewayModel{"m": {ContextWindow: 9000}}, DefaultContextWindow: 10000,
+			Project: boolPtr(false), MaxHiddenRounds: 2,
+		},
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
 	}
 	assertAllSet(t, reflect.ValueOf(in), "Config")
+	assertAllSet(t, reflect.ValueOf(in.Gateway), "GatewayConfig")
+	assertAllSet(t, reflect.ValueOf(in.Gateway.Anthropic), "GatewayProvider")
 	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
 	assertAllSet(t, reflect.ValueOf(in.Embeddings), "EmbeddingsConfig")
 	assertAllSet(t, reflect.ValueOf(in.MCPServers["a"]), "ServerConfig")
@@ -194,7 +202,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, synonyms, tokenizer)`,
+				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, gateway, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, synonyms, tokenizer)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
 			},
 		},

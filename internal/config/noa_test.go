@@ -55,21 +55,28 @@ func TestNoaConfigValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(`{"noa": `+tc.in+`}`), nil)
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("got error %v, want none", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("got no error, want one containing %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("got error %q, want it to contain %q", err, w)
-				}
-			}
+			checkSection(t, "noa", tc.in, tc.want)
 		})
+	}
+}
+
+// checkSection parses {"<section>": in} and checks the outcome: no error
+// when want is nil, otherwise an error containing every string of want.
+func checkSection(t *testing.T, section, in string, want []string) {
+	t.Helper()
+	_, err := Parse([]byte(`{"`+section+`": `+in+`}`), nil)
+	if want == nil {
+		if err != nil {
+			t.Fatalf("got error %v, want none", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("got error %q, want it to contain %q", err, w)
+		}
 	}
 }

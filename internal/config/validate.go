@@ -68,6 +68,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.Noa.applyDefaults()
 	c.Embeddings.applyDefaults()
+	c.Gateway.ApplyDefaults()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
@@ -134,6 +135,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Noa.validate("noa")...)
 	errs = append(errs, c.Embeddings.validate("embeddings")...)
+	errs = append(errs, c.Gateway.validate("gateway")...)
 
 	names := make([]string, 0, len(c.MCPServers))
 	for name := range c.MCPServers {

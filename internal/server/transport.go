@@ -18,6 +18,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// HeaderToken carries auth_token when Authorization is taken by a model
+// provider's key (the gateway strips it before forwarding).
+const HeaderToken = "X-Mcproxy-Token"
+
 // HTTP paths the front serves.
 const (
 	PathStreamable = "/mcp"
@@ -34,6 +38,9 @@ type HTTPOptions struct {
 	// localhost and loopback addresses, it is the one Host/Origin accepted.
 	// Empty (or a wildcard like 0.0.0.0) adds nothing.
 	ListenHost string
+	// Gateway, when non-nil, serves every path the MCP transports do not
+	// (the model APIs of internal/gateway), behind the same Guard.
+	Gateway http.Handler
 }
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
@@ -75,6 +82,9 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 	mux.Handle(PathStreamable, batchHTTP(streamable, true))
 	mux.Handle(PathSSE, sse.SSEHandler())
 	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false))
+	if opts.Gateway != nil {
+		mux.Handle("/", opts.Gateway)
+	}
 	closeSessions := func(ctx context.Context) {
 		sse.CloseSessions()
 		// The streamable server has no http.Server of its own here, so
@@ -174,8 +184,9 @@ func limitBody(next http.Handler) http.Handler {
 //     127.0.0.0/8, ::1 or opts.ListenHost; anything else gets 403. This stops
 //     DNS rebinding, where a web page's own domain is pointed at 127.0.0.1
 //     so the browser talks to a local server (MCP spec, security practices).
-//   - With opts.AuthToken set, "Authorization: Bearer <token>" must match
-//     (constant-time); otherwise 401.
+//   - With opts.AuthToken set, "Authorization: Bearer <token>" (or
+//     "X-Mcproxy-Token: <token>", for model API clients whose Authorization
+//     carries the provider's key) must match (constant-time); otherwise 401.
 //
 // It never logs header values.
 func Guard(next http.Handler, opts HTTPOptions) http.Handler {
@@ -201,6 +212,9 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		if opts.AuthToken != "" {
 			token, ok := bearer(r.Header.Get("Authorization"))
+			if t := r.Header.Get(HeaderToken); t != "" {
+				token, ok = t, true // Authorization may carry a model provider's key
+			}
 			got := sha256.Sum256([]byte(token))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)

@@ -1,0 +1,279 @@
+package config
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// GatewayConfig is the "gateway" object: mcproxy as the agent's model
+// endpoint, on the same listener as /mcp, projecting every request's
+// conversation through noa before it reaches the provider. It is off unless
+// enabled is true; an absent section leaves every field zero.
+//
+//	"gateway": {
+//	  "enabled": true,
+//	  "anthropic": {"base_url": "https://api.anthropic.com"},
+//	  "openai": {"base_url": "https://api.openai.com", "prefix": "/openai"},
+//	  "models": {"my-finetune": {"context_window": 32000}}
+//	}
+type GatewayConfig struct {
+	// Enabled turns the gateway's endpoints on. false (or an absent
+	// section) leaves them unserved.
+	Enabled bool `json:"enabled,omitempty"`
+	// Anthropic is where POST /v1/messages and the rest of /v1/ go.
+	Anthropic GatewayProvider `json:"anthropic,omitempty"`
+	// OpenAI is where <prefix>/v1/chat/completions and the rest of
+	// <prefix>/v1/ go.
+	OpenAI GatewayProvider `json:"openai,omitempty"`
+	// Models overrides or adds context windows by model name. A name
+	// matches the request's model exactly or as a prefix followed by "-"
+	// (so "claude-sonnet-4-5" covers "claude-sonnet-4-5-20250929"). Among
+	// these names and the built-in table the longest match wins, and an
+	// entry here wins a tie.
+	Models map[string]GatewayModel `json:"models,omitempty"`
+	// DefaultContextWindow is the window of a model neither models nor the
+	// built-in table knows. Zero means DefaultGatewayContextWindow.
+	DefaultContextWindow int `json:"default_context_window,omitempty"`
+	// Project, when false, forwards every request unprojected (a plain
+	// proxy: no sessions, no Compress). nil means true.
+	Project *bool `json:"project,omitempty"`
+	// MaxHiddenRounds bounds how many times, within one client request, the
+	// gateway answers the model's own Compress/read_archive calls and asks
+	// again; after that the model's answer goes back as it is. Zero means
+	// DefaultMaxHiddenRounds.
+	MaxHiddenRounds int `json:"max_hidden_rounds,omitempty"`
+}
+
+// GatewayProvider is one provider's upstream.
+type GatewayProvider struct {
+	// BaseURL is the API's root: the request's own path (/v1/messages,
+	// /v1/chat/completions, ...) is appended to it, after any path the URL
+	// has. Empty means the provider's public API host.
+	BaseURL string `json:"base_url,omitempty"`
+	// Prefix is the path the provider's API is served under on mcproxy's
+	// listener (OpenAI only; Anthropic is served at the root, as Claude Code
+	// expects). Empty means DefaultOpenAIPrefix.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// GatewayModel describes one model.
+type GatewayModel struct {
+	// ContextWindow is the model's input window in tokens: the budget noa
+	// paces the conversation against.
+	ContextWindow int `json:"context_window,omitempty"`
+}
+
+// Gateway defaults.
+const (
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	DefaultOpenAIBaseURL    = "https://api.openai.com"
+	DefaultOpenAIPrefix     = "/openai"
+	// DefaultGatewayContextWindow is the window assumed for a model the
+	// gateway does not know: the smallest common to current frontier
+	// models, so pacing errs towards compressing early rather than
+	// overflowing.
+	DefaultGatewayContextWindow = 128000
+	DefaultMaxHiddenRounds      = 3
+)
+
+// Bounds on the gateway's knobs. MaxHiddenRoundsLimit keeps one client
+// request from turning into an unbounded number of model calls.
+const (
+	MinContextWindow     = MinNoaContextLimit
+	MaxContextWindow     = MaxNoaContextLimit
+	MaxHiddenRoundsLimit = 10
+)
+
+// knownWindows are the input windows of models the gateway recognises
+// without configuration, matched like GatewayConfig.Models. Figures are the
+// providers' published input limits (a window shared with the output, as
+// for gpt-5, counts only the input part).
+var knownWindows = map[string]int{
+	"claude":        200000, // every Claude model from claude-3 on; 1M-token betas need an override
+	"gpt-4o":        128000,
+	"gpt-4o-mini":   128000,
+	"chatgpt-4o":    128000,
+	"gpt-4-turbo":   128000,
+	"gpt-4":         8192,
+	"gpt-4-32k":     32768,
+	"gpt-3.5-turbo": 16385,
+	"gpt-4.1":       1047576,
+	"gpt-4.1-mini":  1047576,
+	"gpt-4.1-nano":  1047576,
+	"gpt-4.5":       128000,
+	"gpt-5":         272000,
+	"gpt-5-mini":    272000,
+	"gpt-5-nano":    272000,
+	"o1":            200000,
+	"o1-mini":       128000,
+	"o1-pro":        200000,
+	"o3":            200000,
+	"o3-mini":       200000,
+	"o3-pro":        200000,
+	"o4-mini":       200000,
+}
+
+// WindowSource says where a context window came from.
+type WindowSource string
+
+// Window sources.
+const (
+	WindowConfigured WindowSource = "config"
+	WindowBuiltIn    WindowSource = "built-in"
+	WindowDefault    WindowSource = "default"
+)
+
+// ContextWindow returns the input window of model: the longest matching
+// name among models and the built-in table (models winning a tie), else
+// default_context_window (or its default).
+func (g GatewayConfig) ContextWindow(model string) (int, WindowSource) {
+	cn, clen := matchModel(g.Models, model, func(m GatewayModel) int { return m.ContextWindow })
+	bn, blen := matchModel(knownWindows, model, func(n int) int { return n })
+	switch {
+	case clen >= 0 && clen >= blen:
+		return cn, WindowConfigured
+	case blen >= 0:
+		return bn, WindowBuiltIn
+	case g.DefaultContextWindow > 0:
+		return g.DefaultContextWindow, WindowDefault
+	}
+	return DefaultGatewayContextWindow, WindowDefault
+}
+
+// matchModel finds the longest name in table equal to model or a prefix of
+// it followed by "-" (a dated or variant release of the same model), among
+// entries with a positive window. It returns the window and the name's
+// length, -1 when nothing matched.
+func matchModel[V any](table map[string]V, model string, window func(V) int) (int, int) {
+	best, n := -1, 0
+	for name, v := range table {
+		w := window(v)
+		if name == "" || len(name) <= best || w <= 0 {
+			continue
+		}
+		if model == name || (strings.HasPrefix(model, name) && model[len(name)] == '-') {
+			best, n = len(name), w
+		}
+	}
+	return n, best
+}
+
+// ProjectEnabled reports whether requests are projected through noa
+// (project is absent or true).
+func (g GatewayConfig) ProjectEnabled() bool { return g.Project == nil || *g.Project }
+
+// ApplyDefaults fills the zero fields of an enabled gateway; a disabled one
+// stays as written.
+func (g *GatewayConfig) ApplyDefaults() {
+	if !g.Enabled {
+		return
+	}
+	if g.Anthropic.BaseURL == "" {
+		g.Anthropic.BaseURL = DefaultAnthropicBaseURL
+	}
+	if g.OpenAI.BaseURL == "" {
+		g.OpenAI.BaseURL = DefaultOpenAIBaseURL
+	}
+	if g.OpenAI.Prefix == "" {
+		g.OpenAI.Prefix = DefaultOpenAIPrefix
+	}
+	if g.DefaultContextWindow == 0 {
+		g.DefaultContextWindow = DefaultGatewayContextWindow
+	}
+	if g.MaxHiddenRounds == 0 {
+		g.MaxHiddenRounds = DefaultMaxHiddenRounds
+	}
+}
+
+// reservedPaths are served by the MCP front; an OpenAI prefix may not take
+// them, nor /v1 (the Anthropic API's root).
+var reservedPaths = []string{"/v1", "/mcp", "/sse", "/message"}
+
+// validate returns the problems with the gateway object, paths under path.
+// Like every URL check here it never echoes a URL.
+func (g GatewayConfig) validate(path string) []error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fieldErr(joinPath(path, field), format, args...))
+	}
+	for _, p := range []struct {
+		field, example string
+		v              GatewayProvider
+	}{{"anthropic", DefaultAnthropicBaseURL, g.Anthropic}, {"openai", DefaultOpenAIBaseURL, g.OpenAI}} {
+		if p.v.BaseURL == "" {
+			continue
+		}
+		if msg := checkURL(p.v.BaseURL); msg != "" {
+			add(p.field+".base_url", "%s", msg)
+			continue
+		}
+		u, _ := url.Parse(p.v.BaseURL)
+		if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+			add(p.field+".base_url", "ends in /v1: give the API's root (for example %q); the request's own path, /v1/..., is appended to it", p.example)
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			add(p.field+".base_url", "must not have a query or fragment: the request's path and query are appended to it")
+		}
+	}
+	if g.Anthropic.Prefix != "" {
+		add("anthropic.prefix", "is not supported: the Anthropic API is served at the listener's root (/v1/messages), where Claude Code and the SDKs look for it")
+	}
+	if pre := g.OpenAI.Prefix; pre != "" {
+		switch {
+		case !strings.HasPrefix(pre, "/") || pre == "/":
+			add("openai.prefix", "%q: want a path such as %q (the OpenAI API is then served at %s/v1/...)", pre, DefaultOpenAIPrefix, DefaultOpenAIPrefix)
+		case strings.HasSuffix(pre, "/"):
+			add("openai.prefix", "%q ends in /: write it as %q", pre, strings.TrimRight(pre, "/"))
+		case !validPathPrefix(pre):
+			add("openai.prefix", "%q: use only letters, digits, -, _, . and / between segments", pre)
+		default:
+			for _, r := range reservedPaths {
+				if pre == r || strings.HasPrefix(pre, r+"/") {
+					add("openai.prefix", "%q overlaps %s, which mcproxy already serves; pick another, such as %q", pre, r, DefaultOpenAIPrefix)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(g.Models))
+	for name := range g.Models {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := "models." + name
+		if strings.TrimSpace(name) == "" || name != strings.TrimSpace(name) {
+			add(p, "model name %q is blank or has surrounding spaces", name)
+		}
+		w := g.Models[name].ContextWindow
+		switch {
+		case w == 0:
+			add(p+".context_window", "is required: the model's input window in tokens, e.g. 200000")
+		case w < MinContextWindow || w > MaxContextWindow:
+			add(p+".context_window", "%d is out of range: want %d to %d tokens", w, MinContextWindow, MaxContextWindow)
+		}
+	}
+	if w := g.DefaultContextWindow; w != 0 && (w < MinContextWindow || w > MaxContextWindow) {
+		add("default_context_window", "%d is out of range: want %d to %d tokens", w, MinContextWindow, MaxContextWindow)
+	}
+	if r := g.MaxHiddenRounds; r < 0 || r > MaxHiddenRoundsLimit {
+		add("max_hidden_rounds", "%d is out of range: want 1 to %d (leave it out for %d)", r, MaxHiddenRoundsLimit, DefaultMaxHiddenRounds)
+	}
+	return errs
+}
+
+func validPathPrefix(p string) bool {
+	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for _, c := range seg {
+			switch {
+			case c == '-', c == '_', c == '.', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,262 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// parseAnthropic takes a Messages API request apart. It fails only when the
+// request is not shaped like one (then it is forwarded as it came and the
+// provider answers it).
+func parseAnthropic(body []byte) (*request, error) {
+	top, keys, err := decodeTop(body)
+	if err != nil {
+		return nil, err
+	}
+	q := &request{api: anthropicAPI, top: top, keys: keys, byID: map[string]int{}}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(top["messages"], &raws); err != nil {
+		return nil, fmt.Errorf(`"messages" is not an array of messages`)
+	}
+	names := map[string]string{} // tool_use id -> tool name
+	for i, raw := range raws {
+		obj := map[string]json.RawMessage{}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("messages[%d] is not an object", i)
+		}
+		var role string
+		if err := json.Unmarshal(obj["role"], &role); err != nil || role == "" {
+			return nil, fmt.Errorf("messages[%d] has no role", i)
+		}
+		env := envelope(obj, "content")
+		m := message{raw: raw, role: role, first: len(q.parts)}
+		nr := noaRole(role)
+		content := obj["content"]
+		var s string
+		var blocks []json.RawMessage
+		switch {
+		case json.Unmarshal(content, &s) == nil:
+			q.add(part{msg: i, kind: kindText, raw: content, str: true}, noa.CoreMessage{Role: nr, ContentType: noa.CTText, Text: s}, role, env)
+		case json.Unmarshal(content, &blocks) == nil:
+			for j, b := range blocks {
+				p, cm, err := anthropicPart(b, nr, names)
+				if err != nil {
+					return nil, fmt.Errorf("messages[%d].content[%d]: %w", i, j, err)
+				}
+				p.msg = i
+				q.add(p, cm, role, env)
+			}
+		}
+		if len(q.parts) == m.first {
+			q.add(part{msg: i, kind: kindEmpty, raw: content}, noa.CoreMessage{Role: nr, ContentType: noa.CTText}, role, env)
+		}
+		m.n = len(q.parts) - m.first
+		q.msgs = append(q.msgs, m)
+	}
+	return q, nil
+}
+
+func noaRole(role string) noa.Role {
+	switch role {
+	case "assistant":
+		return noa.RoleAssistant
+	case "system", "developer":
+		return noa.RoleSystem
+	}
+	return noa.RoleUser
+}
+
+// anthropicPart converts one content block.
+func anthropicPart(b json.RawMessage, role noa.Role, names map[string]string) (part, noa.CoreMessage, error) {
+	var blk struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+		Thinking  string          `json:"thinking"`
+		Source    struct {
+			Type string `json:"type"`
+			Data string `json:"data"`
+		} `json:"source"`
+	}
+	if err := json.Unmarshal(b, &blk); err != nil {
+		return part{}, noa.CoreMessage{}, fmt.Errorf("not a content block: %v", err)
+	}
+	p := part{raw: b}
+	m := noa.CoreMessage{Role: role, ContentType: noa.CTText}
+	switch blk.Type {
+	case "text":
+		p.kind, m.Text = kindText, blk.Text
+	case "tool_use":
+		p.kind = kindToolCall
+		m.ContentType, m.ToolName, m.ToolCallID, m.Text = noa.CTToolCall, blk.Name, blk.ID, compactJSON(blk.Input)
+		names[blk.ID] = blk.Name
+	case "tool_result":
+		p.kind = kindToolResult
+		m.Role, m.ContentType, m.ToolCallID, m.ToolName = noa.RoleTool, noa.CTToolResult, blk.ToolUseID, names[blk.ToolUseID]
+		m.Text = contentText(blk.Content)
+		if blk.IsError {
+			m.Text = "[error] " + m.Text
+		}
+	case "thinking":
+		p.kind, m.ContentType, m.Text = kindReasoning, noa.CTReasoning, blk.Thinking
+	case "redacted_thinking":
+		p.kind, m.ContentType, m.Text = kindReasoning, noa.CTReasoning, "[redacted thinking]"
+	case "image":
+		w, h := 0, 0
+		if blk.Source.Type == "base64" {
+			w, h = imageSize(blk.Source.Data)
+		}
+		p.kind, m.Text = kindOpaque, opaqueText("image", imageTokens(w, h))
+	default:
+		// documents, server tool blocks, search results and whatever comes
+		// next: kept whole, weighed by size.
+		p.kind, m.Text = kindOpaque, opaqueText(blk.Type, max(1, len(b)/4))
+	}
+	return p, m, nil
+}
+
+// contentText is a tool result's content (either API) as text: a string
+// as it is, text blocks' texts joined by newlines, other blocks as
+// placeholders naming their type.
+func contentText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return string(content)
+	}
+	texts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		} else {
+			texts = append(texts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// compactJSON is raw without insignificant space ("{}" when empty).
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+type anthropicDialect struct{}
+
+func (anthropicDialect) partial(q *request, m message, idx []int, text, tags map[int]string) json.RawMessage {
+	obj := object(m.raw)
+	blocks := make([]json.RawMessage, 0, len(idx)+len(tags))
+	for _, i := range idx {
+		p := q.parts[i]
+		raw := p.raw
+		if p.str {
+			raw = textBlock(q.core[i].Text)
+		}
+		if t, ok := text[i]; ok {
+			raw = withText(raw, p.kind, t)
+		}
+		tag, tagged := tags[i]
+		if tagged && p.kind == kindToolResult {
+			raw = withResultTag(raw, tag)
+		}
+		blocks = append(blocks, raw)
+		if tagged && p.kind != kindToolResult {
+			blocks = append(blocks, textBlock(tag))
+		}
+	}
+	obj["content"] = marshal(blocks)
+	return marshal(obj)
+}
+
+// withText replaces a text block's text or a tool result's content.
+func withText(raw json.RawMessage, k partKind, text string) json.RawMessage {
+	obj := object(raw)
+	if k == kindToolResult {
+		obj["content"] = rawString(text)
+	} else {
+		obj["text"] = rawString(text)
+	}
+	return marshal(obj)
+}
+
+// withResultTag appends a text block holding tag to a tool result's
+// content.
+func withResultTag(raw json.RawMessage, tag string) json.RawMessage {
+	obj := object(raw)
+	var blocks []json.RawMessage
+	var s string
+	switch c := obj["content"]; {
+	case len(c) == 0 || string(c) == "null":
+	case json.Unmarshal(c, &s) == nil:
+		if s != "" {
+			blocks = append(blocks, textBlock(s))
+		}
+	default:
+		_ = json.Unmarshal(c, &blocks)
+	}
+	obj["content"] = marshal(append(blocks, textBlock(tag)))
+	return marshal(obj)
+}
+
+func (anthropicDialect) summary(text string) json.RawMessage {
+	return marshal(map[string]any{"role": "user", "content": []json.RawMessage{textBlock(text)}})
+}
+
+func (anthropicDialect) call(c noa.CoreMessage) json.RawMessage {
+	input := json.RawMessage(c.Text)
+	if !json.Valid(input) {
+		input = json.RawMessage("{}")
+	}
+	return marshal(map[string]any{"role": "assistant", "content": []any{
+		map[string]any{"type": "tool_use", "id": c.ToolCallID, "name": c.ToolName, "input": input}}})
+}
+
+func (anthropicDialect) result(r noa.CoreMessage) json.RawMessage {
+	return marshal(map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "tool_result", "tool_use_id": r.ToolCallID, "content": r.Text}}})
+}
+
+// nudge goes at the end of the last user message (after its tool results,
+// which must lead it), or in a user message of its own after an assistant
+// turn.
+func (anthropicDialect) nudge(msgs []json.RawMessage, text string) []json.RawMessage {
+	if n := len(msgs); n > 0 {
+		obj := object(msgs[n-1])
+		var role string
+		_ = json.Unmarshal(obj["role"], &role)
+		if role == "user" {
+			var blocks []json.RawMessage
+			var s string
+			if json.Unmarshal(obj["content"], &s) == nil {
+				blocks = []json.RawMessage{textBlock(s)}
+			} else {
+				_ = json.Unmarshal(obj["content"], &blocks)
+			}
+			obj["content"] = marshal(append(blocks, textBlock(text)))
+			out := append([]json.RawMessage(nil), msgs[:n-1]...)
+			return append(out, marshal(obj))
+		}
+	}
+	return append(msgs, marshal(map[string]any{"role": "user", "content": []json.RawMessage{textBlock(text)}}))
+}

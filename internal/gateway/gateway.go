@@ -1,0 +1,157 @@
+// Package gateway is mcproxy's model-API face: an HTTP handler serving the
+// Anthropic Messages API at /v1/ and OpenAI Chat Completions under a prefix
+// of its own (/openai/v1/ by default), forwarding to the providers (or any
+// server speaking their wire format) so that noa can project the whole
+// conversation before the model reads it.
+//
+// It owns the provider side: routing, forwarding with the client's own
+// credentials and headers (never logged, never stored), streaming, error
+// passthrough, conversion between the providers' messages and
+// noa.CoreMessage, recognising which conversation a stateless request
+// continues, and the hidden rounds in which the model's own Compress and
+// read_archive calls are answered without the client seeing them. Session
+// state (transcripts, archives, noa's state) belongs to the host behind the
+// Hosts interface; the gateway holds only what it can rebuild.
+//
+// Anything the gateway fails to do with a request (an unreadable body, a
+// failed projection) falls back to forwarding the request as it came: the
+// gateway may stop saving tokens, never lose a request.
+package gateway
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Headers the gateway reads and never forwards.
+const (
+	// HeaderSession names the conversation explicitly; without it the
+	// gateway recognises the conversation by its messages.
+	HeaderSession = "X-Mcproxy-Session"
+	// HeaderToken carries mcproxy's own auth_token when the Authorization
+	// header is taken by the provider's key; server.Guard checks it (as
+	// server.HeaderToken, which must stay equal).
+	HeaderToken = "X-Mcproxy-Token"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	// Config is the gateway section, defaults applied. Required: base URLs
+	// and the OpenAI prefix come from it.
+	Config config.GatewayConfig
+	// AuthToken is mcproxy's own auth_token. A request's Authorization
+	// header carrying exactly it ("Bearer <token>") is meant for mcproxy and
+	// is not forwarded. Empty means none.
+	AuthToken string
+	// Transport performs upstream requests; nil means a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Logger receives warnings and errors (nil = no-op). Header values and
+	// bodies are never logged.
+	Logger *zap.Logger
+	// Hosts holds the conversations' noa hosts. nil forwards every request
+	// unprojected, as does config's project: false.
+	Hosts Hosts
+	// Conversations recognises conversations across requests; nil means an
+	// index kept in memory only (conversations are then not recognised
+	// after a restart).
+	Conversations *Conversations
+}
+
+// Gateway is the model-API handler. Create it with New; it is safe for
+// concurrent use.
+type Gateway struct {
+	cfg       config.GatewayConfig
+	log       *zap.Logger
+	transport http.RoundTripper
+	authToken string
+	anthropic *provider
+	openai    *provider
+	hosts     Hosts
+	convs     *Conversations
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // one request at a time per conversation
+}
+
+// New builds a gateway from opts. It starts nothing.
+func New(opts Options) (*Gateway, error) {
+	cfg := opts.Config
+	cfg.Enabled = true
+	cfg.ApplyDefaults()
+	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
+		hosts: opts.Hosts, convs: opts.Conversations, locks: map[string]chan struct{}{}}
+	if !cfg.ProjectEnabled() {
+		g.hosts = nil
+	}
+	if g.convs == nil {
+		g.convs, _ = OpenConversations("") // in memory: cannot fail
+	}
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	if g.transport == nil {
+		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	var err error
+	if g.anthropic, err = g.newProvider(anthropicAPI, cfg.Anthropic.BaseURL, ""); err != nil {
+		return nil, err
+	}
+	if g.openai, err = g.newProvider(openaiAPI, cfg.OpenAI.BaseURL, cfg.OpenAI.Prefix); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// api names a provider's wire format.
+type api string
+
+const (
+	anthropicAPI api = "anthropic"
+	openaiAPI    api = "openai"
+)
+
+// provider is one upstream API.
+type provider struct {
+	api    api
+	base   *url.URL
+	prefix string // served under prefix+"/v1/"; "" for Anthropic
+	proxy  *httputil.ReverseProxy
+}
+
+// ServeHTTP routes a request: Anthropic's API at /v1/, OpenAI's at
+// <prefix>/v1/; anything else is 404.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, rest := g.route(r.URL.Path)
+	if p == nil {
+		writeError(w, anthropicAPI, http.StatusNotFound, "not_found_error",
+			"mcproxy gateway: no API at "+r.URL.Path+" (Anthropic: /v1/..., OpenAI: "+g.openai.prefix+"/v1/...)")
+		return
+	}
+	switch {
+	case p.api == anthropicAPI && rest == "/v1/messages" && r.Method == http.MethodPost:
+		g.modelRequest(w, r, p)
+	case p.api == openaiAPI && rest == "/v1/chat/completions" && r.Method == http.MethodPost:
+		g.modelRequest(w, r, p)
+	default:
+		p.proxy.ServeHTTP(w, r)
+	}
+}
+
+// route finds the provider serving path and the path below its prefix.
+func (g *Gateway) route(path string) (*provider, string) {
+	if rest, ok := strings.CutPrefix(path, g.openai.prefix); ok && strings.HasPrefix(rest, "/v1/") {
+		return g.openai, rest
+	}
+	if strings.HasPrefix(path, "/v1/") {
+		return g.anthropic, path
+	}
+	return nil, ""
+}

@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// MemoryHosts keeps every conversation's noa host in memory: the reference
+// implementation of Hosts, for tests and for a gateway without a data
+// directory. Nothing survives the process; mcproxy serve uses the on-disk
+// hosts of internal/session instead.
+type MemoryHosts struct {
+	// Config is noa's configuration; ModelContextLimit is replaced by each
+	// conversation's window. The zero value means noa.DefaultConfig.
+	Config noa.Config
+	// Count measures tokens; nil means CountTokens(nil).
+	Count noa.TokenCountFn
+	// Now is the clock for block timestamps; nil means time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	hosts map[string]*memHost
+}
+
+// Host opens conversation id, creating it empty.
+func (m *MemoryHosts) Host(_ context.Context, id string, contextLimit int) (Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hosts == nil {
+		m.hosts = map[string]*memHost{}
+	}
+	h, ok := m.hosts[id]
+	if !ok {
+		cfg := m.Config
+		if cfg.ModelContextLimit == 0 {
+			cfg = noa.DefaultConfig(contextLimit)
+		}
+		count, now := m.Count, m.Now
+		if count == nil {
+			count = CountTokens(nil)
+		}
+		if now == nil {
+			now = time.Now
+		}
+		h = &memHost{id: id, cfg: cfg, count: count, now: now, has: map[string]bool{},
+			st: noa.CreateInitialState(id, "mem://"+id), arch: memArchive{}}
+		m.hosts[id] = h
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if contextLimit > 0 && contextLimit != h.cfg.ModelContextLimit {
+		h.cfg = noa.DefaultConfig(contextLimit)
+	}
+	return h, nil
+}
+
+// Tools are Compress (noa's definition) and read_archive.
+func (m *MemoryHosts) Tools() []ToolDef {
+	schema, _ := json.Marshal(noa.CompressToolSchema())
+	return []ToolDef{
+		{Name: noa.CompressToolName, Description: noa.CompressToolDescription, Schema: schema},
+		{Name: ReadArchiveTool, Description: "Return archived originals verbatim: the text a compressed block replaced " +
+			`(block: its id, e.g. "b3") or one message's original (ref: e.g. "m00042").`,
+			Schema: json.RawMessage(`{"type":"object","properties":{"block":{"type":"string"},"ref":{"type":"string"}}}`)},
+	}
+}
+
+// ReadArchiveTool is the name of noa's recall tool.
+const ReadArchiveTool = "read_archive"
+
+// memArchive holds block archives by path.
+type memArchive map[string][]byte
+
+func (a memArchive) Write(tier noa.Tier, blockID, startRef, endRef string, content []byte) (string, string, error) {
+	rel := noa.ArchiveTierDir(tier) + "/" + noa.ArchiveFileName(blockID, startRef, endRef)
+	a["mem://"+rel] = append([]byte(nil), content...)
+	return "mem://" + rel, rel, nil
+}
+
+func (a memArchive) Remove(abs string) error { delete(a, abs); return nil }
+
+type memHost struct {
+	id    string
+	count noa.TokenCountFn
+	now   func() time.Time
+
+	mu   sync.Mutex
+	cfg  noa.Config
+	msgs []noa.CoreMessage
+	has  map[string]bool
+	st   noa.CompressionState
+	arch memArchive
+}
+
+func (h *memHost) Has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.has[id]
+}
+
+func (h *memHost) Messages() []noa.CoreMessage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]noa.CoreMessage(nil), h.msgs...)
+}
+
+func (h *memHost) Record(_ context.Context, msgs ...noa.CoreMessage) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range msgs {
+		if m.ID == "" || h.has[m.ID] {
+			return fmt.Errorf("recording message %q: empty or already recorded", m.ID)
+		}
+		h.has[m.ID] = true
+		h.msgs = append(h.msgs, m)
+	}
+	return nil
+}
+
+func (h *memHost) sum(msgs []noa.CoreMessage) int {
+	n := 0
+	for _, m := range msgs {
+		n += noa.CountMessageTokens(m, h.count)
+	}
+	return n
+}
+
+func (h *memHost) Turn(context.Context) (Turn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.st, Config: h.cfg, CountTokens: h.count})
+	h.st = r.State
+	t := Turn{Refs: map[string]Ref{}, SystemPrompt: noa.BuildSystemPrompt(noa.Sections{}), Tokens: h.sum(h.msgs), Limit: h.cfg.ModelContextLimit}
+	for _, m := range r.Messages {
+		if m.ID == noa.NudgeMessageID {
+			t.Nudge = m.Text
+			continue
+		}
+		t.View = append(t.View, m)
+		if ref, ok := noa.RefForRaw(h.st.MessageRefs, m.ID); ok {
+			t.Refs[m.ID] = Ref{Ref: ref, Tokens: h.st.TokenSnapshot[ref]}
+		}
+	}
+	t.Projected = h.sum(t.View)
+	return t, nil
+}
+
+func resultOf(call noa.CoreMessage, text string) noa.CoreMessage {
+	return noa.CoreMessage{ID: call.ID + "/result", Role: noa.RoleTool, ContentType: noa.CTToolResult,
+		ToolName: call.ToolName, ToolCallID: call.ToolCallID, Text: text}
+}
+
+func (h *memHost) Compress(_ context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	view := noa.ProjectView(h.msgs, h.st, h.cfg)
+	parsed := noa.ParseCompressArgs([]byte(call.Text))
+	var ar noa.ApplyResult
+	if d := parsed.Diagnostics; !d.Ok && !(d.Kind == noa.ParseNoValidRanges && d.InvalidItems == 0) {
+		ar = noa.ApplyResult{State: h.st, Errors: []string{fmt.Sprintf(
+			`the arguments could not be used (%s); nothing was compressed. Call Compress with {"content": [{"start": "m00012", "end": "m00040", "summary": "...", "topic": "..."}]}`, d.Kind)}}
+	} else {
+		now := h.now()
+		ar = noa.ApplyCompression(noa.ApplyInput{Ranges: parsed.Ranges, Messages: view, State: h.st, Config: h.cfg,
+			CallID: call.ToolCallID, Archiver: h.arch, CreatedAt: now.UTC().Format(time.RFC3339), Now: now.Unix(), CountTokens: h.count})
+	}
+	after := noa.ProjectView(h.msgs, ar.State, h.cfg)
+	panel := noa.FormatPanel(noa.PanelInput{Result: ar, BeforeTokens: h.sum(view), AfterTokens: h.sum(after), Messages: after})
+	res := resultOf(call, panel)
+	h.st = ar.State
+	for _, m := range []noa.CoreMessage{call, res} {
+		h.has[m.ID] = true
+		h.msgs = append(h.msgs, m)
+	}
+	return res, nil
+}
+
+func (h *memHost) ReadArchive(_ context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var args struct {
+		Block string `json:"block"`
+		Ref   string `json:"ref"`
+	}
+	text := ""
+	if err := json.Unmarshal([]byte(call.Text), &args); err != nil {
+		text = `read_archive's arguments must be a JSON object such as {"block": "b3"} or {"ref": "m00042"}`
+	} else if args.Block != "" {
+		if b := noa.FindBlock(&h.st, args.Block); b != nil {
+			text = string(h.arch[b.ArchivePath])
+		} else {
+			text = fmt.Sprintf("no block %q: name one from a summary's archive line, e.g. \"b3\"", args.Block)
+		}
+	} else if raw, ok := noa.RawForRef(h.st.MessageRefs, strings.TrimSpace(args.Ref)); ok {
+		for _, m := range h.msgs {
+			if m.ID == raw {
+				text = m.Text
+			}
+		}
+	} else {
+		text = fmt.Sprintf("no message %q: give a block (\"b3\") or a ref (\"m00042\")", args.Ref)
+	}
+	res := resultOf(call, text)
+	for _, m := range []noa.CoreMessage{call, res} {
+		h.has[m.ID] = true
+		h.msgs = append(h.msgs, m)
+	}
+	return res, nil
+}

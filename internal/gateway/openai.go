@@ -1,0 +1,214 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// parseOpenAI takes a Chat Completions request apart. The leading system
+// and developer messages stay out of noa (request.head).
+func parseOpenAI(body []byte) (*request, error) {
+	top, keys, err := decodeTop(body)
+	if err != nil {
+		return nil, err
+	}
+	q := &request{api: openaiAPI, top: top, keys: keys, byID: map[string]int{}}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(top["messages"], &raws); err != nil {
+		return nil, fmt.Errorf(`"messages" is not an array of messages`)
+	}
+	names := map[string]string{} // tool call id -> function name
+	inHead := true
+	for i, raw := range raws {
+		obj := map[string]json.RawMessage{}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("messages[%d] is not an object", i)
+		}
+		var role string
+		if err := json.Unmarshal(obj["role"], &role); err != nil || role == "" {
+			return nil, fmt.Errorf("messages[%d] has no role", i)
+		}
+		if inHead && (role == "system" || role == "developer") {
+			q.head = append(q.head, raw)
+			continue
+		}
+		inHead = false
+		idx := len(q.msgs)
+		m := message{raw: raw, role: role, first: len(q.parts)}
+		env := envelope(obj, "content", "tool_calls")
+		nr := noaRole(role)
+		if role == "tool" {
+			var id string
+			_ = json.Unmarshal(obj["tool_call_id"], &id)
+			q.add(part{msg: idx, kind: kindToolResult, raw: obj["content"]},
+				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: contentText(obj["content"])}, role, env)
+		} else {
+			q.openaiContent(idx, nr, role, env, obj["content"])
+			var calls []json.RawMessage
+			_ = json.Unmarshal(obj["tool_calls"], &calls)
+			for _, c := range calls {
+				tc := decodeToolCall(c)
+				names[tc.ID] = tc.Function.Name
+				q.add(part{msg: idx, kind: kindToolCall, raw: c},
+					noa.CoreMessage{Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tc.Function.Name, ToolCallID: tc.ID, Text: tc.Function.Arguments}, role, env)
+			}
+		}
+		if len(q.parts) == m.first {
+			q.add(part{msg: idx, kind: kindEmpty, raw: obj["content"]}, noa.CoreMessage{Role: nr, ContentType: noa.CTText}, role, env)
+		}
+		m.n = len(q.parts) - m.first
+		q.msgs = append(q.msgs, m)
+	}
+	return q, nil
+}
+
+// openaiContent adds the parts of a message's content: a string is one
+// text part; an array gives one part per element (text and refusal as
+// text, images, audio and files opaque).
+func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, content json.RawMessage) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		if s != "" || role != "assistant" {
+			q.add(part{msg: idx, kind: kindText, raw: content, str: true}, noa.CoreMessage{Role: nr, ContentType: noa.CTText, Text: s}, role, env)
+		}
+		return
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(content, &elems) != nil {
+		return
+	}
+	for _, e := range elems {
+		var el struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Refusal  string `json:"refusal"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		_ = json.Unmarshal(e, &el)
+		m := noa.CoreMessage{Role: nr, ContentType: noa.CTText}
+		p := part{msg: idx, raw: e, kind: kindText}
+		switch el.Type {
+		case "text":
+			m.Text = el.Text
+		case "refusal":
+			m.Text = el.Refusal
+		case "image_url":
+			w, h := 0, 0
+			if _, data, ok := strings.Cut(el.ImageURL.URL, ";base64,"); ok && strings.HasPrefix(el.ImageURL.URL, "data:") {
+				w, h = imageSize(data)
+			}
+			p.kind, m.Text = kindOpaque, opaqueText("image", imageTokens(w, h))
+		default:
+			p.kind, m.Text = kindOpaque, opaqueText(el.Type, max(1, len(e)/4))
+		}
+		q.add(p, m, role, env)
+	}
+}
+
+// toolCall is an OpenAI tool call entry.
+type toolCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func decodeToolCall(raw json.RawMessage) toolCall {
+	var tc toolCall
+	_ = json.Unmarshal(raw, &tc)
+	return tc
+}
+
+type openaiDialect struct{}
+
+// partial rebuilds a message from the parts shown: content from its
+// content parts (a string stays a string unless a tag must be added), and
+// tool_calls from its tool call parts.
+func (openaiDialect) partial(q *request, m message, idx []int, text, tags map[int]string) json.RawMessage {
+	obj := object(m.raw)
+	var content []json.RawMessage
+	var calls []json.RawMessage
+	str, strOnly := "", true
+	for _, i := range idx {
+		p := q.parts[i]
+		switch p.kind {
+		case kindToolCall:
+			calls = append(calls, p.raw)
+			continue
+		case kindEmpty:
+			continue
+		case kindToolResult:
+			t, changed := text[i]
+			if !changed {
+				t = q.core[i].Text
+			}
+			if tag, ok := tags[i]; ok {
+				var elems []json.RawMessage
+				if !changed && json.Unmarshal(p.raw, &elems) == nil {
+					obj["content"] = marshal(append(elems, textBlock(tag)))
+					continue
+				}
+				t += "\n\n" + tag
+			}
+			obj["content"] = rawString(t)
+			continue
+		}
+		raw := p.raw
+		t, changed := text[i]
+		if p.str || changed {
+			if !changed {
+				t = q.core[i].Text
+			}
+			raw = textBlock(t)
+			str += t
+		} else {
+			strOnly = false
+		}
+		content = append(content, raw)
+		if tag, ok := tags[i]; ok {
+			content = append(content, textBlock(tag))
+			str += "\n\n" + tag
+		}
+	}
+	if m.role != "tool" {
+		switch {
+		case len(content) == 0 && m.role == "assistant":
+			obj["content"] = json.RawMessage("null")
+		case len(content) == 0:
+			obj["content"] = rawString("")
+		case strOnly:
+			obj["content"] = rawString(str)
+		default:
+			obj["content"] = marshal(content)
+		}
+		if len(calls) > 0 {
+			obj["tool_calls"] = marshal(calls)
+		} else {
+			delete(obj, "tool_calls")
+		}
+	}
+	return marshal(obj)
+}
+
+func (openaiDialect) summary(text string) json.RawMessage {
+	return marshal(map[string]any{"role": "user", "content": text})
+}
+
+func (openaiDialect) call(c noa.CoreMessage) json.RawMessage {
+	return marshal(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+		map[string]any{"id": c.ToolCallID, "type": "function", "function": map[string]any{"name": c.ToolName, "arguments": c.Text}}}})
+}
+
+func (openaiDialect) result(r noa.CoreMessage) json.RawMessage {
+	return marshal(map[string]any{"role": "tool", "tool_call_id": r.ToolCallID, "content": r.Text})
+}
+
+func (openaiDialect) nudge(msgs []json.RawMessage, text string) []json.RawMessage {
+	return append(msgs, marshal(map[string]any{"role": "user", "content": text}))
+}

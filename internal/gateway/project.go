@@ -1,0 +1,473 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// exchange is one projected client request in flight.
+type exchange struct {
+	g      *Gateway
+	w      http.ResponseWriter
+	r      *http.Request
+	p      *provider
+	path   string
+	raw    []byte // the client's body, forwarded as it came if projection fails
+	q      *request
+	d      dialect
+	h      Host
+	conv   string
+	stream bool
+	// ours are the tools the gateway added (a client tool of the same name
+	// stays the client's).
+	ours map[string]bool
+	// calls holds, by tool call id, the assistant message of a hidden round
+	// as the model wrote it, sent back verbatim in the continuation (an
+	// Anthropic model with thinking on must get its thinking back with its
+	// tool call).
+	calls map[string]json.RawMessage
+	usage usageSum
+	// clientIncludeUsage: the client asked for OpenAI's usage chunk.
+	clientIncludeUsage bool
+}
+
+// project serves a model request through noa. Anything that fails before
+// the client has received a byte falls back to forwarding the request as it
+// came.
+func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) {
+	scope := r.Header.Get(HeaderSession)
+	if scope != "" && !ValidScope(scope) {
+		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
+			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . - and not start with a dot", HeaderSession))
+		return
+	}
+	parse, d := parseAnthropic, dialect(anthropicDialect{})
+	if p.api == openaiAPI {
+		parse, d = parseOpenAI, openaiDialect{}
+	}
+	q, err := parse(body)
+	if err != nil || len(q.core) == 0 {
+		// Not ours to judge: the provider answers a malformed request.
+		g.forward(w, r, p, path, body)
+		return
+	}
+	var head struct {
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	_ = json.Unmarshal(body, &head)
+	limit, _ := g.cfg.ContextWindow(head.Model)
+	conv, h, release, err := g.open(r.Context(), scope, q, limit)
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
+			g.forward(w, r, p, path, body)
+		}
+		return
+	}
+	defer release()
+	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: q, d: d, h: h, conv: conv, stream: head.Stream,
+		ours: map[string]bool{}, calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: head.StreamOptions.IncludeUsage}
+	for _, t := range g.hosts.Tools() {
+		x.ours[t.Name] = true
+	}
+	for _, name := range q.toolNames() {
+		delete(x.ours, name)
+	}
+	if x.stream {
+		x.runStream()
+		return
+	}
+	x.runJSON()
+}
+
+// open finds the request's conversation, records what its host does not
+// hold yet, and returns the host with the conversation locked until release
+// is called.
+func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int) (string, Host, func(), error) {
+	ids := make([]string, len(q.core))
+	for i, m := range q.core {
+		ids[i] = m.ID
+	}
+	for attempt := 0; ; attempt++ {
+		conv, known, ok := g.convs.Match(scope, ids)
+		if !ok {
+			conv = g.convs.NewID(scope)
+		}
+		release, err := g.lock(ctx, conv)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		// Another request of the conversation may have moved it on while
+		// this one waited: match again under the lock.
+		if again, k2, ok2 := g.convs.Match(scope, ids); ok && (!ok2 || again != conv || k2 != known) && attempt < 3 {
+			release()
+			continue
+		}
+		h, err := g.hosts.Host(ctx, conv, limit)
+		if err != nil {
+			release()
+			return "", nil, nil, fmt.Errorf("opening conversation %s: %w", conv, err)
+		}
+		for known < len(ids) && h.Has(ids[known]) {
+			known++
+		}
+		if known < len(ids) {
+			if err := h.Record(ctx, q.core[known:]...); err != nil {
+				release()
+				return "", nil, nil, fmt.Errorf("recording conversation %s: %w", conv, err)
+			}
+		}
+		if err := g.convs.Advance(conv, scope, ids[len(ids)-1]); err != nil {
+			// The host holds the messages; the next request finds them by
+			// Has even if it starts from an older point.
+			g.log.Warn("updating the conversation index", zap.String("session_id", conv), zap.Error(err))
+		}
+		return conv, h, release, nil
+	}
+}
+
+// lock takes conversation conv's lock, waiting at most as long as ctx.
+func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
+	g.mu.Lock()
+	ch, ok := g.locks[conv]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		g.locks[conv] = ch
+	}
+	g.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// toolNames lists the names of the request's tools.
+func (q *request) toolNames() []string {
+	var tools []struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(q.top["tools"], &tools)
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Name+t.Function.Name)
+	}
+	return out
+}
+
+// build is the body sent upstream for turn t: the projected messages, noa's
+// system prompt and tools added, everything else as the client sent it. In
+// the final round (hidden rounds used up) tool_choice is "none", so the
+// model answers for the client.
+func (x *exchange) build(t Turn, final bool) []byte {
+	top := make(map[string]json.RawMessage, len(x.q.top)+2)
+	for k, v := range x.q.top {
+		top[k] = v
+	}
+	msgs := x.q.render(x.d, projection{View: t.View, Refs: t.Refs, Nudge: t.Nudge, Calls: x.calls})
+	if t.SystemPrompt != "" {
+		if x.p.api == anthropicAPI {
+			top["system"] = appendSystem(top["system"], t.SystemPrompt)
+		} else {
+			msgs = openaiSystem(msgs, len(x.q.head), t.SystemPrompt)
+		}
+	}
+	top["messages"] = marshal(msgs)
+	var tools []json.RawMessage
+	_ = json.Unmarshal(top["tools"], &tools)
+	for _, def := range x.g.hosts.Tools() {
+		if !x.ours[def.Name] {
+			continue
+		}
+		if x.p.api == anthropicAPI {
+			tools = append(tools, marshal(map[string]any{"name": def.Name, "description": def.Description, "input_schema": def.Schema}))
+		} else {
+			tools = append(tools, marshal(map[string]any{"type": "function", "function": map[string]any{
+				"name": def.Name, "description": def.Description, "parameters": def.Schema}}))
+		}
+	}
+	if len(tools) > 0 {
+		top["tools"] = marshal(tools)
+	}
+	if final && len(x.calls) > 0 {
+		if x.p.api == anthropicAPI {
+			top["tool_choice"] = json.RawMessage(`{"type":"none"}`)
+		} else {
+			top["tool_choice"] = rawString("none")
+		}
+	}
+	if x.stream && x.p.api == openaiAPI {
+		// Usage of every round is needed to report the sum.
+		opts := object(top["stream_options"])
+		opts["include_usage"] = json.RawMessage("true")
+		top["stream_options"] = marshal(opts)
+	}
+	return encodeTop(top, x.q.keys)
+}
+
+// appendSystem adds noa's prompt after an Anthropic system prompt (a string
+// or text blocks), leaving what the client wrote, and its cache markers, as
+// they were.
+func appendSystem(sys json.RawMessage, add string) json.RawMessage {
+	var s string
+	switch {
+	case len(sys) == 0 || string(sys) == "null":
+		return rawString(add)
+	case json.Unmarshal(sys, &s) == nil:
+		return rawString(s + "\n\n" + add)
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(sys, &blocks) != nil {
+		return sys
+	}
+	return marshal(append(blocks, textBlock(add)))
+}
+
+// openaiSystem adds noa's prompt to the last leading system or developer
+// message, or puts a system message first when there is none.
+func openaiSystem(msgs []json.RawMessage, head int, add string) []json.RawMessage {
+	out := append([]json.RawMessage(nil), msgs...)
+	if head == 0 {
+		return append([]json.RawMessage{marshal(map[string]any{"role": "system", "content": add})}, out...)
+	}
+	obj := object(out[head-1])
+	var s string
+	var parts []json.RawMessage
+	switch {
+	case json.Unmarshal(obj["content"], &s) == nil:
+		obj["content"] = rawString(s + "\n\n" + add)
+	case json.Unmarshal(obj["content"], &parts) == nil:
+		obj["content"] = marshal(append(parts, textBlock(add)))
+	}
+	out[head-1] = marshal(obj)
+	return out
+}
+
+// fallback forwards the client's request as it came.
+func (x *exchange) fallback(err error) {
+	x.g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(x.p.api)), zap.String("session_id", x.conv), zap.Error(err))
+	x.g.forward(x.w, x.r, x.p, x.path, x.raw)
+}
+
+// keep remembers a hidden round's assistant message for the continuation:
+// under its first hidden call's id, the others marked as sent with it.
+func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
+	for i, c := range calls {
+		if i == 0 {
+			x.calls[c.id] = message
+		} else {
+			x.calls[c.id] = nil
+		}
+	}
+}
+
+// hiddenCall is a tool call of the model's that the gateway runs.
+type hiddenCall struct {
+	id, name, args string
+}
+
+// run executes the hidden calls in order; the host records each call and
+// its result.
+func (x *exchange) run(calls []hiddenCall) error {
+	for _, c := range calls {
+		m := noa.CoreMessage{ID: "gw_" + c.id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: c.name, ToolCallID: c.id, Text: c.args}
+		var err error
+		if c.name == noa.CompressToolName {
+			_, err = x.h.Compress(x.r.Context(), m)
+		} else {
+			_, err = x.h.ReadArchive(x.r.Context(), m)
+		}
+		if err != nil {
+			return fmt.Errorf("running %s for session %s: %w", c.name, x.conv, err)
+		}
+	}
+	return nil
+}
+
+// usageSum adds up the numeric usage fields of every round.
+type usageSum map[string]int64
+
+func (u usageSum) add(raw json.RawMessage) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	for k, v := range m {
+		var n int64
+		if json.Unmarshal(v, &n) == nil {
+			u[k] += n
+		}
+	}
+}
+
+// apply returns the final round's usage object with every numeric field
+// replaced by its sum over the rounds.
+func (u usageSum) apply(raw json.RawMessage) json.RawMessage {
+	m := object(raw)
+	for k, v := range m {
+		var n int64
+		if json.Unmarshal(v, &n) == nil {
+			m[k] = marshal(u[k])
+		}
+	}
+	return marshal(m)
+}
+
+// runJSON serves a non-streaming request, running hidden rounds.
+func (x *exchange) runJSON() {
+	for round := 0; ; round++ {
+		t, err := x.h.Turn(x.r.Context())
+		if err != nil {
+			x.fallback(err)
+			return
+		}
+		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round >= x.g.cfg.MaxHiddenRounds))
+		if err != nil {
+			x.g.upstreamFailed(x.w, x.r, x.p, err)
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			defer resp.Body.Close()
+			_ = copyResponse(x.w, resp)
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			x.g.upstreamFailed(x.w, x.r, x.p, err)
+			return
+		}
+		a, err := x.answer(b)
+		if err != nil {
+			x.g.log.Warn("an answer the gateway could not read; passed on as it came", zap.String("api", string(x.p.api)), zap.Error(err))
+			writeBody(x.w, resp, b)
+			return
+		}
+		x.usage.add(a.usage)
+		if len(a.hidden) > 0 {
+			if err := x.run(a.hidden); err != nil {
+				x.g.log.Error("a hidden call failed; the answer goes back without it", zap.Error(err))
+			} else if !a.client && round < x.g.cfg.MaxHiddenRounds {
+				x.keep(a.hidden, a.message)
+				continue
+			}
+		}
+		writeBody(x.w, resp, a.final(x.usage))
+		return
+	}
+}
+
+// writeBody answers with resp's status and headers and body b.
+func writeBody(w http.ResponseWriter, resp *http.Response, b []byte) {
+	h := copyHeader(w, resp)
+	h.Del("Content-Encoding")
+	h.Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(b)
+}
+
+// answer is a JSON answer taken apart.
+type answer struct {
+	top  map[string]json.RawMessage
+	keys []string
+	// hidden are the calls of the gateway's tools; client reports whether
+	// the answer also calls the client's tools.
+	hidden []hiddenCall
+	client bool
+	usage  json.RawMessage
+	// message is the assistant message as the model wrote it, for the
+	// continuation; strip rebuilds the answer without the hidden calls.
+	message json.RawMessage
+	strip   func(top map[string]json.RawMessage)
+}
+
+// final is the answer for the client: the hidden calls removed and usage
+// summed over the rounds.
+func (a *answer) final(u usageSum) []byte {
+	if len(a.hidden) > 0 {
+		a.strip(a.top)
+	}
+	if len(a.usage) > 0 {
+		a.top["usage"] = u.apply(a.usage)
+	}
+	return encodeTop(a.top, a.keys)
+}
+
+func (x *exchange) answer(b []byte) (*answer, error) {
+	top, keys, err := decodeTop(b)
+	if err != nil {
+		return nil, err
+	}
+	a := &answer{top: top, keys: keys, usage: top["usage"]}
+	if x.p.api == anthropicAPI {
+		var content []json.RawMessage
+		if err := json.Unmarshal(top["content"], &content); err != nil {
+			return nil, fmt.Errorf("the answer has no content array")
+		}
+		keep := content[:0:0]
+		for _, c := range content {
+			var blk struct {
+				Type  string          `json:"type"`
+				ID    string          `json:"id"`
+				Name  string          `json:"name"`
+				Input json.RawMessage `json:"input"`
+			}
+			_ = json.Unmarshal(c, &blk)
+			switch {
+			case blk.Type == "tool_use" && x.ours[blk.Name]:
+				a.hidden = append(a.hidden, hiddenCall{id: blk.ID, name: blk.Name, args: compactJSON(blk.Input)})
+				continue
+			case blk.Type == "tool_use":
+				a.client = true
+			}
+			keep = append(keep, c)
+		}
+		a.message = marshal(map[string]any{"role": "assistant", "content": content})
+		a.strip = func(top map[string]json.RawMessage) { top["content"] = marshal(keep) }
+		return a, nil
+	}
+	var choices []map[string]json.RawMessage
+	if err := json.Unmarshal(top["choices"], &choices); err != nil || len(choices) == 0 {
+		return nil, fmt.Errorf("the answer has no choices")
+	}
+	msg := object(choices[0]["message"])
+	var calls []json.RawMessage
+	_ = json.Unmarshal(msg["tool_calls"], &calls)
+	keep := calls[:0:0]
+	for _, c := range calls {
+		tc := decodeToolCall(c)
+		if x.ours[tc.Function.Name] {
+			a.hidden = append(a.hidden, hiddenCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
+			continue
+		}
+		a.client = true
+		keep = append(keep, c)
+	}
+	a.message = choices[0]["message"]
+	a.strip = func(top map[string]json.RawMessage) {
+		if len(keep) > 0 {
+			msg["tool_calls"] = marshal(keep)
+		} else {
+			delete(msg, "tool_calls")
+			choices[0]["finish_reason"] = rawString("stop")
+		}
+		choices[0]["message"] = marshal(msg)
+		top["choices"] = marshal(choices)
+	}
+	return a, nil
+}

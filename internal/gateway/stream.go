@@ -1,0 +1,523 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// sseEvent is one server-sent event as read.
+type sseEvent struct {
+	raw  []byte // the event's bytes, blank line included
+	name string
+	data string
+}
+
+type sseReader struct{ br *bufio.Reader }
+
+func newSSEReader(r io.Reader) *sseReader { return &sseReader{br: bufio.NewReaderSize(r, 64<<10)} }
+
+// next reads one event; io.EOF at a clean end of stream.
+func (s *sseReader) next() (sseEvent, error) {
+	var ev sseEvent
+	var raw bytes.Buffer
+	var data []string
+	for {
+		line, err := s.br.ReadBytes('\n')
+		raw.Write(line)
+		if err != nil {
+			if errors.Is(err, io.EOF) && raw.Len() > 0 {
+				return ev, io.ErrUnexpectedEOF // a cut event
+			}
+			return ev, err
+		}
+		l := strings.TrimRight(string(line), "\r\n")
+		switch {
+		case l == "":
+			if ev.name == "" && data == nil {
+				raw.Reset() // a stray blank line
+				continue
+			}
+			ev.raw, ev.data = raw.Bytes(), strings.Join(data, "\n")
+			return ev, nil
+		case strings.HasPrefix(l, "event:"):
+			ev.name = strings.TrimSpace(strings.TrimPrefix(l, "event:"))
+		case strings.HasPrefix(l, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(l, "data:"), " "))
+		}
+	}
+}
+
+// streamWriter writes events to the client, flushing each. After a failed
+// write (the client went away) it writes nothing more.
+type streamWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error
+}
+
+func startStream(w http.ResponseWriter, resp *http.Response) *streamWriter {
+	copyHeader(w, resp).Del("Content-Length")
+	w.WriteHeader(resp.StatusCode)
+	return &streamWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *streamWriter) raw(b []byte) {
+	if s.err != nil {
+		return
+	}
+	if _, s.err = s.w.Write(b); s.err == nil {
+		s.err = s.rc.Flush()
+	}
+}
+
+func (s *streamWriter) event(name string, data []byte) {
+	var b bytes.Buffer
+	if name != "" {
+		b.WriteString("event: " + name + "\n")
+	}
+	b.WriteString("data: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	s.raw(b.Bytes())
+}
+
+// streamError ends a stream already under way with the provider's error
+// event.
+func (x *exchange) streamError(sw *streamWriter, typ, msg string) {
+	if x.p.api == anthropicAPI {
+		sw.event("error", marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}))
+		return
+	}
+	sw.event("", marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}))
+}
+
+// nextEvent reads the next upstream event; on a cut stream it ends the
+// client's with an error event (unless the client is gone) and reports
+// false.
+func (x *exchange) nextEvent(sr *sseReader, sw *streamWriter) (sseEvent, bool) {
+	ev, err := sr.next()
+	if err != nil {
+		if x.r.Context().Err() == nil {
+			x.g.log.Warn("upstream stream cut", zap.String("session_id", x.conv), zap.Error(err))
+			x.streamError(sw, "api_error", "mcproxy gateway: the upstream stream ended early")
+		}
+		return ev, false
+	}
+	return ev, true
+}
+
+// round is what one upstream stream held, once read.
+type round struct {
+	hidden  []hiddenCall
+	client  bool            // the model called a client tool
+	message json.RawMessage // the assistant message, for the continuation
+	usage   map[string]json.RawMessage
+	held    []byte // the closing event(s) not yet sent: Anthropic's message_delta data, OpenAI's finish chunk
+	usageCh []byte // OpenAI: the usage chunk
+	ok      bool   // the stream ended cleanly
+}
+
+// runStream serves a streaming request: each round's stream is passed on
+// event by event, except the gateway's own tool calls; when a round ends in
+// nothing but those, they run and the next round's stream continues the same
+// client stream (one message_start, block indexes counting on), and the
+// closing event carries usage summed over the rounds.
+func (x *exchange) runStream() {
+	var sw *streamWriter
+	next := 0 // the client's next content block index (Anthropic) or tool call index (OpenAI)
+	streamID := ""
+	for n := 0; ; n++ {
+		t, err := x.h.Turn(x.r.Context())
+		if err != nil {
+			if sw == nil {
+				x.fallback(err)
+			} else {
+				x.g.log.Error("projection failed mid-stream", zap.String("session_id", x.conv), zap.Error(err))
+				x.streamError(sw, "api_error", "mcproxy gateway: projection failed: "+err.Error())
+			}
+			return
+		}
+		final := n >= x.g.cfg.MaxHiddenRounds
+		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
+		if err != nil {
+			if sw == nil {
+				x.g.upstreamFailed(x.w, x.r, x.p, err)
+			} else if x.r.Context().Err() == nil {
+				x.streamError(sw, "api_error", "mcproxy gateway: the upstream API could not be reached")
+			}
+			return
+		}
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			defer resp.Body.Close()
+			if sw == nil {
+				_ = copyResponse(x.w, resp)
+				return
+			}
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			typ, msg := providerError(b)
+			x.streamError(sw, typ, msg)
+			return
+		}
+		if sw == nil {
+			sw = startStream(x.w, resp)
+		}
+		var rd round
+		if x.p.api == anthropicAPI {
+			rd = x.pumpAnthropic(sw, resp.Body, n, &next)
+		} else {
+			rd = x.pumpOpenAI(sw, resp.Body, &streamID, &next)
+		}
+		resp.Body.Close()
+		if !rd.ok || sw.err != nil {
+			return
+		}
+		x.usage.add(marshal(rd.usage))
+		if len(rd.hidden) > 0 {
+			if err := x.run(rd.hidden); err != nil {
+				x.g.log.Error("a hidden call failed; the answer goes back without it", zap.Error(err))
+			} else if !rd.client && !final {
+				x.keep(rd.hidden, rd.message)
+				continue
+			}
+		}
+		x.close(sw, rd)
+		return
+	}
+}
+
+// providerError reads the type and message of a provider error body.
+func providerError(b []byte) (string, string) {
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Error.Type == "" {
+		return "api_error", "mcproxy gateway: the upstream API failed mid-answer: " + strings.TrimSpace(string(b))
+	}
+	return e.Error.Type, e.Error.Message
+}
+
+// close sends the last round's closing events, usage summed.
+func (x *exchange) close(sw *streamWriter, rd round) {
+	if x.p.api == anthropicAPI {
+		d := object(rd.held)
+		d["usage"] = x.usage.apply(marshal(rd.usage))
+		sw.event("message_delta", marshal(d))
+		sw.event("message_stop", []byte(`{"type":"message_stop"}`))
+		return
+	}
+	if rd.held != nil {
+		sw.event("", rd.held)
+	}
+	if x.clientIncludeUsage && rd.usageCh != nil {
+		c := object(rd.usageCh)
+		c["usage"] = x.usage.apply(c["usage"])
+		sw.event("", marshal(c))
+	}
+	sw.event("", []byte("[DONE]"))
+}
+
+// pumpAnthropic passes one Messages stream on. Blocks are renumbered from
+// *next; the gateway's own tool_use blocks are held back; message_start is
+// sent in the first round only; message_delta and message_stop are held
+// for close.
+func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *int) round {
+	rd := round{usage: map[string]json.RawMessage{}}
+	sr := newSSEReader(body)
+	clientIdx := map[int]int{}
+	hidden := map[int]bool{}
+	blocks := map[int]map[string]json.RawMessage{}
+	text := map[int]*strings.Builder{}
+	var order []int
+	for {
+		ev, ok := x.nextEvent(sr, sw)
+		if !ok {
+			return rd
+		}
+		var e struct {
+			Type    string                          `json:"type"`
+			Index   int                             `json:"index"`
+			Message struct{ Usage json.RawMessage } `json:"message"`
+			Block   map[string]json.RawMessage      `json:"content_block"`
+			Delta   map[string]json.RawMessage      `json:"delta"`
+			Usage   map[string]json.RawMessage      `json:"usage"`
+		}
+		if json.Unmarshal([]byte(ev.data), &e) != nil {
+			sw.raw(ev.raw)
+			continue
+		}
+		// renumbered re-encodes ev with the client's block index.
+		renumbered := func(ci int) []byte {
+			if ci == e.Index {
+				return ev.raw
+			}
+			m := object(json.RawMessage(ev.data))
+			m["index"] = marshal(ci)
+			var b bytes.Buffer
+			b.WriteString("event: " + ev.name + "\ndata: ")
+			b.Write(marshal(m))
+			b.WriteString("\n\n")
+			return b.Bytes()
+		}
+		switch e.Type {
+		case "message_start":
+			for k, v := range object(e.Message.Usage) {
+				rd.usage[k] = v
+			}
+			if n == 0 {
+				sw.raw(ev.raw)
+			}
+		case "content_block_start":
+			blocks[e.Index] = e.Block
+			text[e.Index] = &strings.Builder{}
+			order = append(order, e.Index)
+			var typ, name string
+			_ = json.Unmarshal(e.Block["type"], &typ)
+			_ = json.Unmarshal(e.Block["name"], &name)
+			if typ == "tool_use" && x.ours[name] {
+				hidden[e.Index] = true
+				continue
+			}
+			if typ == "tool_use" {
+				rd.client = true
+			}
+			clientIdx[e.Index] = *next
+			*next++
+			sw.raw(renumbered(clientIdx[e.Index]))
+		case "content_block_delta":
+			var dt, s string
+			_ = json.Unmarshal(e.Delta["type"], &dt)
+			b := blocks[e.Index]
+			switch dt {
+			case "text_delta":
+				_ = json.Unmarshal(e.Delta["text"], &s)
+				text[e.Index].WriteString(s)
+			case "thinking_delta":
+				_ = json.Unmarshal(e.Delta["thinking"], &s)
+				text[e.Index].WriteString(s)
+			case "input_json_delta":
+				_ = json.Unmarshal(e.Delta["partial_json"], &s)
+				text[e.Index].WriteString(s)
+			case "signature_delta":
+				if b != nil {
+					b["signature"] = e.Delta["signature"]
+				}
+			}
+			if !hidden[e.Index] {
+				sw.raw(renumbered(clientIdx[e.Index]))
+			}
+		case "content_block_stop":
+			if !hidden[e.Index] {
+				sw.raw(renumbered(clientIdx[e.Index]))
+			}
+		case "message_delta":
+			for k, v := range e.Usage {
+				rd.usage[k] = v
+			}
+			rd.held = []byte(ev.data)
+		case "message_stop":
+			rd.message = anthropicMessage(order, blocks, text)
+			for _, i := range order {
+				if hidden[i] {
+					var id, name string
+					_ = json.Unmarshal(blocks[i]["id"], &id)
+					_ = json.Unmarshal(blocks[i]["name"], &name)
+					rd.hidden = append(rd.hidden, hiddenCall{id: id, name: name, args: compactJSON(json.RawMessage(orEmpty(text[i].String())))})
+				}
+			}
+			rd.ok = rd.held != nil
+			return rd
+		case "error":
+			sw.raw(ev.raw)
+			return rd
+		default: // ping and events yet to come
+			sw.raw(ev.raw)
+		}
+	}
+}
+
+func orEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "{}"
+	}
+	return s
+}
+
+// anthropicMessage rebuilds the assistant message a stream carried, for the
+// continuation.
+func anthropicMessage(order []int, blocks map[int]map[string]json.RawMessage, text map[int]*strings.Builder) json.RawMessage {
+	content := make([]json.RawMessage, 0, len(order))
+	for _, i := range order {
+		b := blocks[i]
+		var typ string
+		_ = json.Unmarshal(b["type"], &typ)
+		switch typ {
+		case "text":
+			b["text"] = rawString(text[i].String())
+		case "thinking":
+			b["thinking"] = rawString(text[i].String())
+		case "tool_use":
+			in := json.RawMessage(orEmpty(text[i].String()))
+			if !json.Valid(in) {
+				in = json.RawMessage("{}")
+			}
+			b["input"] = in
+		}
+		content = append(content, marshal(b))
+	}
+	return marshal(map[string]any{"role": "assistant", "content": content})
+}
+
+// pumpOpenAI passes one Chat Completions stream on: chunks get the first
+// round's id, tool call deltas of the gateway's tools are held back and the
+// client's renumbered from *next; the finish chunk, the usage chunk and
+// [DONE] are held for close.
+func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string, next *int) round {
+	rd := round{usage: map[string]json.RawMessage{}}
+	sr := newSSEReader(body)
+	type callAcc struct {
+		hidden   bool
+		clientIx int
+		id, name string
+		args     strings.Builder
+	}
+	calls := map[int]*callAcc{}
+	var callOrder []int
+	var content strings.Builder
+	for {
+		ev, ok := x.nextEvent(sr, sw)
+		if !ok {
+			return rd
+		}
+		if ev.data == "[DONE]" {
+			break
+		}
+		c := object(json.RawMessage(ev.data))
+		if len(c) == 0 || c["error"] != nil {
+			sw.raw(ev.raw)
+			if c["error"] != nil {
+				return rd
+			}
+			continue
+		}
+		var id string
+		_ = json.Unmarshal(c["id"], &id)
+		if *streamID == "" {
+			*streamID = id
+		}
+		changed := id != *streamID
+		c["id"] = rawString(*streamID)
+		var choices []map[string]json.RawMessage
+		_ = json.Unmarshal(c["choices"], &choices)
+		if len(choices) == 0 {
+			if u := c["usage"]; len(u) > 0 && string(u) != "null" {
+				for k, v := range object(u) {
+					rd.usage[k] = v
+				}
+				rd.usageCh = marshal(c)
+				continue
+			}
+			sw.event("", marshal(c))
+			continue
+		}
+		ch := choices[0]
+		delta := object(ch["delta"])
+		var s string
+		if json.Unmarshal(delta["content"], &s) == nil {
+			content.WriteString(s)
+		}
+		if tcs := delta["tool_calls"]; len(tcs) > 0 {
+			var entries []map[string]json.RawMessage
+			_ = json.Unmarshal(tcs, &entries)
+			var keep []json.RawMessage
+			for _, en := range entries {
+				var i int
+				_ = json.Unmarshal(en["index"], &i)
+				tc := decodeToolCall(marshal(en))
+				acc, seen := calls[i]
+				if !seen {
+					acc = &callAcc{hidden: x.ours[tc.Function.Name], id: tc.ID, name: tc.Function.Name}
+					calls[i] = acc
+					callOrder = append(callOrder, i)
+					if !acc.hidden {
+						rd.client = true
+						acc.clientIx = *next
+						*next++
+					}
+				}
+				acc.args.WriteString(tc.Function.Arguments)
+				if acc.hidden {
+					continue
+				}
+				en["index"] = marshal(acc.clientIx)
+				keep = append(keep, marshal(en))
+			}
+			changed = true
+			if len(keep) > 0 {
+				delta["tool_calls"] = marshal(keep)
+			} else {
+				delete(delta, "tool_calls")
+			}
+			ch["delta"] = marshal(delta)
+		}
+		if f := ch["finish_reason"]; len(f) > 0 && string(f) != "null" {
+			if u := c["usage"]; len(u) > 0 && string(u) != "null" {
+				for k, v := range object(u) {
+					rd.usage[k] = v
+				}
+			}
+			choices[0] = ch
+			c["choices"] = marshal(choices)
+			rd.held = marshal(c)
+			continue
+		}
+		if len(delta) == 0 && changed {
+			continue // a chunk that held only the gateway's tool calls
+		}
+		choices[0] = ch
+		c["choices"] = marshal(choices)
+		if changed {
+			sw.event("", marshal(c))
+		} else {
+			sw.raw(ev.raw)
+		}
+	}
+	var ours []any
+	for _, i := range callOrder {
+		acc := calls[i]
+		if acc.hidden {
+			rd.hidden = append(rd.hidden, hiddenCall{id: acc.id, name: acc.name, args: acc.args.String()})
+			ours = append(ours, map[string]any{"id": acc.id, "type": "function", "function": map[string]any{"name": acc.name, "arguments": acc.args.String()}})
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil, "tool_calls": ours}
+	if content.Len() > 0 {
+		msg["content"] = content.String()
+	}
+	rd.message = marshal(msg)
+	if len(rd.hidden) > 0 && !rd.client && rd.held != nil {
+		// The client sees no tool call: its answer ended as a plain stop.
+		c := object(rd.held)
+		var choices []map[string]json.RawMessage
+		_ = json.Unmarshal(c["choices"], &choices)
+		if len(choices) > 0 {
+			choices[0]["finish_reason"] = rawString("stop")
+			c["choices"] = marshal(choices)
+			rd.held = marshal(c)
+		}
+	}
+	rd.ok = rd.held != nil
+	if !rd.ok {
+		x.streamError(sw, "api_error", "mcproxy gateway: the upstream stream ended without a finish_reason")
+	}
+	return rd
+}
