@@ -33,20 +33,22 @@ type gatewayStep struct {
 	Total, Projected int
 }
 
-// gatewayConversation plays requests [from, to) of a scripted conversation
-// on *h, appending what each produced to steps; between requests, pause
-// (when set) may replace *h (a restart).
+// gatewayConversation plays the requests of a scripted conversation,
+// appending what each produced to steps. history is the conversation as
+// the client holds it and sends it whole with every request.
 type gatewayConversation struct {
-	t     *testing.T
-	steps []gatewayStep
+	t       *testing.T
+	history []Message
+	steps   []gatewayStep
 }
 
 func text(id string, role noa.Role, ct noa.ContentType, s string) Message {
 	return Message{CoreMessage: noa.CoreMessage{ID: id, Role: role, ContentType: ct, Text: s}}
 }
 
-// request plays request i on h: the messages the client added since the
-// last one, a turn, and what the model does with the answer.
+// request plays request i on h: the client's whole conversation, of which
+// the gateway records the messages the host does not hold yet, a turn, and
+// what the model does with the answer.
 func (g *gatewayConversation) request(h *Host, i int) {
 	t := g.t
 	t.Helper()
@@ -71,7 +73,17 @@ func (g *gatewayConversation) request(h *Host, i int) {
 		call, result,
 		text(fmt.Sprintf("a%d.text", i), noa.RoleAssistant, noa.CTText, fmt.Sprintf("File %d holds FACT-%d and ", i, i)+words(rng, 60)),
 	)
-	turn, err := h.Turn(ctx, msgs...)
+	g.history = append(g.history, msgs...)
+	var fresh []Message
+	for _, m := range g.history {
+		if !h.Has(m.ID) {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) != len(msgs) {
+		t.Fatalf("request %d: %d of the conversation's %d messages are new to the host, want the %d this request added", i, len(fresh), len(g.history), len(msgs))
+	}
+	turn, err := h.Turn(ctx, fresh...)
 	if err != nil {
 		t.Fatalf("request %d: %v", i, err)
 	}

@@ -92,6 +92,16 @@ func (h *Host) State() noa.CompressionState {
 	return noa.CloneState(h.st)
 }
 
+// Has reports whether a message with this id is recorded: how a front that
+// is sent the whole conversation each time (the gateway) finds the messages
+// that are new, also after a restart.
+func (h *Host) Has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.index[id]
+	return ok
+}
+
 // Messages returns a copy of the recorded message stream.
 func (h *Host) Messages() []noa.CoreMessage {
 	h.mu.Lock()
