@@ -5,9 +5,10 @@
 // upstream tool under a client-safe name. It keeps the search index in step
 // with the upstreams' tool sets and turns upstream failures into errors a
 // model can act on. With a session manager (Deps.Sessions) every client
-// session runs through noa: each tools/call is recorded and its result
-// tagged, nudged or cut by the session's host, and the Compress and
-// read_archive tools sit beside the others in both modes.
+// session runs through noa: each tools/call and its result are recorded in
+// the session's host, and the result is tagged, nudged or cut here
+// (noa.go), and the Compress and read_archive tools sit beside the others
+// in both modes.
 //
 // It depends only on the small interfaces it declares (Upstreams, Index) and
 // on internal/session; cmd/mcproxy wires the real upstream manager and Bleve
@@ -289,10 +290,11 @@ func (s *Server) recordedName(req mcp.CallToolRequest) string {
 	return recordedToolName(req)
 }
 
-// sessionIDFunc keys noa hosts on the client session (see sessionIDFor). A request with no session id, which is every
-// request of the 2026-07-28 protocol (it has no sessions), cannot be given a
-// host without mixing clients: it passes through without noa. That is logged
-// once, so a user wondering why no nudge ever comes has an answer.
+// sessionIDFunc keys noa hosts on the client session (see sessionIDFor). A
+// request with no session id, which is every request of the 2026-07-28
+// protocol (it has no sessions), cannot be given a host without mixing
+// clients: it passes through without noa. That is logged once, so a user
+// wondering why no nudge ever comes has an answer.
 func (s *Server) sessionIDFunc() sessionIDFunc {
 	idOf := clientSessionID(s.opts.StdioSessionID)
 	var once sync.Once
