@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -117,17 +120,154 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	}
 	switch sub {
 	case "list":
-		err = session.List(stdout, opts)
+		err = listSessions(stdout, opts)
 	case "show":
-		err = session.Show(stdout, opts, pos[0])
+		err = showSession(stdout, opts, pos[0])
 	case "archive":
-		err = session.Archive(stdout, opts, pos[0], pos[1])
+		var data []byte
+		if data, err = session.ReadOriginal(opts, pos[0], pos[1]); err == nil {
+			_, err = stdout.Write(data)
+		}
 	case "rebuild":
-		err = session.Rebuild(stdout, opts, pos[0])
+		err = rebuildSession(stdout, opts, pos[0])
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy sessions %s: %v\n", sub, err)
 		return exitError
 	}
 	return exitOK
+}
+
+// listSessions writes one line per session, most recent first.
+func listSessions(w io.Writer, opts session.Options) error {
+	list, err := session.List(opts)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		_, err = fmt.Fprintf(w, "no sessions in %s\n", opts.Dir)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tLAST ACTIVE (UTC)\tMESSAGES\tBLOCKS\tTOKENS SAVED\tTRANSCRIPT")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\n", s.ID, s.LastActive.UTC().Format("2006-01-02 15:04:05"), s.Messages,
+			s.ActiveBlocks, s.Blocks, noa.FormatTokens(s.TokensSaved), session.FormatBytes(s.TranscriptBytes))
+	}
+	return tw.Flush()
+}
+
+// stateText says how state.json relates to the transcript.
+func stateText(s session.StateStatus) string {
+	switch s.Check {
+	case session.StateUnreadable:
+		return "unreadable (" + s.Err.Error() + ")"
+	case session.StateMissing:
+		return "missing (the next open rebuilds it from the transcript)"
+	case session.StateBehind:
+		return fmt.Sprintf("behind (record %d of %d; brought forward on the next open)", s.Seq, s.TranscriptSeq)
+	case session.StateAhead:
+		return fmt.Sprintf("ahead of the transcript (record %d of %d)", s.Seq, s.TranscriptSeq)
+	case session.StateDiffers:
+		return "differs from the transcript: " + s.Diff
+	default:
+		return "current"
+	}
+}
+
+// showSession writes a session's overview: its files, the state of
+// state.json, and every block with its tier, span, token savings and
+// archive path.
+func showSession(w io.Writer, opts session.Options, id string) error {
+	in, err := session.Inspect(opts, id)
+	if err != nil {
+		return err
+	}
+	st := in.State
+	active, tiers := 0, map[noa.Tier]int{}
+	compressed, summaries := 0, 0
+	for _, b := range in.Blocks {
+		if b.Active {
+			active++
+			tiers[b.Tier]++
+			compressed += b.CoveredTokens
+			summaries += b.SummaryTokens
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "session\t%s\n", id)
+	fmt.Fprintf(tw, "directory\t%s\n", in.Dir)
+	torn := ""
+	if in.TornTail {
+		torn = " (last record cut short by a crash; dropped on the next open)"
+	}
+	fmt.Fprintf(tw, "transcript\t%d records, %s%s\n", in.Records, session.FormatBytes(in.TranscriptBytes), torn)
+	fmt.Fprintf(tw, "state.json\t%s\n", stateText(in.StateFile))
+	fmt.Fprintf(tw, "messages\t%d (%d tool calls), refs up to %s\n", in.Messages, in.ToolCalls, noa.IndexToRef(max(noa.HighestUsedIndex(st.MessageRefs), 1)))
+	var tl []string
+	for t := noa.Tier(1); t <= 3; t++ {
+		if tiers[t] > 0 {
+			tl = append(tl, fmt.Sprintf("T%d: %d", t, tiers[t]))
+		}
+	}
+	tierList := ""
+	if len(tl) > 0 {
+		tierList = "; " + strings.Join(tl, ", ")
+	}
+	fmt.Fprintf(tw, "blocks\t%d active, %d absorbed into higher tiers%s\n", active, len(in.Blocks)-active, tierList)
+	fmt.Fprintf(tw, "tokens\t%s of messages stand behind %s of summaries (%s saved); %d Compress call(s) applied\n",
+		noa.FormatTokens(compressed), noa.FormatTokens(summaries), noa.FormatTokens(compressed-summaries), st.Stats.Compressions)
+	if in.CutResults > 0 {
+		fmt.Fprintf(tw, "cut results\t%d, originals under %s\n", in.CutResults, filepath.Join(in.ArchiveDir, session.ResultsDir))
+	}
+	if len(in.OrphanArchives) > 0 {
+		fmt.Fprintf(tw, "orphan archives\t%s (from a Compress interrupted before it was recorded)\n", strings.Join(in.OrphanArchives, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(in.Blocks) == 0 {
+		_, err := fmt.Fprintln(w, "\nno blocks yet")
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BLOCK\tTIER\tSPAN\tMSGS\tTOKENS\tSTATUS\tTOPIC\tARCHIVE")
+	for _, b := range in.Blocks {
+		status := "active"
+		if !b.Active {
+			status = "absorbed by " + b.AbsorbedBy
+		}
+		path := b.Archive
+		if b.ArchiveMissing {
+			path += " (MISSING)"
+		}
+		fmt.Fprintf(tw, "%s\tT%d\t%s–%s\t%d\t%s→%s\t%s\t%s\t%s\n", b.BlockID, b.Tier, b.StartRef, b.EndRef, len(b.EffectiveMessageIDs),
+			noa.FormatTokens(b.CompressedTokens), noa.FormatTokens(b.SummaryTokens), status, b.Topic, path)
+	}
+	return tw.Flush()
+}
+
+// rebuildSession rebuilds a session's state.json from its transcript and
+// reports what it found.
+func rebuildSession(w io.Writer, opts session.Options, id string) error {
+	rep, err := session.Rebuild(opts, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "session %s: rebuilt from %d transcript records\n", id, rep.Records)
+	fmt.Fprintf(w, "  Compress calls replayed: %d, skipped (they had created nothing): %d\n", rep.Replayed, rep.Skipped)
+	fmt.Fprintf(w, "  blocks: %d, message refs: %d\n", rep.Blocks, rep.Refs)
+	fmt.Fprintf(w, "  state.json before: %s\n", stateText(rep.Before))
+	fmt.Fprintf(w, "  state.json now: current (record %d)\n", rep.Seq)
+	for _, r := range rep.Recreated {
+		fmt.Fprintf(w, "  recreated missing archive %s from the transcript\n", r)
+	}
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+	if rep.TornTail {
+		_, err = fmt.Fprintln(w, "  note: the transcript's last record was cut short by a crash; it is ignored and will be dropped on the next open")
+	}
+	return err
 }

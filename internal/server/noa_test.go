@@ -200,28 +200,27 @@ func TestNoaReleasesEndedSession(t *testing.T) {
 	callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": "hi"}})
 	id := c.GetSessionId()
 	opts := session.Options{Dir: dir, Noa: noa.DefaultConfig(20000)}
-	show := func() string {
-		var b strings.Builder
-		if err := session.Show(&b, opts, id); err != nil {
-			t.Fatalf("Show: %v", err)
+	stateFile := func() session.StateStatus {
+		in, err := session.Inspect(opts, id)
+		if err != nil {
+			t.Fatalf("Inspect: %v", err)
 		}
-		return b.String()
+		return in.StateFile
 	}
-	stateLine := regexp.MustCompile(`(?m)^state\.json\s+(\S+)`)
-	if got := stateLine.FindStringSubmatch(show()); got == nil || got[1] == "current" {
-		t.Fatalf("state.json while the session is open: got %q, want it behind the transcript (written every %d calls)", got, session.DefaultStateEvery)
+	if got := stateFile(); got.Check == session.StateCurrent {
+		t.Fatalf("state.json while the session is open: got %+v, want it not yet current (written every %d calls)", got, session.DefaultStateEvery)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got := stateLine.FindStringSubmatch(show())
-		if got != nil && got[1] == "current" {
+		got := stateFile()
+		if got.Check == session.StateCurrent {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("state.json 10s after the client left: got %q, want current (the host released and closed)", got)
+			t.Fatalf("state.json 10s after the client left: got %+v, want current (the host released and closed)", got)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

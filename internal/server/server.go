@@ -5,9 +5,10 @@
 // upstream tool under a client-safe name. It keeps the search index in step
 // with the upstreams' tool sets and turns upstream failures into errors a
 // model can act on. With a session manager (Deps.Sessions) every client
-// session runs through noa: each tools/call is recorded and its result
-// tagged, nudged or cut by the session's host, and the Compress and
-// read_archive tools sit beside the others in both modes.
+// session runs through noa: each tools/call and its result are recorded in
+// the session's host, and the result is tagged, nudged or cut here
+// (noa.go), and the Compress and read_archive tools sit beside the others
+// in both modes.
 //
 // It depends only on the small interfaces it declares (Upstreams, Index) and
 // on internal/session; cmd/mcproxy wires the real upstream manager and Bleve
@@ -241,16 +242,16 @@ func New(deps Deps, opts Options) (*Server, error) {
 		mcpserver.WithHooks(hooks),
 	}
 	instructions := s.instructions()
-	var idOf session.SessionIDFunc
+	var nf *noaFront
 	if deps.Sessions != nil {
-		idOf = s.sessionIDFunc()
-		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(deps.Sessions.MiddlewareNamed(idOf, s.recordedName)))
+		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log}
+		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(nf.middleware))
 		instructions += "\n\n" + session.Instructions()
 		// A client session that ends releases its host; its files stay and
 		// the CLI (or a reconnect with the same id) reads them later.
 		sessions, stdioID := deps.Sessions, opts.StdioSessionID
 		hooks.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
-			id := session.SessionIDFor(cs, stdioID)
+			id := sessionIDFor(cs, stdioID)
 			if id == "" {
 				return
 			}
@@ -264,12 +265,12 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
-	if deps.Sessions != nil {
+	if nf != nil {
 		// noa's tools are the same in both modes: in direct mode they sit
 		// beside the upstream tools, whose server__tool names cannot clash
 		// with them (an exposed upstream name always contains "__").
-		s.mcp.AddTool(session.CompressTool(), deps.Sessions.CompressHandler(idOf))
-		s.mcp.AddTool(session.ReadArchiveTool(), deps.Sessions.ReadArchiveHandler(idOf))
+		s.mcp.AddTool(compressTool(), nf.compress)
+		s.mcp.AddTool(readArchiveTool(), nf.readArchive)
 	}
 	return s, nil
 }
@@ -286,16 +287,16 @@ func (s *Server) recordedName(req mcp.CallToolRequest) string {
 			return id
 		}
 	}
-	return session.RecordedToolName(req)
+	return recordedToolName(req)
 }
 
-// sessionIDFunc keys noa hosts on the client session (see
-// session.SessionIDFor). A request with no session id, which is every
-// request of the 2026-07-28 protocol (it has no sessions), cannot be given a
-// host without mixing clients: it passes through without noa. That is logged
-// once, so a user wondering why no nudge ever comes has an answer.
-func (s *Server) sessionIDFunc() session.SessionIDFunc {
-	idOf := session.ClientSessionID(s.opts.StdioSessionID)
+// sessionIDFunc keys noa hosts on the client session (see sessionIDFor). A
+// request with no session id, which is every request of the 2026-07-28
+// protocol (it has no sessions), cannot be given a host without mixing
+// clients: it passes through without noa. That is logged once, so a user
+// wondering why no nudge ever comes has an answer.
+func (s *Server) sessionIDFunc() sessionIDFunc {
+	idOf := clientSessionID(s.opts.StdioSessionID)
 	var once sync.Once
 	return func(ctx context.Context) string {
 		id := idOf(ctx)

@@ -64,6 +64,12 @@ func (a *Archiver) WriteResult(id string, content []byte) (string, error) {
 	return rel, nil
 }
 
+// RemoveResult removes the archived original rel (as WriteResult returned
+// it): the original of a result whose record was never written.
+func (a *Archiver) RemoveResult(rel string) error {
+	return a.Remove(filepath.Join(a.Root, filepath.FromSlash(rel)))
+}
+
 func (a *Archiver) write(abs string, content []byte) error {
 	renamed, err := writeAtomic(a.fs(), abs, content)
 	if err != nil && renamed {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -16,25 +15,43 @@ import (
 )
 
 // failingFS is the real file system with a full disk injected: once
-// failWriteAfter temporary-file writes under the directory under ("" = any)
-// have succeeded, each further one writes half its data and fails with
-// ENOSPC, as a full disk does. Used where a size-limited file system cannot
-// be mounted.
+// failWriteAfter writes to files under the path under ("" = any: temporary
+// files and files opened for appending alike; read at each write) have
+// succeeded, each further one writes half its data and fails with ENOSPC,
+// as a full disk does; with once set, only the first of them fails (a
+// transient fault). With failTruncate set, Truncate fails too. Used where a
+// size-limited file system cannot be mounted.
 type failingFS struct {
 	OS
 	under          string
 	failWriteAfter int
+	once           bool
+	failTruncate   bool
 
 	mu     sync.Mutex
 	writes int
 }
 
 func (f *failingFS) CreateTemp(dir, pattern string) (File, error) {
-	file, err := f.OS.CreateTemp(dir, pattern)
-	if err != nil || (f.under != "" && !strings.HasPrefix(dir, f.under)) {
-		return file, err
+	return f.wrap(f.OS.CreateTemp(dir, pattern))
+}
+
+func (f *failingFS) OpenAppend(path string) (File, error) {
+	return f.wrap(f.OS.OpenAppend(path))
+}
+
+func (f *failingFS) wrap(file File, err error) (File, error) {
+	if err != nil {
+		return nil, err
 	}
 	return &failingFile{File: file, fs: f}, nil
+}
+
+func (f *failingFS) Truncate(path string, size int64) error {
+	if f.failTruncate {
+		return &os.PathError{Op: "truncate", Path: path, Err: syscall.EIO}
+	}
+	return f.OS.Truncate(path, size)
 }
 
 type failingFile struct {
@@ -44,8 +61,11 @@ type failingFile struct {
 
 func (f *failingFile) Write(p []byte) (int, error) {
 	f.fs.mu.Lock()
-	f.fs.writes++
-	fail := f.fs.writes > f.fs.failWriteAfter
+	counted := f.fs.under == "" || strings.HasPrefix(f.Name(), f.fs.under)
+	if counted {
+		f.fs.writes++
+	}
+	fail := counted && f.fs.writes > f.fs.failWriteAfter && (!f.fs.once || f.fs.writes == f.fs.failWriteAfter+1)
 	f.fs.mu.Unlock()
 	if !fail {
 		return f.File.Write(p)
@@ -142,11 +162,8 @@ func TestCompressRollsBackOnInjectedFullDisk(t *testing.T) {
 	ffs.under = filepath.Join(h.Dir(), ArchiveDir)
 	ffs.writes, ffs.failWriteAfter = 0, 1
 	before, files := h.State(), archiveFiles(t, h)
-	res, err := h.HandleCompress(context.Background(), args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	panel := texts(res)[0]
+	res := compress(t, h, args)
+	panel := res.Text
 	if !res.IsError || !strings.Contains(panel, "storage problem") || !strings.Contains(panel, "no space left") {
 		t.Errorf("got panel %q, want a storage error naming the full disk", panel)
 	}
@@ -156,9 +173,8 @@ func TestCompressRollsBackOnInjectedFullDisk(t *testing.T) {
 	assertUnchanged(t, h, before, files)
 	// With space again the same call succeeds.
 	ffs.failWriteAfter = 1 << 30
-	res, err = h.HandleCompress(context.Background(), args)
-	if err != nil || res.IsError {
-		t.Fatalf("retry: %v %q", err, texts(res))
+	if res = compress(t, h, args); res.IsError {
+		t.Fatalf("retry: %q", res.Text)
 	}
 	if got := len(h.State().Blocks); got != 2 {
 		t.Errorf("retry: got %d blocks, want 2", got)
@@ -206,11 +222,8 @@ func TestCompressFullTmpfs(t *testing.T) {
 		t.Skip("no tmpfs here; TestCompressRollsBackOnInjectedFullDisk covers the same fault")
 	}
 	before, files := h.State(), archiveFiles(t, h)
-	res, err := h.HandleCompress(context.Background(), compressArgs([][2]string{{"m00001", "m00040"}, {"m00041", "m00070"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if panel := texts(res)[0]; !res.IsError || !strings.Contains(panel, "no space left on device") {
+	res := compress(t, h, compressArgs([][2]string{{"m00001", "m00040"}, {"m00041", "m00070"}}))
+	if panel := res.Text; !res.IsError || !strings.Contains(panel, "no space left on device") {
 		t.Fatalf("got panel %q, want a failure naming the full disk", panel)
 	}
 	assertUnchanged(t, h, before, files)
@@ -231,11 +244,8 @@ func TestCompressUnwritableArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := h.State()
-		res, err := h.HandleCompress(context.Background(), args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if panel := texts(res)[0]; !res.IsError || !strings.Contains(panel, "not a directory") {
+		res := compress(t, h, args)
+		if panel := res.Text; !res.IsError || !strings.Contains(panel, "not a directory") {
 			t.Fatalf("got panel %q, want a storage failure", panel)
 		}
 		if after := h.State(); len(after.Blocks) != len(before.Blocks) {
@@ -249,11 +259,8 @@ func TestCompressUnwritableArchive(t *testing.T) {
 			t.Skip("no tmpfs here; the archive-under-a-regular-file case covers the same fault")
 		}
 		before, files := h.State(), archiveFiles(t, h)
-		res, err := h.HandleCompress(context.Background(), args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if panel := texts(res)[0]; !res.IsError || !strings.Contains(panel, "read-only file system") {
+		res := compress(t, h, args)
+		if panel := res.Text; !res.IsError || !strings.Contains(panel, "read-only file system") {
 			t.Fatalf("got panel %q, want a read-only failure", panel)
 		}
 		assertUnchanged(t, h, before, files)

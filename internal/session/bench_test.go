@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -39,9 +37,21 @@ func benchHost(b *testing.B, n int, sync bool) *Host {
 	return h
 }
 
+// benchCall is one tools/call as the MCP front records it: the call, then
+// its result with a turn.
+func benchCall(b *testing.B, h *Host, args json.RawMessage, text string) {
+	rec, err := h.Record(context.Background(), toolCall("fs:read", args))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.Turn(context.Background(), toolResult(rec[0], text)); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkHostCall measures what the session host adds to one tools/call
-// (record the call, record the result, run noa over the session, shape the
-// result, append to the transcript) at 100, 1,000 and 10,000 recorded
+// (record the call, record the result, run noa over the session, append to
+// the transcript; the MCP shaping is the front's, measured there) at 100, 1,000 and 10,000 recorded
 // messages, with and without the fsync. The baseline is noa.ProcessTurn
 // alone over the same history, measured in the same run, so the host's own
 // overhead reads as the ratio of the two. The history is synthetic tool
@@ -61,20 +71,15 @@ func BenchmarkHostCall(b *testing.B) {
 				args := json.RawMessage(`{"path":"/bench"}`)
 				// Each iteration's call is taken back out afterwards (outside
 				// the timer) so every call sees exactly n messages.
-				st, nextID := h.st, h.nextID
+				st, nextID, total := h.st, h.nextID, h.total
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					text := results[i%len(results)]
-					if _, err := h.Call(context.Background(), "fs:read", args, func(context.Context) (*mcp.CallToolResult, error) {
-						return mcp.NewToolResultText(text), nil
-					}); err != nil {
-						b.Fatal(err)
-					}
+					benchCall(b, h, args, results[i%len(results)])
 					b.StopTimer()
 					for _, m := range h.msgs[n:] {
 						delete(h.index, m.ID)
 					}
-					h.msgs, h.st, h.nextID = h.msgs[:n], st, nextID
+					h.msgs, h.st, h.nextID, h.total = h.msgs[:n], st, nextID, total
 					b.StartTimer()
 				}
 			})

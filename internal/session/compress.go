@@ -2,10 +2,10 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
@@ -41,24 +41,37 @@ func parseProblem(d noa.CompressParseDiagnostics) string {
 	return msg
 }
 
-// HandleCompress applies one Compress call with raw JSON arguments and
-// returns the panel for the model. Errors and warnings in the panel are the
-// model's way to correct its call; a call that compresses nothing changes no
-// block, ref or archive (noa's pacing counters do count it as a failed
-// attempt). The order of effects is archives, then the transcript, then
-// state.json, so a crash between any two leaves the session consistent.
+// Panel is the answer to a Compress call.
+type Panel struct {
+	// Text is noa's panel for the model: what was compressed and how much
+	// it saved, or what to correct.
+	Text string
+	// IsError is set when nothing was compressed and noa reported errors.
+	IsError bool
+	// Blocks are the ids of the blocks the call created.
+	Blocks []string
+	// Call and Result are the call and the panel as recorded in the
+	// session's stream (in the view noa projects, the call's summaries are
+	// stubbed, since the summary messages carry them).
+	Call, Result noa.CoreMessage
+}
+
+// Compress applies one Compress call with raw JSON arguments and returns the
+// panel for the model. It records the call and the panel itself: the
+// order of effects is archives, then the transcript, then state.json, so a
+// crash between any two leaves the session consistent. Errors and warnings
+// in the panel are the model's way to correct its call; a call that
+// compresses nothing changes no block, ref or archive (noa's pacing
+// counters do count it as a failed attempt).
 //
 // A Go error means the call could not be recorded (the transcript could not
-// be written); any archives it wrote have been removed and nothing changed.
-func (h *Host) HandleCompress(ctx context.Context, raw []byte) (*mcp.CallToolResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// be written, the host is closed, ctx ended); any archives it wrote have
+// been removed and nothing changed.
+func (h *Host) Compress(ctx context.Context, raw json.RawMessage) (Panel, error) {
+	if err := h.begin(ctx); err != nil {
+		return Panel{}, err
 	}
-	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return nil, ErrClosed
-	}
 	msgID, callID := h.newIDs()
 	resultID, _ := h.newIDs()
 	call := noa.CoreMessage{ID: msgID, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName, ToolCallID: callID, Text: string(raw)}
@@ -103,7 +116,7 @@ func (h *Host) HandleCompress(ctx context.Context, raw []byte) (*mcp.CallToolRes
 		meta.Archives = append(meta.Archives, b.ArchiveRel)
 	}
 	meta.Errors = len(ar.Errors)
-	h.stage("archived")
+	h.hook("archived")
 
 	result := noa.CoreMessage{ID: resultID, Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: noa.CompressToolName, ToolCallID: callID, Text: panel}
 	msgs := append(prefix, call, result)
@@ -117,31 +130,21 @@ func (h *Host) HandleCompress(ctx context.Context, raw []byte) (*mcp.CallToolRes
 		for _, b := range ar.BlocksCreated {
 			_ = h.arch.Remove(b.ArchivePath)
 		}
-		return nil, fmt.Errorf("recording Compress call: %w", err)
+		return Panel{}, fmt.Errorf("recording Compress call: %w", err)
 	}
-	h.stage("logged")
+	h.hook("logged")
 	h.push(call)
 	h.push(result)
 	h.st = next
 	if err := h.saveState(); err != nil {
 		h.log.Warn("writing state.json after Compress; the transcript has it", zap.Error(err))
 	}
-	out := mcp.NewToolResultText(panel)
-	out.IsError = resRec.IsError
-	return out, nil
+	return Panel{Text: panel, IsError: resRec.IsError, Blocks: meta.Blocks, Call: call, Result: result}, nil
 }
 
-func (h *Host) stage(name string) {
+// hook calls the test hook of a Compress stage.
+func (h *Host) hook(stage string) {
 	if h.opts.hook != nil {
-		h.opts.hook(name)
+		h.opts.hook(stage)
 	}
-}
-
-// sum measures a view.
-func (h *Host) sum(view []noa.CoreMessage) int {
-	n := 0
-	for _, m := range view {
-		n += h.count.message(m)
-	}
-	return n
 }

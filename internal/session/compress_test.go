@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -53,18 +52,14 @@ func TestCompressBadInput(t *testing.T) {
 				call(t, h, "fs:read", words(rng, 400))
 			}
 			if tc.after {
-				res, err := h.HandleCompress(context.Background(), []byte(args(item("m00001", "m00008", summary))))
-				if err != nil || res.IsError {
-					t.Fatalf("setup compress: %v %q", err, texts(res))
+				if res := compress(t, h, []byte(args(item("m00001", "m00008", summary)))); res.IsError {
+					t.Fatalf("setup compress: %q", res.Text)
 				}
 			}
 			before, files := h.State(), archiveFiles(t, h)
 			msgs := len(h.Messages())
-			res, err := h.HandleCompress(context.Background(), []byte(tc.raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			panel := texts(res)[0]
+			res := compress(t, h, []byte(tc.raw))
+			panel := res.Text
 			if !res.IsError {
 				t.Errorf("got a success panel, want a tool error:\n%s", panel)
 			}
@@ -101,11 +96,8 @@ func TestCompressRepairedArguments(t *testing.T) {
 	var obj map[string]json.RawMessage
 	json.Unmarshal([]byte(inner), &obj)
 	raw, _ := json.Marshal(map[string]string{"content": string(obj["content"])})
-	res, err := h.HandleCompress(context.Background(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if panel := texts(res)[0]; res.IsError || !strings.Contains(panel, "1 block(s) created") {
+	res := compress(t, h, raw)
+	if panel := res.Text; res.IsError || !strings.Contains(panel, "1 block(s) created") {
 		t.Fatalf("got panel\n%s\nwant the stringified list repaired and applied", panel)
 	}
 }
@@ -113,11 +105,8 @@ func TestCompressRepairedArguments(t *testing.T) {
 func TestCompressNoRanges(t *testing.T) {
 	h := openHost(t, testOptions(t), "s")
 	call(t, h, "fs:read", "x")
-	res, err := h.HandleCompress(context.Background(), []byte(`{"content": []}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := texts(res)[0]; got != "No ranges provided." || res.IsError {
+	res := compress(t, h, []byte(`{"content": []}`))
+	if got := res.Text; got != "No ranges provided." || res.IsError {
 		t.Errorf("got %q (error %v), want noa's neutral answer", got, res.IsError)
 	}
 }

@@ -1,21 +1,26 @@
-// Package session is the host side of noa: one Host per MCP client session.
+// Package session is the host side of noa: one Host per session, whether
+// the session is an MCP client's (internal/server records every tools/call
+// and its result) or a model conversation's (the gateway records the
+// messages of each model request). It speaks noa's types and its own and
+// knows nothing of MCP: how a front's traffic becomes messages, and how
+// noa's answers are shown to a client, is the front's business.
 //
-// A Host records the session's message stream (every tools/call mcproxy
-// receives becomes a tool-call CoreMessage, every result it returns a
-// tool-result CoreMessage), runs noa.ProcessTurn on each call, and shapes what
-// goes back to the client: a ref tag naming the result, the nudge when noa
-// asks the model to compress, and a head-and-tail cut of any result above the
-// configured size with a pointer to the archived original. It applies the
-// model's Compress calls through an on-disk Archiver and answers read_archive
-// with archived originals, verbatim and paged.
+// A front records messages of any role (Record), runs noa over the session
+// (Turn: the projected view, the nudge, refs and frozen token counts),
+// applies the model's Compress calls through an on-disk Archiver
+// (Compress) and answers read_archive with archived originals, verbatim
+// and paged (ReadArchive). A message recorded with CutToSize that is above
+// the configured size is archived and kept head-and-tail, with a pointer
+// to read_archive.
 //
 // Everything a session knows lives under <data_dir>/sessions/<session-id>/:
 //
-//	transcript.jsonl   append-only, one record per message and per Compress
-//	                   call, fsync'd before the client sees the answer
+//	transcript.jsonl   append-only, one record per message (and per turn
+//	                   that recorded none but moved noa's pacing), fsync'd
+//	                   before the front sees the answer
 //	state.json         the noa state, replaced atomically after each change
 //	archive/tier<N>/   one markdown file per block (noa.RenderArchive)
-//	archive/results/   originals of results that were cut for size
+//	archive/results/   originals of texts that were cut for size
 //	lock               flock'd by the one process writing the session (Open
 //	                   until Close, Rebuild); holds that process's pid
 //
@@ -24,8 +29,13 @@
 // checks that the rebuilt state equals state.json, repairing a missing or
 // stale state.json from it. Writes happen in the order archives → transcript
 // → state, so a crash at any point leaves either an applied compression or
-// none, never a block without its archive.
+// none, never a block without its archive. Every write goes through FS, so
+// tests can fail any one of them.
 //
 // This package does the I/O that noa must not: files, the clock and logging.
-// It never deletes or rewrites an archive or a transcript record.
+// It never deletes or rewrites an archive or a transcript record (a record
+// whose write failed is cut off again, and the originals of a record never
+// written are removed). The `mcproxy sessions` command reads sessions
+// through List, Inspect, ReadOriginal and Rebuild and formats what they
+// return.
 package session

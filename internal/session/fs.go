@@ -9,9 +9,14 @@ import (
 	"path/filepath"
 )
 
-// FS is the disk I/O the session layer performs, kept behind an interface so
-// a test can make a write fail (a full disk) where a real size-limited file
-// system is not available. OS is the production implementation.
+// FS is every disk write the session layer performs, kept behind an
+// interface so a test can make a write fail (a full disk) where a real
+// size-limited file system is not available, and check what each failure
+// leaves behind. OS is the production implementation.
+//
+// Reads go to the disk directly. The one write outside FS is the session
+// lock (lock_flock.go): flock needs a real descriptor, and the pid it writes
+// only improves the message another process gets.
 type FS interface {
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(path string, perm fs.FileMode) error
@@ -23,6 +28,9 @@ type FS interface {
 	Rename(oldpath, newpath string) error
 	// Remove deletes one file.
 	Remove(path string) error
+	// Truncate cuts a file to size bytes (the transcript back to its last
+	// complete record).
+	Truncate(path string, size int64) error
 	// SyncDir flushes a directory's entries (after a rename or create).
 	SyncDir(path string) error
 }
@@ -54,6 +62,9 @@ func (OS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newp
 
 // Remove implements FS.
 func (OS) Remove(path string) error { return os.Remove(path) }
+
+// Truncate implements FS.
+func (OS) Truncate(path string, size int64) error { return os.Truncate(path, size) }
 
 // SyncDir implements FS.
 func (OS) SyncDir(path string) error {

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // testClock is a deterministic clock: each reading is one second later.
@@ -70,63 +69,53 @@ func crash(t testing.TB, h *Host) {
 }
 
 // words makes deterministic prose of n words.
-func words(rng *rand.Rand, n int) string {
-	vocab := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima " +
-		"internal/session/host.go:212 ProcessTurn archive block summary error timeout retry cache index")
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			if i%17 == 0 {
-				b.WriteByte('\n')
-			} else {
-				b.WriteByte(' ')
-			}
-		}
-		b.WriteString(vocab[rng.Intn(len(vocab))])
-	}
-	return b.String()
+func words(rng *rand.Rand, n int) string { return testenv.Prose(rng, n) }
+
+// toolCall is the message of a call to tool with JSON arguments, as the
+// MCP front records it (the host numbers it).
+func toolCall(tool string, args json.RawMessage) Message {
+	return Message{CoreMessage: noa.CoreMessage{Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: ArgumentsText(args)}}
 }
 
-// textResult is an upstream's plain text answer.
-func textResult(text string) func(context.Context) (*mcp.CallToolResult, error) {
-	return func(context.Context) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText(text), nil
-	}
+// toolResult is the result of call with text, cut to size when oversize,
+// as the MCP front records an ordinary tool's result.
+func toolResult(call Message, text string) Message {
+	return Message{CoreMessage: noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: call.ToolName, ToolCallID: call.ToolCallID, Text: text}, CutToSize: true}
 }
 
-// call runs one recorded tool call returning text, failing the test on error.
-func call(t testing.TB, h *Host, tool, text string) *mcp.CallToolResult {
+// call records one tool call returning text and runs the turn, the way the
+// MCP front does, failing the test on error.
+func call(t testing.TB, h *Host, tool, text string) Turn {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"path": "/data/" + tool})
-	res, err := h.Call(context.Background(), tool, args, textResult(text))
-	if err != nil {
-		t.Fatalf("Call(%s): %v", tool, err)
-	}
-	return res
+	return callArgs(t, h, tool, args, text)
 }
 
-// texts are the text blocks of a result.
-func texts(res *mcp.CallToolResult) []string {
-	var out []string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			out = append(out, tc.Text)
-		}
+// callArgs is call with the call's arguments given.
+func callArgs(t testing.TB, h *Host, tool string, args json.RawMessage, text string) Turn {
+	t.Helper()
+	rec, err := h.Record(context.Background(), toolCall(tool, args))
+	if err != nil {
+		t.Fatalf("recording the call of %s: %v", tool, err)
 	}
-	return out
+	turn, err := h.Turn(context.Background(), toolResult(rec[0], text))
+	if err != nil {
+		t.Fatalf("recording the result of %s: %v", tool, err)
+	}
+	return turn
+}
+
+// compress applies a Compress call, failing the test on a Go error.
+func compress(t testing.TB, h *Host, args []byte) Panel {
+	t.Helper()
+	p, err := h.Compress(context.Background(), args)
+	if err != nil {
+		t.Fatalf("Compress: %v", err)
+	}
+	return p
 }
 
 var nudgeRange = regexp.MustCompile(`(m\d{5})–(m\d{5})\s+compressible`)
-
-// nudgeOf returns the nudge block of a result, or "".
-func nudgeOf(res *mcp.CallToolResult) string {
-	for _, s := range texts(res) {
-		if strings.HasPrefix(s, "[noa]") {
-			return s
-		}
-	}
-	return ""
-}
 
 // rangesOf reads the compressible ranges a nudge recommends.
 func rangesOf(nudge string) [][2]string {
@@ -153,17 +142,17 @@ func compressArgs(ranges [][2]string) []byte {
 	return b
 }
 
-// fillUntilNudge calls tools with bulky results until one carries a nudge.
-func fillUntilNudge(t testing.TB, h *Host, rng *rand.Rand) *mcp.CallToolResult {
+// fillUntilNudge calls tools with bulky results until a turn nudges.
+func fillUntilNudge(t testing.TB, h *Host, rng *rand.Rand) Turn {
 	t.Helper()
 	for i := 0; i < 200; i++ {
-		res := call(t, h, fmt.Sprintf("fs:read_%d", i), words(rng, 900))
-		if nudgeOf(res) != "" {
-			return res
+		turn := call(t, h, fmt.Sprintf("fs:read_%d", i), words(rng, 900))
+		if turn.Nudge != "" {
+			return turn
 		}
 	}
 	t.Fatal("no nudge after 200 bulky calls")
-	return nil
+	return Turn{}
 }
 
 // archiveFiles lists the files under a session's archive, relative.
@@ -188,29 +177,29 @@ func readAll(t testing.TB, h *Host, a ReadArchiveArgs) (string, int) {
 	var b strings.Builder
 	pages := 0
 	for {
-		res := h.ReadArchive(context.Background(), a)
-		if res.IsError {
-			t.Fatalf("read_archive %+v: %v", a, texts(res))
+		page, err := h.ReadArchive(context.Background(), a)
+		if err != nil {
+			t.Fatalf("read_archive %+v: %v", a, err)
 		}
-		tx := texts(res)
-		if len(tx) != 2 {
-			t.Fatalf("read_archive %+v: got %d text blocks, want 2", a, len(tx))
+		if page.Start != a.Offset && a.Offset < page.Size {
+			// Offsets inside a character back up to its start; the tests
+			// only pass offsets on boundaries.
+			t.Fatalf("read_archive %+v: page starts at %d", a, page.Start)
 		}
-		b.WriteString(tx[0])
+		b.WriteString(page.Text)
 		pages++
-		m := regexp.MustCompile(`"offset":(\d+)\}\]$`).FindStringSubmatch(tx[1])
+		m := regexp.MustCompile(`"offset":(\d+)\}\]$`).FindStringSubmatch(page.Note)
 		if m == nil {
-			if !strings.HasSuffix(tx[1], "end of the archive]") {
-				t.Fatalf("page note %q names neither a next offset nor the end", tx[1])
+			if !strings.HasSuffix(page.Note, "end of the archive]") || page.End != page.Size {
+				t.Fatalf("page note %q names neither a next offset nor the end", page.Note)
 			}
 			return b.String(), pages
 		}
 		fmt.Sscan(m[1], &a.Offset)
+		if a.Offset != page.End {
+			t.Fatalf("page note names offset %d, page ends at %d", a.Offset, page.End)
+		}
 	}
 }
 
 func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func fmtInt(n int) string { return fmt.Sprint(n) }

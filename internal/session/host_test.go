@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,95 +10,100 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
-func TestCallRecordsAndShapes(t *testing.T) {
-	png := base64.StdEncoding.EncodeToString(make([]byte, 3000))
-	wav := base64.StdEncoding.EncodeToString(make([]byte, 70000))
+// A call and its result are recorded as a numbered pair, the result gets
+// the next ref, and what the transcript keeps beside each (is_error) is
+// there.
+func TestRecordAndTurn(t *testing.T) {
+	for _, isError := range []bool{false, true} {
+		t.Run(fmt.Sprintf("is_error=%v", isError), func(t *testing.T) {
+			h := openHost(t, testOptions(t), "s")
+			rec, err := h.Record(context.Background(), toolCall("fs:read", json.RawMessage(`{ "path" : "/a" }`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := toolResult(rec[0], "hello world")
+			res.IsError = isError
+			turn, err := h.Turn(context.Background(), res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []noa.CoreMessage{
+				{ID: "msg000001", Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "fs:read", ToolCallID: "call000001", Text: `{"path":"/a"}`},
+				{ID: "msg000002", Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: "fs:read", ToolCallID: "call000001", Text: "hello world"},
+			}
+			if diff := cmp.Diff(want, h.Messages()); diff != "" {
+				t.Errorf("recorded messages (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, turn.View); diff != "" {
+				t.Errorf("view (-want +got):\n%s", diff)
+			}
+			if got := turn.Recorded; len(got) != 1 || got[0].CoreMessage != want[1] || got[0].IsError != isError {
+				t.Errorf("turn.Recorded: got %+v, want the result as recorded", got)
+			}
+			tr, _ := readTranscript(filepath.Join(h.Dir(), TranscriptFile))
+			if len(tr.records) != 2 || tr.records[1].Message.IsError != isError || tr.records[1].Pacing == nil || tr.records[0].Pacing != nil {
+				t.Fatalf("got %d records; want 2, the result's with is_error %v and the turn's pacing", len(tr.records), isError)
+			}
+			ref, ok := h.Ref("msg000002")
+			st := h.State()
+			if !ok || ref.Ref != "m00002" || ref.Tokens != st.TokenSnapshot["m00002"] || ref.Tokens == 0 {
+				t.Errorf("result ref: got %+v, %v; want m00002 with its frozen count %d", ref, ok, st.TokenSnapshot["m00002"])
+			}
+			if turn.Projected != h.sum(turn.View) || turn.Total != turn.Projected || turn.ContextLimit != 20000 || turn.SystemPrompt != Instructions() {
+				t.Errorf("figures: got total %d, projected %d, limit %d; want %d, %d, 20000 and noa's prompt", turn.Total, turn.Projected, turn.ContextLimit, h.sum(turn.View), h.sum(turn.View))
+			}
+		})
+	}
+}
+
+// Bad input is refused with an error naming the message and what to do,
+// and records nothing.
+func TestRecordBadInput(t *testing.T) {
+	h := openHost(t, testOptions(t), "s")
+	call(t, h, "fs:a", "one")
+	text := func(id string) Message {
+		return Message{CoreMessage: noa.CoreMessage{ID: id, Role: noa.RoleUser, ContentType: noa.CTText, Text: "hi"}}
+	}
 	tests := []struct {
-		name     string
-		res      *mcp.CallToolResult
-		err      error
-		wantText string // recorded result text
-		wantErr  bool   // recorded as an error
+		name string
+		msgs []Message
+		want string
 	}{
-		{name: "text", res: mcp.NewToolResultText("hello world"), wantText: "hello world"},
-		{name: "text blocks joined", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("one"), mcp.NewTextContent("two")}}, wantText: "one\ntwo"},
-		{name: "image placeholder", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("see:"), mcp.NewImageContent(png, "image/png")}}, wantText: "see:\n[image, image/png, 2.9 KiB]"},
-		{name: "audio placeholder", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewAudioContent(wav, "audio/wav")}}, wantText: "[audio, audio/wav, 68.4 KiB]"},
-		{name: "text resource placeholder", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///a.txt", MIMEType: "text/plain", Text: strings.Repeat("x", 2048)})}}, wantText: "[resource file:///a.txt, text/plain, 2.0 KiB]"},
-		{name: "blob resource placeholder", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: "file:///b.bin", Blob: png})}}, wantText: "[resource file:///b.bin, unknown type, 2.9 KiB]"},
-		{name: "resource link", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewResourceLink("file:///c", "c", "", "")}}, wantText: "[resource link file:///c]"},
-		{name: "structured only", res: &mcp.CallToolResult{StructuredContent: map[string]any{"b": 1, "a": "x"}}, wantText: `{"a":"x","b":1}`},
-		{name: "tool error", res: &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("no such file")}, IsError: true}, wantText: "no such file", wantErr: true},
-		{name: "nil result", res: nil, wantText: ""},
-		{name: "go error", err: errors.New("upstream fs is down"), wantText: "[error] upstream fs is down", wantErr: true},
+		{"unknown role", []Message{{CoreMessage: noa.CoreMessage{Role: "robot", ContentType: noa.CTText}}}, `message 1 of 1: role "robot": want "system", "user", "assistant" or "tool"`},
+		{"unknown content type", []Message{text(""), {CoreMessage: noa.CoreMessage{Role: noa.RoleUser, ContentType: "image"}}}, `message 2 of 2: content type "image"`},
+		{"id taken", []Message{text("msg000001")}, `id "msg000001" is already in the session`},
+		{"id twice", []Message{text("u1"), text("u1")}, `message 2 of 2: id "u1" is already in the session`},
+		{"nudge id", []Message{text(noa.NudgeMessageID)}, "noa's own"},
+		{"original given", []Message{{CoreMessage: text("").CoreMessage, Original: "results/x.txt"}}, "Original is set by the host"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := openHost(t, testOptions(t), "s")
-			var before *mcp.CallToolResult
-			if tc.res != nil {
-				c := *tc.res
-				c.Content = append([]mcp.Content(nil), tc.res.Content...)
-				before = &c
+			before, records := h.Messages(), h.seq
+			_, err := h.Record(context.Background(), tc.msgs...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Record: got %v, want an error containing %q", err, tc.want)
 			}
-			got, err := h.Call(context.Background(), "fs:read", json.RawMessage(`{ "path" : "/a" }`), func(context.Context) (*mcp.CallToolResult, error) {
-				return tc.res, tc.err
-			})
-			if !errors.Is(err, tc.err) {
-				t.Fatalf("got error %v, want %v", err, tc.err)
+			if _, err := h.Turn(context.Background(), tc.msgs...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Turn: got %v, want an error containing %q", err, tc.want)
 			}
-			if tc.res != nil {
-				if diff := cmp.Diff(before, tc.res); diff != "" {
-					t.Errorf("the upstream's result was modified (-before +after):\n%s", diff)
-				}
-			}
-			msgs := h.Messages()
-			want := []noa.CoreMessage{
-				{ID: "msg000001", Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "fs:read", ToolCallID: "call000001", Text: `{"path":"/a"}`},
-				{ID: "msg000002", Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: "fs:read", ToolCallID: "call000001", Text: tc.wantText},
-			}
-			if diff := cmp.Diff(want, msgs); diff != "" {
-				t.Errorf("recorded messages (-want +got):\n%s", diff)
-			}
-			tr, _ := readTranscript(filepath.Join(h.Dir(), TranscriptFile))
-			if len(tr.records) != 2 || tr.records[1].Message.IsError != tc.wantErr {
-				t.Fatalf("got %d records (result is_error %v), want 2 records with is_error %v", len(tr.records), tr.records[len(tr.records)-1].Message.IsError, tc.wantErr)
-			}
-			if tc.err != nil {
-				if got != nil {
-					t.Errorf("got result %v with a Go error, want nil", got)
-				}
-				return
-			}
-			st := h.State()
-			ref, ok := noa.RefForRaw(st.MessageRefs, "msg000002")
-			if !ok || ref != "m00002" {
-				t.Fatalf("result ref: got %q, %v; want m00002", ref, ok)
-			}
-			wantContent := 1
-			if tc.res != nil {
-				wantContent = len(tc.res.Content) + 1
-			}
-			if len(got.Content) != wantContent {
-				t.Fatalf("got %d content blocks, want %d (upstream's + ref tag)", len(got.Content), wantContent)
-			}
-			tag := got.Content[len(got.Content)-1].(mcp.TextContent).Text
-			if want := noa.FormatRefTag("m00002", st.TokenSnapshot["m00002"]); tag != want {
-				t.Errorf("got tag %q, want %q", tag, want)
-			}
-			if tc.res != nil && got.IsError != tc.res.IsError {
-				t.Errorf("got IsError %v, want the upstream's %v", got.IsError, tc.res.IsError)
+			if after := h.Messages(); len(after) != len(before) || h.seq != records {
+				t.Errorf("got %d messages and %d records, want %d and %d: a refused batch must record nothing", len(after), h.seq, len(before), records)
 			}
 		})
+	}
+	// The session goes on numbering where it was.
+	call(t, h, "fs:b", "two")
+	if got := h.Messages()[3].ID; got != "msg000004" {
+		t.Errorf("after refused batches: got id %s, want msg000004", got)
 	}
 }
 
@@ -113,26 +117,45 @@ func TestStableIDsAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h = openHost(t, opts, "s")
-	res := call(t, h, "c", "three")
+	call(t, h, "c", "three")
 	msgs := h.Messages()
-	if got, want := msgs[len(msgs)-1].ID, "msg000006"; got != want {
-		t.Errorf("got id %q after restart, want %q", got, want)
+	last := msgs[len(msgs)-1].ID
+	if want := "msg000006"; last != want {
+		t.Errorf("got id %q after restart, want %q", last, want)
 	}
-	if got := texts(res)[1]; !strings.HasPrefix(got, "[m00006 ") {
-		t.Errorf("got tag %q, want ref m00006", got)
+	if ref, _ := h.Ref(last); ref.Ref != "m00006" {
+		t.Errorf("got ref %q, want m00006", ref.Ref)
 	}
 }
 
-// A nudge arrives as an extra block; following it compresses, archives the
+// A call recorded whose result never came, then a clean close: state.json
+// holds the call's ref as the transcript rebuilds it, so the next open finds
+// nothing to repair.
+func TestCloseWithCallInFlight(t *testing.T) {
+	opts := testOptions(t)
+	h := openHost(t, opts, "s")
+	call(t, h, "fs:a", "one")
+	if _, err := h.Record(context.Background(), toolCall("fs:slow", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = openHost(t, opts, "s")
+	if r := h.Report(); r.StateBehind || r.StateMismatch || r.StateMissing || len(r.Warnings) > 0 {
+		t.Errorf("reopen after closing with a call in flight reported %+v, want nothing to repair", r)
+	}
+	if ref, ok := h.Ref("msg000003"); !ok || ref.Ref != "m00003" {
+		t.Errorf("the unanswered call: got ref %+v, %v; want m00003", ref, ok)
+	}
+}
+
+// A nudge comes with a turn; following it compresses, archives the
 // originals verbatim, and quiets the nudges.
 func TestNudgeCompressArchiveRecall(t *testing.T) {
 	h := openHost(t, testOptions(t), "s")
 	rng := rand.New(rand.NewSource(7))
-	res := fillUntilNudge(t, h, rng)
-	nudge := nudgeOf(res)
-	if got := texts(res); got[len(got)-1] != nudge || !strings.HasPrefix(got[len(got)-2], "[m") {
-		t.Fatalf("got blocks %q..., want the content, the ref tag, then the nudge", got[len(got)-2][:20])
-	}
+	nudge := fillUntilNudge(t, h, rng).Nudge
 	for _, want := range []string{"HOW TO COMPRESS", "compressible"} {
 		if !strings.Contains(nudge, want) {
 			t.Errorf("nudge lacks %q", want)
@@ -142,16 +165,15 @@ func TestNudgeCompressArchiveRecall(t *testing.T) {
 	if len(ranges) == 0 {
 		t.Fatalf("nudge names no compressible range:\n%s", nudge)
 	}
-	out, err := h.HandleCompress(context.Background(), compressArgs(ranges))
-	if err != nil {
-		t.Fatal(err)
+	out := compress(t, h, compressArgs(ranges))
+	if out.IsError || !strings.Contains(out.Text, "block(s) created") || len(out.Blocks) == 0 {
+		t.Fatalf("got panel\n%s\nwant blocks created", out.Text)
 	}
-	panel := texts(out)[0]
-	if out.IsError || !strings.Contains(panel, "block(s) created") {
-		t.Fatalf("got panel\n%s\nwant blocks created", panel)
+	msgs := h.Messages()
+	if got := msgs[len(msgs)-2:]; got[0] != out.Call || got[1] != out.Result || out.Result.Text != out.Text {
+		t.Errorf("the stream does not end with the Compress call and its panel as the panel reports them")
 	}
 	st := h.State()
-	msgs := h.Messages()
 	byID := map[string]noa.CoreMessage{}
 	for _, m := range msgs {
 		byID[m.ID] = m
@@ -178,15 +200,16 @@ func TestNudgeCompressArchiveRecall(t *testing.T) {
 	}
 	// The next calls are not nudged again straight away.
 	for i := 0; i < 3; i++ {
-		if n := nudgeOf(call(t, h, "fs:small", words(rng, 50))); n != "" {
+		if n := call(t, h, "fs:small", words(rng, 50)).Nudge; n != "" {
 			t.Fatalf("call %d after compressing: got a nudge again", i)
 		}
 	}
 }
 
-// A result above MaxResultTokens comes back head-and-tail within the limit,
+// A text above MaxResultTokens is recorded head-and-tail within the limit,
 // with the marker and a read_archive call that returns the cut part; the
-// original is archived verbatim and fully recoverable.
+// original is archived verbatim and fully recoverable, also after a
+// restart.
 func TestOversizeResult(t *testing.T) {
 	counter, err := tokens.New("cl100k_base")
 	if err != nil {
@@ -199,32 +222,24 @@ func TestOversizeResult(t *testing.T) {
 	call(t, h, "fs:small", "first")
 	rng := rand.New(rand.NewSource(3))
 	original := words(rng, 12000) + "\nlast line ünïcödé ✓"
-	res, err := h.Call(context.Background(), "fs:read_big", nil, func(context.Context) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(original)}, StructuredContent: map[string]any{"text": original}}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := texts(res)
-	if len(tx) != 2 {
-		t.Fatalf("got %d text blocks, want the cut text and the tag", len(tx))
-	}
-	cut := tx[0]
+	turn := callArgs(t, h, "fs:read_big", nil, original)
+	got := turn.Recorded[0]
+	cut := got.Text
 	if n := counter.Count(cut); n > opts.MaxResultTokens {
 		t.Errorf("cut result has %d tokens, want at most %d", n, opts.MaxResultTokens)
 	}
-	if res.StructuredContent != nil {
-		t.Errorf("cut result still carries the structured copy of the whole payload")
-	}
 	if !strings.Contains(cut, noa.TruncationMarker) {
 		t.Fatalf("cut result lacks noa's truncation marker")
+	}
+	if want := ResultsDir + "/msg000004.txt"; got.Original != want {
+		t.Errorf("Original: got %q, want %q", got.Original, want)
 	}
 	m := regexp.MustCompile(`read_archive \{"ref":"(m\d+)","offset":(\d+),"limit":(\d+)\}`).FindStringSubmatch(cut)
 	if m == nil {
 		t.Fatalf("cut result names no read_archive call:\n%s", cut[len(cut)/2-400:len(cut)/2+400])
 	}
-	if m[1] != "m00004" || !strings.HasPrefix(tx[1], "[m00004 ") {
-		t.Errorf("pointer names %s, tag %q; want both m00004", m[1], tx[1])
+	if ref, _ := h.Ref(got.ID); m[1] != "m00004" || ref.Ref != "m00004" {
+		t.Errorf("pointer names %s, the result's ref is %s; want both m00004", m[1], ref.Ref)
 	}
 	var off, lim int
 	fmt.Sscan(m[2], &off)
@@ -251,27 +266,37 @@ func TestOversizeResult(t *testing.T) {
 	if err != nil || string(stored) != original {
 		t.Errorf("archived original: %v, %d bytes; want %d bytes verbatim", err, len(stored), len(original))
 	}
-	// The recorded message is what the client holds (the cut text), and the
-	// pointer survives a restart.
+	// The recorded message is the cut text, and the pointer survives a
+	// restart.
 	if got := h.Messages()[3].Text; got != cut {
-		t.Errorf("recorded text is not the cut text the client got")
+		t.Errorf("recorded text is not the cut text the turn returned")
 	}
 	h.Close()
 	h = openHost(t, opts, "s")
 	if again, _ := readAll(t, h, ReadArchiveArgs{Ref: "m00004"}); again != original {
 		t.Errorf("after restart read_archive m00004 no longer returns the original")
 	}
+	// Without CutToSize the same text is recorded whole.
+	rec, err := h.Record(context.Background(), toolCall("fs:read_big", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := toolResult(rec[0], original)
+	whole.CutToSize = false
+	if turn, err := h.Turn(context.Background(), whole); err != nil || turn.Recorded[0].Text != original || turn.Recorded[0].Original != "" {
+		t.Errorf("a text recorded without CutToSize was cut (%v)", err)
+	}
 }
 
-// An oversize result whose original cannot be archived goes back whole.
+// An oversize text whose original cannot be archived is recorded whole.
 func TestOversizeArchiveFailureReturnsWhole(t *testing.T) {
 	opts := testOptions(t)
 	opts.MaxResultTokens = 500
-	opts.FS = &failingFS{OS: OS{}, failWriteAfter: 0}
+	opts.FS = &failingFS{under: filepath.Join(opts.Dir, "s", ArchiveDir), failWriteAfter: 0}
 	h := openHost(t, opts, "s")
 	big := words(rand.New(rand.NewSource(1)), 5000)
-	res := call(t, h, "fs:big", big)
-	if texts(res)[0] != big {
+	got := call(t, h, "fs:big", big).Recorded[0]
+	if got.Text != big || got.Original != "" {
 		t.Errorf("got a cut result although its original could not be archived")
 	}
 }
@@ -296,18 +321,15 @@ func TestReadArchiveErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := ParseReadArchiveArgs([]byte(tc.raw))
-			var msg string
-			if err != nil {
-				msg = err.Error()
-			} else {
-				res := h.ReadArchive(context.Background(), a)
-				if !res.IsError {
-					t.Fatalf("got success %q, want an error", texts(res))
+			if err == nil {
+				var page Page
+				page, err = h.ReadArchive(context.Background(), a)
+				if err == nil {
+					t.Fatalf("got page %q, want an error", page.Text)
 				}
-				msg = texts(res)[0]
 			}
-			if !strings.Contains(msg, tc.want) {
-				t.Errorf("got %q, want it to contain %q", msg, tc.want)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %q, want it to contain %q", err, tc.want)
 			}
 		})
 	}
@@ -316,8 +338,13 @@ func TestReadArchiveErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(h.ReadArchive(context.Background(), a))[0]; got != "ph" {
-		t.Errorf("got %q, want %q", got, "ph")
+	if page, err := h.ReadArchive(context.Background(), a); err != nil || page.Text != "ph" {
+		t.Errorf("got %q (%v), want %q", page.Text, err, "ph")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.ReadArchive(ctx, a); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v, want context.Canceled", err)
 	}
 }
 
@@ -329,15 +356,55 @@ func TestOversizeProtectedToolResult(t *testing.T) {
 	opts.Noa.ProtectedTools = []string{"vault:*"}
 	h := openHost(t, opts, "s")
 	original := words(newRand(9), 4000)
-	res := call(t, h, "vault:read", original)
-	tx := texts(res)
-	if len(tx) != 1 {
-		t.Fatalf("got %d text blocks, want only the cut text (a protected result has no tag)", len(tx))
+	got := call(t, h, "vault:read", original).Recorded[0]
+	if ref, ok := h.Ref(got.ID); ok {
+		t.Errorf("a protected result got ref %+v, want none", ref)
 	}
-	if !strings.Contains(tx[0], `read_archive {"ref":"msg000002"`) {
+	if !strings.Contains(got.Text, `read_archive {"ref":"msg000002"`) {
 		t.Fatalf("cut text does not point at the message id")
 	}
 	if got, _ := readAll(t, h, ReadArchiveArgs{Ref: "msg000002"}); got != original {
 		t.Errorf("read_archive by message id: got %d bytes, want the %d-byte original", len(got), len(original))
+	}
+}
+
+// Calls of one session running in parallel are all recorded, each result
+// after its call, with distinct refs.
+func TestParallelCallsInOneSession(t *testing.T) {
+	h := openHost(t, testOptions(t), "s")
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 10; j++ {
+				call(t, h, fmt.Sprintf("fs:%d", i), words(newRand(int64(i*100+j)), 50))
+			}
+		}(i)
+	}
+	wg.Wait()
+	msgs := h.Messages()
+	if len(msgs) != 320 {
+		t.Fatalf("got %d messages, want 320", len(msgs))
+	}
+	seenCall := map[string]bool{}
+	for _, m := range msgs {
+		switch m.ContentType {
+		case noa.CTToolCall:
+			seenCall[m.ToolCallID] = true
+		case noa.CTToolResult:
+			if !seenCall[m.ToolCallID] {
+				t.Fatalf("result %s recorded before its call", m.ID)
+			}
+		}
+	}
+	st := h.State()
+	if got := len(st.MessageRefs.ByRef); got != 320 {
+		t.Errorf("got %d refs, want 320", got)
+	}
+	h.Close()
+	h2 := openHost(t, testOptionsIn(filepath.Dir(h.Dir())), "s")
+	if !sameState(st, h2.State()) {
+		t.Errorf("rebuilt after parallel calls: %s", stateDiff(st, h2.State()))
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The SIGKILL test re-executes this test binary as a child that runs a
@@ -75,15 +73,16 @@ func killHelper(dir, stage string) {
 	}
 	rng := newRand(11)
 	for i := 0; i < 12; i++ {
-		text := words(rng, 400)
-		if _, err := h.Call(context.Background(), "fs:read", json.RawMessage(`{}`), func(context.Context) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(text), nil
-		}); err != nil {
+		rec, err := h.Record(context.Background(), toolCall("fs:read", json.RawMessage(`{}`)))
+		if err == nil {
+			_, err = h.Turn(context.Background(), toolResult(rec[0], words(rng, 400)))
+		}
+		if err != nil {
 			fmt.Println("ERROR", err)
 			os.Exit(2)
 		}
 	}
-	h.HandleCompress(context.Background(), killFixtureArgs)
+	h.Compress(context.Background(), killFixtureArgs)
 	fmt.Println("ERROR the hook never fired")
 	os.Exit(2)
 }
@@ -182,9 +181,8 @@ func TestSIGKILLMidCompress(t *testing.T) {
 		}
 		assertNoBlockWithoutArchive(t, h)
 		// The model's retry applies, replacing the orphans.
-		res, err := h.HandleCompress(context.Background(), killFixtureArgs)
-		if err != nil || res.IsError {
-			t.Fatalf("retry after restart: %v %q", err, texts(res))
+		if res := compress(t, h, killFixtureArgs); res.IsError {
+			t.Fatalf("retry after restart: %q", res.Text)
 		}
 		if got := len(h.State().Blocks); got != 2 {
 			t.Errorf("retry: got %d blocks, want 2", got)

@@ -59,14 +59,13 @@ func TestRebuildNeedsTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var out bytes.Buffer
-	err = Rebuild(&out, opts, "s")
+	rep, err := Rebuild(opts, "s")
 	var inUse *InUseError
 	if !errors.As(err, &inUse) || inUse.PID != os.Getpid() {
 		t.Fatalf("Rebuild of an open session: got %v, want an *InUseError naming pid %d", err, os.Getpid())
 	}
-	if out.Len() != 0 {
-		t.Errorf("refused Rebuild wrote %q, want nothing", out.String())
+	if rep.Records != 0 || rep.Seq != 0 {
+		t.Errorf("refused Rebuild reported %+v, want nothing done", rep)
 	}
 	if after, _ := os.ReadFile(statePath); !bytes.Equal(after, before) {
 		t.Error("refused Rebuild changed state.json")
@@ -75,7 +74,7 @@ func TestRebuildNeedsTheLock(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Rebuild(&out, opts, "s"); err != nil {
+	if _, err := Rebuild(opts, "s"); err != nil {
 		t.Fatalf("Rebuild after Close: %v", err)
 	}
 	// Rebuild let go of the lock when it finished.
@@ -98,13 +97,12 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if _, err := Open(opts, "held"); err == nil || err.Error() != want {
 		t.Fatalf("Open while another process holds it: got %v, want %q", err, want)
 	}
-	if err := Rebuild(&bytes.Buffer{}, opts, "held"); err == nil || err.Error() != want {
+	if _, err := Rebuild(opts, "held"); err == nil || err.Error() != want {
 		t.Errorf("Rebuild while another process holds it: got %v, want %q", err, want)
 	}
 	// Reading needs no lock.
-	var shown bytes.Buffer
-	if err := Show(&shown, opts, "held"); err != nil {
-		t.Errorf("Show while another process holds it: %v", err)
+	if _, err := Inspect(opts, "held"); err != nil {
+		t.Errorf("Inspect while another process holds it: %v", err)
 	}
 
 	killChild(t, cmd)

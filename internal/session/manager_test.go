@@ -40,7 +40,7 @@ func TestManagerOpensOnce(t *testing.T) {
 	if err := m.Release("same"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.HandleCompress(context.Background(), []byte(`{}`)); !errors.Is(err, ErrClosed) {
+	if _, err := first.Compress(context.Background(), []byte(`{}`)); !errors.Is(err, ErrClosed) {
 		t.Errorf("released host: got %v, want ErrClosed", err)
 	}
 	again, err := m.Host("same")

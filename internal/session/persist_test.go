@@ -3,13 +3,12 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
@@ -22,8 +21,7 @@ func busySession(t *testing.T, h *Host, calls int) {
 	rng := newRand(21)
 	compressed := 0
 	for i := 0; i < calls; i++ {
-		res := call(t, h, fmt.Sprintf("fs:read_%d", i%5), words(rng, 300+rng.Intn(600)))
-		n := nudgeOf(res)
+		n := call(t, h, fmt.Sprintf("fs:read_%d", i%5), words(rng, 300+rng.Intn(600))).Nudge
 		if n == "" {
 			continue
 		}
@@ -33,18 +31,12 @@ func busySession(t *testing.T, h *Host, calls int) {
 		} else {
 			args = compressArgs(rangesOf(n))
 		}
-		out, err := h.HandleCompress(context.Background(), args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !out.IsError {
+		if out := compress(t, h, args); !out.IsError {
 			compressed++
 		}
 	}
 	// A failed call too: it must replay as "skipped".
-	if _, err := h.HandleCompress(context.Background(), []byte(`{"content":[{"start":"m99999","end":"m99998","summary":"nothing here at all, just a test of a failing call"}]}`)); err != nil {
-		t.Fatal(err)
-	}
+	compress(t, h, []byte(`{"content":[{"start":"m99999","end":"m99998","summary":"nothing here at all, just a test of a failing call"}]}`))
 	if compressed < 2 {
 		t.Fatalf("only %d Compress calls succeeded; the fixture should compress repeatedly", compressed)
 	}
@@ -232,24 +224,19 @@ func TestInvalidSessionID(t *testing.T) {
 func TestIDsAfterUnansweredCall(t *testing.T) {
 	opts := testOptions(t)
 	h := openHost(t, opts, "s")
-	release, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Call(context.Background(), "slow", nil, func(context.Context) (*mcp.CallToolResult, error) {
-			close(started)
-			<-release
-			return mcp.NewToolResultText("late"), nil
-		})
-	}()
-	<-started
+	slow, err := h.Record(context.Background(), toolCall("slow", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	call(t, h, "fast", "quick") // msg000003 and its result msg000004
 	// Crash while the slow call is unanswered, and reopen: the old process
 	// is gone, so its late answer is not recorded.
 	crash(t, h)
 	h2 := openHost(t, opts, "s")
 	call(t, h2, "next", "after")
-	close(release)
-	<-done
+	if _, err := h.Turn(context.Background(), toolResult(slow[0], "late")); !errors.Is(err, ErrClosed) {
+		t.Errorf("the late answer to the crashed host: got %v, want ErrClosed", err)
+	}
 	seen := map[string]bool{}
 	for _, m := range h2.Messages() {
 		if seen[m.ID] {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -104,19 +102,34 @@ func ParseReadArchiveArgs(raw []byte) (ReadArchiveArgs, error) {
 // a result, which stays under the limit for ordinary text.
 func (h *Host) pageBytes() int { return h.opts.MaxResultTokens * 3 }
 
-// ReadArchive returns archived originals verbatim, one page at a time: the
-// first content block is exactly bytes [offset, next) of the original (cut
-// on a character boundary), the second says where the page sits and how to
-// get the next one. Concatenating the first blocks of the pages from offset
-// 0 gives back the original byte for byte. Mistakes come back as tool errors
-// that say how to correct the call.
-func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) *mcp.CallToolResult {
+// Page is one page of an archived original.
+type Page struct {
+	// Text is exactly bytes [Start, End) of the original, cut on
+	// character boundaries. Concatenating the Texts of the pages from
+	// offset 0 gives back the original byte for byte.
+	Text string
+	// Note says where the page sits and, when more follows, the exact
+	// read_archive call for the next page.
+	Note string
+	// Start, End and Size are byte offsets into the original and its size;
+	// End == Size on the last page.
+	Start, End, Size int
+}
+
+// ReadArchive returns archived originals verbatim, one page at a time: a
+// block's archive (a.Block) or the original of one message (a.Ref: its
+// ref, or its id for a message without one), from a.Offset, at most a.Limit
+// bytes and never more than fits a result. It only reads: recording the
+// call and its page is the front's business, like any tool call's.
+//
+// The error is written for the model: it says how to correct the call.
+func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) (Page, error) {
 	if err := ctx.Err(); err != nil {
-		return mcp.NewToolResultError(err.Error())
+		return Page{}, err
 	}
 	name, data, err := h.archived(a)
 	if err != nil {
-		return mcp.NewToolResultError(err.Error())
+		return Page{}, err
 	}
 	key := `"block":` + strconv.Quote(a.Block)
 	if a.Block == "" {
@@ -124,7 +137,7 @@ func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) *mcp.CallTool
 	}
 	size := len(data)
 	if a.Offset > size {
-		return mcp.NewToolResultError(fmt.Sprintf("offset %d is past the end of %s, which has %d bytes. Use an offset below %d.", a.Offset, name, size, size))
+		return Page{}, fmt.Errorf("offset %d is past the end of %s, which has %d bytes. Use an offset below %d.", a.Offset, name, size, size)
 	}
 	start := a.Offset
 	for start > 0 && start < size && !utf8.RuneStart(data[start]) {
@@ -149,7 +162,7 @@ func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) *mcp.CallTool
 	} else {
 		note += "; end of the archive]"
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(data[start:end])), mcp.NewTextContent(note)}}
+	return Page{Text: string(data[start:end]), Note: note, Start: start, End: end, Size: size}, nil
 }
 
 // pageEnd is start+limit moved back to a character boundary (but at least

@@ -21,14 +21,19 @@ const (
 
 // Record kinds.
 const (
+	// kindMessage is a message of the stream.
 	kindMessage = "message"
+	// kindTurn is a turn that recorded no message but moved noa's pacing
+	// (a Turn with nothing new, as a model request that only re-reads the
+	// session makes); it carries only the pacing.
+	kindTurn = "turn"
 )
 
 // record is one line of transcript.jsonl. Every message of the stream is a
-// record; the record of a tool result (and of a Compress call's panel)
-// carries the pacing noa held after that turn, and a Compress call's panel
-// record carries the call's metadata, so the whole state can be rebuilt from
-// the transcript alone.
+// record; the last record a turn writes (over MCP: the tool result's; after
+// a Compress call: its panel's) carries the pacing noa held after that
+// turn, and a Compress call's panel record carries the call's metadata, so
+// the whole state can be rebuilt from the transcript alone.
 type record struct {
 	Seq  int64  `json:"seq"`
 	Kind string `json:"kind"`
@@ -88,6 +93,16 @@ func pacingOf(st noa.CompressionState) *pacing {
 		p.DeadRanges = c.Stats.DeadRanges
 	}
 	return p
+}
+
+// samePacing reports whether two pacings restore the same state (the
+// figures kept for readers aside).
+func samePacing(a, b *pacing) bool {
+	x, y := *a, *b
+	x.Tokens, x.Nudged, y.Tokens, y.Nudged = 0, false, 0, false
+	jx, errx := json.Marshal(x)
+	jy, erry := json.Marshal(y)
+	return errx == nil && erry == nil && bytes.Equal(jx, jy)
 }
 
 // apply writes the pacing into st (which the caller owns).

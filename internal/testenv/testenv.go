@@ -17,6 +17,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,26 @@ func Datasets(t testing.TB) string {
 		t.Fatalf("testenv: the frozen corpora are not at %s (%v): restore bench/datasets from git, or set %s to their directory", dir, err, DatasetsEnv)
 	}
 	return dir
+}
+
+// Prose is n words of deterministic prose drawn by rng, a line break every
+// 17 words: bulky tool output for session tests, which a real tokenizer
+// counts like text.
+func Prose(rng *rand.Rand, n int) string {
+	vocab := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima " +
+		"internal/session/host.go:212 ProcessTurn archive block summary error timeout retry cache index")
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			if i%17 == 0 {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(vocab[rng.Intn(len(vocab))])
+	}
+	return b.String()
 }
 
 // Imports returns the import paths of each non-test Go file in dir, by file

@@ -1,0 +1,342 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/session"
+)
+
+// This file is the MCP face of noa's session hosts (internal/session, which
+// knows nothing of MCP): which host a request belongs to, how a tools/call
+// and its result become messages of the session's stream, how the result
+// the client receives is shaped (ref tag, nudge, size cut), and the Compress
+// and read_archive tools.
+
+// sessionIDFunc tells which noa session a request belongs to; "" means
+// none (the call passes through unrecorded).
+type sessionIDFunc func(ctx context.Context) string
+
+// clientSessionID is the sessionIDFunc for mcp-go: sessionIDFor the
+// ClientSession in ctx.
+func clientSessionID(stdioID string) sessionIDFunc {
+	return func(ctx context.Context) string {
+		return sessionIDFor(mcpserver.ClientSessionFromContext(ctx), stdioID)
+	}
+}
+
+// sessionIDFor is the session id a host is keyed on for an mcp-go client
+// session: its own id (the Mcp-Session-Id of streamable HTTP, the
+// connection's id for SSE), except that stdio, whose id is the constant
+// "stdio", maps to stdioID (see session.NewSessionID) so each run of the
+// proxy gets its own session. "" (no session: nil, or a request of the
+// 2026-07-28 protocol, which has none) means the call passes through
+// unrecorded.
+func sessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
+	if cs == nil {
+		return ""
+	}
+	if id := cs.SessionID(); id != "stdio" {
+		return id
+	}
+	return stdioID
+}
+
+// rawArguments is a call's arguments as JSON.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	switch v := req.Params.Arguments.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return v
+	case []byte:
+		return v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+}
+
+// recordedToolName is the name a call is recorded under: for call_tool the
+// routed tool id it names ("server:tool"), so protected-tool patterns and
+// noa's tool lists see the real tool; otherwise the tool called.
+func recordedToolName(req mcp.CallToolRequest) string {
+	if req.Params.Name == ToolCall {
+		if name, ok := req.GetArguments()["name"].(string); ok && name != "" {
+			return name
+		}
+	}
+	return req.Params.Name
+}
+
+// compressTool is the Compress tool definition: noa's name, description
+// and schema.
+func compressTool() mcp.Tool {
+	schema, _ := json.Marshal(noa.CompressToolSchema())
+	return mcp.NewToolWithRawSchema(noa.CompressToolName, noa.CompressToolDescription, schema)
+}
+
+// readArchiveTool is the read_archive tool definition.
+func readArchiveTool() mcp.Tool {
+	schema, _ := json.Marshal(session.ReadArchiveSchema())
+	t := mcp.NewToolWithRawSchema(session.ReadArchiveToolName, session.ReadArchiveDescription, schema)
+	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+	return t
+}
+
+// noaFront runs every tools/call of a client session through that
+// session's host.
+type noaFront struct {
+	sessions *session.Manager
+	idOf     sessionIDFunc
+	// nameOf is the name a call is recorded under: a front that exposes
+	// upstream tools under other names (direct mode's server__tool) records
+	// the routed "server:tool", so protected_tools and noa's tool lists see
+	// one name whatever the mode.
+	nameOf func(mcp.CallToolRequest) string
+	log    *zap.Logger
+}
+
+// middleware records and shapes every tools/call through the session's
+// host. Compress and read_archive are left to their own handlers (which
+// record through the host themselves). A request with no session id, or
+// whose host cannot be opened, passes through untouched.
+func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.Name == noa.CompressToolName || req.Params.Name == session.ReadArchiveToolName {
+			return next(ctx, req)
+		}
+		h := n.host(ctx)
+		if h == nil {
+			return next(ctx, req)
+		}
+		return n.call(ctx, h, n.nameOf(req), rawArguments(req), true, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return next(ctx, req)
+		})
+	}
+}
+
+// host is the host of the request's session; nil when it has none or the
+// host cannot be opened (logged).
+func (n *noaFront) host(ctx context.Context) *session.Host {
+	id := n.idOf(ctx)
+	if id == "" {
+		return nil
+	}
+	h, err := n.sessions.Host(id)
+	if err != nil {
+		n.log.Error("opening the session host; the call passes through unrecorded", zap.String("session_id", id), zap.Error(err))
+		return nil
+	}
+	return h
+}
+
+// compress handles the Compress tool.
+func (n *noaFront) compress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h := n.host(ctx)
+	if h == nil {
+		return mcp.NewToolResultError("Compress is unavailable: this connection has no session. Nothing was changed."), nil
+	}
+	p, err := h.Compress(ctx, rawArguments(req))
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("Compress could not be recorded (%v), so nothing was compressed and no state changed. This is a storage problem on the host, not a mistake in your call.", err)), nil
+	}
+	out := mcp.NewToolResultText(p.Text)
+	out.IsError = p.IsError
+	return out, nil
+}
+
+// readArchive handles read_archive; the call and its page are recorded
+// like any other tool call (never cut: a page is sized to fit).
+func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h := n.host(ctx)
+	if h == nil {
+		return mcp.NewToolResultError("read_archive is unavailable: this connection has no session."), nil
+	}
+	raw := rawArguments(req)
+	return n.call(ctx, h, session.ReadArchiveToolName, raw, false, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		a, err := session.ParseReadArchiveArgs(raw)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		page, err := h.ReadArchive(ctx, a)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(page.Text), mcp.NewTextContent(page.Note)}}, nil
+	})
+}
+
+// call records a tools/call named tool with arguments args in h, runs it,
+// records what it returned with a noa turn (its text cut to size when cut
+// is set and it is too large), and returns the result shaped for the
+// client: the upstream's content untouched, then a ref tag, then the nudge
+// when noa asks for one; a result that was cut comes back head-and-tail
+// with a pointer to its archived original. A Go error from run is recorded
+// and returned unchanged. The result run returns is never modified.
+//
+// Both records are written whether or not the client is still waiting (the
+// call happened), and if the transcript cannot be written the call still
+// runs and its result is returned as it came (logged): losing the record
+// must not break the tool.
+func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args json.RawMessage, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
+	rctx := context.WithoutCancel(ctx)
+	rec, err := h.Record(rctx, session.Message{CoreMessage: noa.CoreMessage{
+		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
+	}})
+	if err != nil {
+		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
+		return run(ctx)
+	}
+	res, runErr := run(ctx)
+	result := session.Message{CoreMessage: noa.CoreMessage{
+		Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: tool, ToolCallID: rec[0].ToolCallID,
+	}, IsError: true}
+	shown := res
+	if runErr != nil {
+		result.Text = "[error] " + runErr.Error()
+	} else {
+		if shown == nil {
+			shown = &mcp.CallToolResult{}
+		}
+		result.Text, result.IsError, result.CutToSize = resultText(shown), shown.IsError, cut
+	}
+	turn, err := h.Turn(rctx, result)
+	if err != nil {
+		log.Error("recording a tool result; returning it unrecorded", zap.Error(err))
+		return res, runErr
+	}
+	if runErr != nil {
+		return res, runErr
+	}
+	recorded := turn.Recorded[0]
+	ref, hasRef := h.Ref(recorded.ID)
+	return shape(shown, recorded, hasRef, ref, turn.Nudge), nil
+}
+
+// shape builds what the client receives; res is not modified.
+func shape(res *mcp.CallToolResult, rec session.Message, hasRef bool, ref session.MessageRef, nudge string) *mcp.CallToolResult {
+	out := *res
+	out.Content = make([]mcp.Content, 0, len(res.Content)+3)
+	if rec.Original != "" {
+		out.Content = append(out.Content, mcp.NewTextContent(rec.Text))
+		for _, c := range res.Content {
+			if !isText(c) {
+				out.Content = append(out.Content, c)
+			}
+		}
+		// The structured copy would carry the whole payload again.
+		out.StructuredContent = nil
+		out.RawStructuredContent = nil
+	} else {
+		out.Content = append(out.Content, res.Content...)
+	}
+	if hasRef {
+		out.Content = append(out.Content, mcp.NewTextContent(noa.FormatRefTag(ref.Ref, ref.Tokens)))
+	}
+	if nudge != "" {
+		out.Content = append(out.Content, mcp.NewTextContent(nudge))
+	}
+	return &out
+}
+
+// resultText is the text a result is recorded as: its text blocks joined by
+// newlines, with each image, audio clip and resource as a short placeholder
+// giving its type and size (their bytes are not text the model reads as
+// tokens, and the upstream can produce them again). A result with no content
+// but structured content is recorded as that JSON.
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(res.Content))
+	for _, c := range res.Content {
+		parts = append(parts, contentText(c))
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func contentText(c mcp.Content) string {
+	switch v := c.(type) {
+	case mcp.TextContent:
+		return v.Text
+	case *mcp.TextContent:
+		return v.Text
+	case mcp.ImageContent:
+		return placeholder("image", v.MIMEType, base64Size(v.Data))
+	case *mcp.ImageContent:
+		return placeholder("image", v.MIMEType, base64Size(v.Data))
+	case mcp.AudioContent:
+		return placeholder("audio", v.MIMEType, base64Size(v.Data))
+	case *mcp.AudioContent:
+		return placeholder("audio", v.MIMEType, base64Size(v.Data))
+	case mcp.EmbeddedResource:
+		return resourcePlaceholder(v.Resource)
+	case *mcp.EmbeddedResource:
+		return resourcePlaceholder(v.Resource)
+	case mcp.ResourceLink:
+		return fmt.Sprintf("[resource link %s]", v.URI)
+	case *mcp.ResourceLink:
+		return fmt.Sprintf("[resource link %s]", v.URI)
+	default:
+		return fmt.Sprintf("[content %T]", c)
+	}
+}
+
+func resourcePlaceholder(r mcp.ResourceContents) string {
+	switch v := r.(type) {
+	case mcp.TextResourceContents:
+		return placeholder("resource "+v.URI, v.MIMEType, len(v.Text))
+	case *mcp.TextResourceContents:
+		return placeholder("resource "+v.URI, v.MIMEType, len(v.Text))
+	case mcp.BlobResourceContents:
+		return placeholder("resource "+v.URI, v.MIMEType, base64Size(v.Blob))
+	case *mcp.BlobResourceContents:
+		return placeholder("resource "+v.URI, v.MIMEType, base64Size(v.Blob))
+	default:
+		return "[resource]"
+	}
+}
+
+func placeholder(kind, mime string, size int) string {
+	if mime == "" {
+		mime = "unknown type"
+	}
+	return fmt.Sprintf("[%s, %s, %s]", kind, mime, session.FormatBytes(int64(size)))
+}
+
+// base64Size is the decoded size of base64 data.
+func base64Size(s string) int {
+	n := len(s) * 3 / 4
+	switch {
+	case strings.HasSuffix(s, "=="):
+		n -= 2
+	case strings.HasSuffix(s, "="):
+		n--
+	}
+	return max(n, 0)
+}
+
+func isText(c mcp.Content) bool {
+	switch c.(type) {
+	case mcp.TextContent, *mcp.TextContent:
+		return true
+	}
+	return false
+}

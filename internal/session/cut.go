@@ -1,0 +1,114 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// cutText is a text cut to size.
+type cutText struct {
+	// text is what is recorded and returned; rel where the original is
+	// archived; ref the ref the pointer names.
+	text, rel, ref string
+}
+
+// cutOversize archives and cuts m.Text when it is above MaxResultTokens,
+// rewriting m.Text to what the model will hold. m is the last message of
+// the stream (its ref is the one noa gives it next). It returns nil when the
+// text fits, and also when archiving fails: then the text stays whole,
+// because cutting what cannot be recovered would lose it.
+func (h *Host) cutOversize(m *noa.CoreMessage) *cutText {
+	limit := h.opts.MaxResultTokens
+	total := h.count.count(m.Text)
+	if total <= limit {
+		return nil
+	}
+	// The ref the message will get: noa assigns refs in order on the next
+	// turn, so syncing a copy of the state now gives the same one.
+	probe := h.synced(h.msgs, h.st)
+	ref, ok := noa.RefForRaw(probe.MessageRefs, m.ID)
+	handle := ref
+	if !ok {
+		handle = m.ID // a protected tool's result has no ref
+	}
+	rel, err := h.arch.WriteResult(m.ID, []byte(m.Text))
+	if err != nil {
+		h.log.Error("archiving an oversize result; keeping it whole", zap.String("tool", m.ToolName), zap.Int("tokens", total), zap.Error(err))
+		return nil
+	}
+	// Leave room for the ref tag and the nudge's framing.
+	text := headTail(m.Text, total, max(limit-64, limit/2), h.opts.Count, handle)
+	m.Text = text
+	return &cutText{text: text, rel: rel, ref: ref}
+}
+
+// headTail keeps the start and the end of text (about two thirds head, one
+// third tail) within budget tokens, joined by a line carrying noa's
+// truncation marker and the read_archive call that returns the cut bytes.
+func headTail(text string, total, budget int, count noa.TokenCountFn, handle string) string {
+	n := len(text)
+	keep := int(int64(n) * int64(budget) / int64(max(total, 1)))
+	var out string
+	for range 8 {
+		head := cutBack(text, keep*2/3)
+		tail := cutForward(text, n-(keep-keep*2/3))
+		if tail < head {
+			tail = head
+		}
+		out = text[:head] + cutNote(head, tail, n, handle) + text[tail:]
+		got := count(out)
+		if got <= budget || keep == 0 {
+			return out
+		}
+		// Shrink by the overshoot, plus a margin: token density is uneven.
+		keep = int(float64(keep) * float64(budget) / float64(got) * 0.95)
+	}
+	return out
+}
+
+func cutNote(from, to, size int, handle string) string {
+	return fmt.Sprintf("\n\n%s: bytes %d-%d of %d were cut from the middle of this result. The original is archived verbatim; "+
+		"read the cut part with read_archive {\"ref\":%q,\"offset\":%d,\"limit\":%d}; if the answer comes in pages, continue from the offset each page names until byte %d.]\n\n",
+		noa.TruncationMarker, from, to, size, handle, from, to-from, to)
+}
+
+// cutBack returns a cut position at or before i on a rune boundary,
+// preferring the end of a line within the last 256 bytes.
+func cutBack(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	if i <= 0 {
+		return 0
+	}
+	if j := strings.LastIndexByte(s[max(0, i-256):i], '\n'); j >= 0 {
+		return max(0, i-256) + j + 1
+	}
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
+
+// cutForward returns a cut position at or after i on a rune boundary,
+// preferring the start of a line within the next 256 bytes.
+func cutForward(s string, i int) int {
+	if i <= 0 {
+		return 0
+	}
+	if i >= len(s) {
+		return len(s)
+	}
+	if j := strings.IndexByte(s[i:min(len(s), i+256)], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,155 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// Open opens the session id under opts.Dir, creating it when it does not
+// exist. An existing session is rebuilt from its transcript; the result is
+// checked against state.json and state.json is repaired when it is missing,
+// behind, or different. The returned host must be closed.
+//
+// The host holds the session's lock (see LockFile) until Close: while it is
+// open, another Open or Rebuild of the same session, in this process or
+// another, fails with an *InUseError.
+func Open(opts Options, id string) (*Host, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("opening session: no sessions directory configured")
+	}
+	if !ValidSessionID(id) {
+		return nil, fmt.Errorf("opening session: invalid session id %q (want 1-128 of A-Z a-z 0-9 _ . -, not starting with a dot)", id)
+	}
+	opts = opts.withDefaults()
+	dir := filepath.Join(opts.Dir, id)
+	h := &Host{
+		id: id, dir: dir, opts: opts, cfg: opts.Noa,
+		arch:      &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS},
+		count:     newMemo(opts.Count),
+		log:       opts.Logger.With(zap.String("session_id", id)),
+		index:     map[string]int{},
+		originals: map[string]string{},
+		reserved:  map[string]string{},
+	}
+	if err := opts.FS.MkdirAll(h.arch.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	// Nothing is read or repaired before the lock is ours: another writer
+	// may be mid-append.
+	lock, err := lockSession(dir, id)
+	if err != nil {
+		var inUse *InUseError
+		if errors.As(err, &inUse) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	if err := h.load(); err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	tr, err := opts.FS.OpenAppend(h.path(TranscriptFile))
+	if err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	h.tr, h.lock = tr, lock
+	for _, w := range h.report.Warnings {
+		h.log.Warn("session restored with a repair", zap.String("detail", w))
+	}
+	return h, nil
+}
+
+// load restores the session from disk (nothing to do for a new one).
+func (h *Host) load() error {
+	trPath := h.path(TranscriptFile)
+	t, err := readTranscript(trPath)
+	if err != nil {
+		return err
+	}
+	rep := &h.report
+	rep.Records = len(t.records)
+	if t.torn {
+		// A record cut short by a crash is not part of the session; cut it
+		// off so the next append starts on a clean line.
+		rep.TornTail = true
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("dropped a record cut short at byte %d of the transcript (an interrupted write)", t.valid))
+		if err := h.opts.FS.Truncate(trPath, t.valid); err != nil {
+			return fmt.Errorf("dropping the torn last record: %w", err)
+		}
+	}
+	h.trSize = t.valid
+	saved, haveState, err := readState(h.path(StateFile))
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, err.Error())
+		haveState = false
+	}
+	if len(t.records) == 0 {
+		h.st = noa.CreateInitialState(h.id, h.arch.Root)
+		if haveState && len(saved.State.Blocks) > 0 {
+			rep.StateMismatch = true
+			rep.Warnings = append(rep.Warnings, "state.json lists blocks but the transcript is empty; the state was reset")
+		}
+		return nil
+	}
+	full := replayTranscript(t.records, -1, h.id, h.arch, h.cfg, h.count.count, false)
+	rep.Replayed, rep.Skipped = full.result.Replayed, full.result.Skipped
+	rep.Warnings = append(rep.Warnings, full.result.Warnings...)
+	rep.MissingArchives = full.missing
+	switch {
+	case !haveState:
+		rep.StateMissing = true
+		rep.Warnings = append(rep.Warnings, "state.json was missing; rebuilt from the transcript")
+	case saved.Seq > full.seq:
+		rep.StateMismatch = true
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("state.json reflects record %d but the transcript ends at %d; rebuilt from the transcript", saved.Seq, full.seq))
+	default:
+		at := full
+		if saved.Seq < full.seq {
+			rep.StateBehind = true
+			at = replayTranscript(t.records, saved.Seq, h.id, h.arch, h.cfg, h.count.count, false)
+		}
+		if !sameState(saved.State, at.state) {
+			rep.StateMismatch = true
+			rep.Warnings = append(rep.Warnings, "state.json differs from the state rebuilt from the transcript ("+stateDiff(saved.State, at.state)+
+				"); the transcript wins. A changed tokenizer or protected_tools since the session was written causes this, and can renumber refs")
+		}
+	}
+	h.originals, h.st, h.seq = full.originals, full.state, full.seq
+	for _, m := range full.msgs {
+		h.push(m)
+	}
+	h.nextID = highestID(h.msgs)
+	rep.OrphanArchives = orphanArchives(h.arch.Root, h.st)
+	if rep.StateMissing || rep.StateBehind || rep.StateMismatch {
+		if err := h.saveState(); err != nil {
+			return err
+		}
+	} else {
+		h.stateSeq = saved.Seq
+	}
+	return nil
+}
+
+// highestID is the largest number used by a message or call id, so new ids
+// continue after it. (Counting messages would not do: a call whose result
+// was never recorded reserved a number that a later message may not take,
+// and one that a recorded message may have taken after it.)
+func highestID(msgs []noa.CoreMessage) int {
+	hi := 0
+	for _, m := range msgs {
+		for _, s := range []string{strings.TrimPrefix(m.ID, "msg"), strings.TrimPrefix(m.ToolCallID, "call")} {
+			if n, err := strconv.Atoi(s); err == nil && n > hi {
+				hi = n
+			}
+		}
+	}
+	return hi
+}

@@ -1,0 +1,93 @@
+package session
+
+import (
+	"regexp"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// Defaults.
+const (
+	DefaultContextLimit    = 200000
+	DefaultMaxResultTokens = 25000
+	// DefaultStateEvery is how many turns may pass between two writes of
+	// state.json. The transcript is written (and fsync'd) on every record
+	// and is the source of truth; state.json is a checkpoint Open verifies
+	// and, when it is behind, brings forward from the transcript.
+	DefaultStateEvery = 16
+)
+
+// ReadArchiveToolName is the name of the tool that returns archived
+// originals (see Host.ReadArchive).
+const ReadArchiveToolName = "read_archive"
+
+// Options configure hosts. The zero value is usable except for Dir.
+type Options struct {
+	// Dir is the sessions directory, <data_dir>/sessions. Required.
+	Dir string
+	// Noa is the engine's configuration; a zero ModelContextLimit means
+	// noa.DefaultConfig(DefaultContextLimit). Emergency truncation is
+	// switched off whatever it says: over MCP the view noa projects is never
+	// sent anywhere (the client keeps its own copy), so a cut there would
+	// only make the nudge claim something that did not happen.
+	Noa noa.Config
+	// MaxResultTokens is the largest text a message recorded with
+	// Message.CutToSize keeps whole; larger ones are cut head-and-tail.
+	// Zero means DefaultMaxResultTokens.
+	MaxResultTokens int
+	// Count measures tokens (tokens.Counter.Count); nil means
+	// noa.DefaultCountTokens.
+	Count noa.TokenCountFn
+	// StateEvery is how many turns may pass between writes of state.json;
+	// zero means DefaultStateEvery, 1 writes it on every turn. Compress
+	// calls always write it.
+	StateEvery int
+	// FS performs every disk write; nil means OS.
+	FS FS
+	// Logger receives warnings (nil = no-op).
+	Logger *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	// hook, in tests, is called at named points of a Compress call
+	// ("archived": archives written, nothing recorded; "logged": transcript
+	// written, state.json not).
+	hook func(stage string)
+	// noSync skips fsync (benchmark set-up only).
+	noSync bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Noa.ModelContextLimit <= 0 {
+		o.Noa = noa.DefaultConfig(DefaultContextLimit)
+	}
+	o.Noa.Truncate.Threshold = 0
+	if o.MaxResultTokens <= 0 {
+		o.MaxResultTokens = DefaultMaxResultTokens
+	}
+	if o.Count == nil {
+		o.Count = noa.DefaultCountTokens
+	}
+	if o.StateEvery <= 0 {
+		o.StateEvery = DefaultStateEvery
+	}
+	if o.FS == nil {
+		o.FS = OS{}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$`)
+
+// ValidSessionID reports whether id can name a session directory: 1 to 128
+// of [A-Za-z0-9_.-], not starting with a dot.
+func ValidSessionID(id string) bool { return validID.MatchString(id) }

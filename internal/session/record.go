@@ -1,0 +1,247 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// Message is one message of a session's stream as a caller hands it to
+// Record or Turn: noa's message plus what the host keeps beside it. A front
+// converts whatever it sees (an MCP tools/call and its result, a model
+// request's user, assistant, reasoning and tool parts) into these.
+type Message struct {
+	noa.CoreMessage
+	// IsError marks a tool result that reports a failure. noa does not read
+	// it; the transcript keeps it for whoever reads the session.
+	IsError bool
+	// CutToSize asks for a size cut: a Text above Options.MaxResultTokens
+	// is archived verbatim and recorded (and returned) as its head and
+	// tail, joined by noa's truncation marker and the read_archive call
+	// that returns the part cut out. When the original cannot be archived
+	// the text stays whole, since cutting what cannot be recovered would
+	// lose it.
+	CutToSize bool
+	// Original is set by the host on the messages it returns, when it cut
+	// the text: the archived original's path relative to the archive
+	// directory. It must be empty on input.
+	Original string
+}
+
+// Record appends msgs to the session's stream without running noa: one
+// transcript write, fsync'd before Record returns. It returns the messages
+// as recorded, in order:
+//
+//   - a message without an ID is numbered (msg000001, ...); a tool call
+//     without a ToolCallID gets the matching call000001, and the number
+//     after it is kept for the call's result, so a result recorded later
+//     without an ID takes it (a call and its result read as a pair in the
+//     transcript however many calls run in between);
+//   - a message with an ID keeps it; the ID must be new to the session;
+//   - a CutToSize message over the size limit comes back cut (see Message).
+//
+// Nothing is recorded when any message is invalid or the write fails.
+func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
+	if err := h.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer h.mu.Unlock()
+	b, err := h.stage(msgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.appendRecords(b.recs...); err != nil {
+		b.undo(h)
+		return nil, err
+	}
+	b.commit(h)
+	return b.out, nil
+}
+
+// batch is messages pushed onto the stream and about to be recorded; undo
+// takes them back off, commit keeps them.
+type batch struct {
+	n0, total0 int
+	out        []Message
+	recs       []record
+	predicted  []string // the ref each cut message's pointer names
+	reserved   []string // tool call ids whose result ids it reserved
+}
+
+// stage validates msgs, numbers them, cuts the oversize ones and pushes
+// them onto the stream, returning what is needed to record them. Called
+// with h.mu held; on error nothing is left pushed.
+func (h *Host) stage(msgs []Message) (*batch, error) {
+	b := &batch{n0: len(h.msgs), total0: h.total, out: make([]Message, 0, len(msgs)), recs: make([]record, 0, len(msgs)+1)}
+	seen := map[string]bool{}
+	nextID := h.nextID
+	for i, m := range msgs {
+		if err := h.check(m, seen); err != nil {
+			b.undo(h)
+			h.nextID = nextID // a refused batch takes no numbers
+			return nil, fmt.Errorf("recording message %d of %d: %w", i+1, len(msgs), err)
+		}
+		if h.number(&m.CoreMessage) {
+			b.reserved = append(b.reserved, m.ToolCallID)
+		}
+		seen[m.ID] = true
+		h.push(m.CoreMessage)
+		predicted := ""
+		if m.CutToSize {
+			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1]); cut != nil {
+				h.total += h.count.message(h.msgs[len(h.msgs)-1]) - h.count.message(m.CoreMessage)
+				m.Text, m.Original, predicted = cut.text, cut.rel, cut.ref
+			}
+		}
+		rec := fromCore(m.CoreMessage)
+		rec.IsError, rec.Original = m.IsError, m.Original
+		b.out = append(b.out, m)
+		b.recs = append(b.recs, record{Kind: kindMessage, Message: rec})
+		b.predicted = append(b.predicted, predicted)
+	}
+	return b, nil
+}
+
+// undo takes the batch's messages back off the stream and removes the
+// originals it archived.
+func (b *batch) undo(h *Host) {
+	for _, m := range h.msgs[b.n0:] {
+		delete(h.index, m.ID)
+	}
+	h.msgs, h.total = h.msgs[:b.n0], b.total0
+	for _, id := range b.reserved {
+		delete(h.reserved, id)
+	}
+	for _, m := range b.out {
+		if m.Original != "" {
+			_ = h.arch.RemoveResult(m.Original)
+		}
+	}
+}
+
+// commit keeps the batch: its originals become readable, and the ids its
+// results took are no longer held for them.
+func (b *batch) commit(h *Host) {
+	for _, m := range b.out {
+		if m.Original != "" {
+			h.originals[m.ID] = m.Original
+		}
+		if m.ContentType == noa.CTToolResult && h.reserved[m.ToolCallID] == m.ID {
+			delete(h.reserved, m.ToolCallID)
+		}
+	}
+}
+
+// check validates one message; seen holds the ids earlier in its batch.
+func (h *Host) check(m Message, seen map[string]bool) error {
+	switch m.Role {
+	case noa.RoleSystem, noa.RoleUser, noa.RoleAssistant, noa.RoleTool:
+	default:
+		return fmt.Errorf("role %q: want %q, %q, %q or %q", m.Role, noa.RoleSystem, noa.RoleUser, noa.RoleAssistant, noa.RoleTool)
+	}
+	switch m.ContentType {
+	case noa.CTText, noa.CTToolCall, noa.CTToolResult, noa.CTReasoning:
+	default:
+		return fmt.Errorf("content type %q: want %q, %q, %q or %q", m.ContentType, noa.CTText, noa.CTToolCall, noa.CTToolResult, noa.CTReasoning)
+	}
+	if m.Original != "" {
+		return errors.New("Original is set by the host when it cuts a text; leave it empty")
+	}
+	if m.ID == "" {
+		return nil
+	}
+	if m.ID == noa.NudgeMessageID {
+		return fmt.Errorf("id %q is noa's own (its nudge)", m.ID)
+	}
+	if _, dup := h.index[m.ID]; dup || seen[m.ID] {
+		return fmt.Errorf("id %q is already in the session; every message needs an id of its own", m.ID)
+	}
+	return nil
+}
+
+// number gives m the ids it lacks (see Record) and reports whether it
+// reserved an id for the result of the call m is.
+func (h *Host) number(m *noa.CoreMessage) bool {
+	if m.ID != "" {
+		return false
+	}
+	if m.ContentType == noa.CTToolResult {
+		if id, ok := h.reserved[m.ToolCallID]; ok {
+			if _, taken := h.index[id]; !taken {
+				m.ID = id
+				return false
+			}
+		}
+	}
+	msgID, callID := h.newIDs()
+	m.ID = msgID
+	if m.ContentType != noa.CTToolCall {
+		return false
+	}
+	if m.ToolCallID == "" {
+		m.ToolCallID = callID
+	}
+	resultID, _ := h.newIDs()
+	h.reserved[m.ToolCallID] = resultID
+	return true
+}
+
+func (h *Host) newIDs() (msgID, callID string) {
+	h.nextID++
+	return fmt.Sprintf("msg%06d", h.nextID), fmt.Sprintf("call%06d", h.nextID)
+}
+
+func (h *Host) push(m noa.CoreMessage) {
+	h.index[m.ID] = len(h.msgs)
+	h.msgs = append(h.msgs, m)
+	h.total += h.count.message(m)
+}
+
+// appendRecords writes records to the transcript with one write and one
+// fsync, numbering them. On failure the transcript is cut back to where it
+// was, so a half-written batch never stays.
+func (h *Host) appendRecords(recs ...record) error {
+	if h.broken != nil {
+		return fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until the session is reopened", h.broken)
+	}
+	now := h.opts.Now().UnixMilli()
+	for i := range recs {
+		recs[i].Seq = h.seq + int64(i) + 1
+		recs[i].Time = now
+	}
+	b, err := encodeRecords(recs)
+	if err != nil {
+		return err
+	}
+	_, err = h.tr.Write(b)
+	if err == nil && !h.opts.noSync {
+		err = h.tr.Sync()
+	}
+	if err != nil {
+		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); terr != nil {
+			h.broken = terr
+			err = errors.Join(err, fmt.Errorf("cutting the transcript back: %w", terr))
+		}
+		return fmt.Errorf("writing the transcript: %w", err)
+	}
+	h.trSize += int64(len(b))
+	h.seq += int64(len(recs))
+	return nil
+}
+
+// ArgumentsText is how a tool call's JSON arguments are recorded: compact
+// JSON, "{}" for none, and the bytes as they came when they are not JSON.
+func ArgumentsText(args json.RawMessage) string {
+	if len(args) == 0 {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, args); err != nil {
+		return string(args)
+	}
+	return buf.String()
+}
