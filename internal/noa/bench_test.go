@@ -6,7 +6,10 @@ import (
 )
 
 // benchSession builds a tool-heavy history of about n messages, the oldest
-// 90% of it compressed in 40-message tier-1 blocks by one Compress call.
+// 90% of it compressed in tier-1 blocks of about 40 messages by one Compress
+// call. Each range is widened the way ApplyCompression widens it (so a tool
+// exchange or a reasoning turn is never cut) before the next one starts, so
+// no two ranges of the call overlap.
 func benchSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config) {
 	b.Helper()
 	c := newConvo(7)
@@ -15,13 +18,22 @@ func benchSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config)
 	}
 	cfg := DefaultConfig(200000)
 	st := ProcessTurn(ProcessTurnInput{Messages: c.msgs, State: CreateInitialState("bench", "/a"), Config: cfg, TokenCount: 1}).State
+	view := ProjectView(c.msgs, st, cfg)
 	var ranges []CompressRange
-	for i := 1; i+40 < n*9/10; i += 41 {
-		ranges = append(ranges, CompressRange{StartRef: IndexToRef(i), EndRef: IndexToRef(i + 39),
-			Summary: fmt.Sprintf("summary of m%d and the 39 messages after it: tool work, facts kept, see archive", i)})
+	for next := 0; next+40 < len(view)*9/10; {
+		s, e := ApplyPairBoundaryAdjustments(next, next+39, view)
+		if s < next {
+			next++
+			continue
+		}
+		startRef, _ := RefForRaw(st.MessageRefs, view[s].ID)
+		endRef, _ := RefForRaw(st.MessageRefs, view[e].ID)
+		ranges = append(ranges, CompressRange{StartRef: startRef, EndRef: endRef,
+			Summary: fmt.Sprintf("summary of %s..%s: tool work, facts kept, see archive", startRef, endRef)})
+		next = e + 1
 	}
-	ar := ApplyCompression(ApplyInput{Ranges: ranges, Messages: ProjectView(c.msgs, st, cfg), State: st, Config: cfg, CallID: "setup", Archiver: newMemArchiver()})
-	if len(ar.BlocksCreated) < len(ranges)/2 {
+	ar := ApplyCompression(ApplyInput{Ranges: ranges, Messages: view, State: st, Config: cfg, CallID: "setup", Archiver: newMemArchiver()})
+	if len(ar.BlocksCreated) != len(ranges) || len(ranges) == 0 {
 		b.Fatalf("setup created %d of %d blocks: %v", len(ar.BlocksCreated), len(ranges), ar.Errors[:min(3, len(ar.Errors))])
 	}
 	return c.msgs, ar.State, cfg
