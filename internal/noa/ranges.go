@@ -228,14 +228,19 @@ func (sc *rangeScan) step(m CoreMessage, hard bool, ref string, soft bool, token
 func (sc *rangeScan) finish(protectedRefs map[string]bool) ([]RangeInfo, []ProtectedRange) {
 	sc.flush()
 	sc.pflush()
-	ranges := sc.ranges
+	markDangerous(sc.ranges, protectedRefs)
+	return sc.ranges, sc.prot
+}
+
+// markDangerous flags the last range when it holds user messages and the
+// message right after it is soft-protected.
+func markDangerous(ranges []RangeInfo, protectedRefs map[string]bool) {
 	if n := len(ranges); n > 0 && ranges[n-1].UserMsgs > 0 && len(protectedRefs) > 0 {
 		last := ranges[n-1]
 		if idx, ok := RefToIndex(last.EndRef); ok && protectedRefs[IndexToRef(idx+1)] {
 			ranges[n-1].Dangerous = true
 		}
 	}
-	return ranges, sc.prot
 }
 
 func containsStr(ss []string, s string) bool {
