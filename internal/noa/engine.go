@@ -398,10 +398,10 @@ func (e *Engine) Turn(tokenCount int) TurnResult {
 	}
 	ranges := append([]RangeInfo(nil), sc.ranges...)
 	markDangerous(ranges, soft)
-	prot := make([]ProtectedRange, len(sc.prot))
-	for i, p := range sc.prot {
+	var prot []ProtectedRange // nil when there is none, as the pass leaves it
+	for _, p := range sc.prot {
 		p.Tools = append([]string(nil), p.Tools...)
-		prot[i] = p
+		prot = append(prot, p)
 	}
 	rec := recommend(ranges, prot, cfg)
 	d.CompressibleRanges = rec.CompressibleRanges

@@ -553,3 +553,21 @@ func TestEngineLateCompressAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineNudgeWithoutProtectedRanges: with no recent zone, no user
+// message and no protected tool, a nudge lists no protected range at all.
+func TestEngineNudgeWithoutProtectedRanges(t *testing.T) {
+	cfg := DefaultConfig(40000)
+	cfg.PreserveRecentMessages, cfg.PreserveRecentTokens = 0, 0
+	tw := newTwin(t, 5, cfg)
+	tw.name = "no protected ranges"
+	for range 60 {
+		tw.c.tool("fetch", 80)
+	}
+	tw.feed()
+	tw.nextTokens = 25000
+	r := tw.turn()
+	if r.Nudge == nil || r.Nudge.ProtectedRanges != nil {
+		t.Fatalf("want a nudge without protected ranges, got %+v", r.Nudge)
+	}
+}
