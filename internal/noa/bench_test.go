@@ -89,13 +89,27 @@ func callSession(b *testing.B, n int) ([]CoreMessage, CompressionState, Config, 
 	return msgs, st, cfg, tokens
 }
 
-// callPair is the tool call and result a benchmark iteration appends.
-func callPair(i int, text string) []CoreMessage {
-	id := "bench-" + strconv.Itoa(i)
-	return []CoreMessage{
-		{ID: id + "-call", Role: RoleAssistant, ContentType: CTToolCall, ToolName: "fetch", ToolCallID: id, Text: `{"q":"` + id + `"}`},
-		{ID: id + "-result", Role: RoleTool, ContentType: CTToolResult, ToolName: "fetch", ToolCallID: id, Text: text},
+// runCalls times host calls: each appends a tool call and its result (as
+// call receives them) and runs a turn, which must carry no nudge. It
+// returns how many calls it made.
+func runCalls(b *testing.B, call func(pair []CoreMessage) *NudgeDecision) int {
+	text := newConvo(11).text(120)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		id := "bench-" + strconv.Itoa(i)
+		pair := []CoreMessage{
+			{ID: id + "-call", Role: RoleAssistant, ContentType: CTToolCall, ToolName: "fetch", ToolCallID: id, Text: `{"q":"` + id + `"}`},
+			{ID: id + "-result", Role: RoleTool, ContentType: CTToolResult, ToolName: "fetch", ToolCallID: id, Text: text},
+		}
+		if d := call(pair); d != nil {
+			b.Fatalf("call %d carried a nudge (%s); the benchmark measures quiet turns", i, d.Reason)
+		}
 	}
+	b.StopTimer()
+	return i
 }
 
 // benchmarkIncrementalTurn: one host call on a session of about n messages
@@ -106,22 +120,14 @@ func benchmarkIncrementalTurn(b *testing.B, n int) {
 	e := NewEngine(EngineInput{Messages: msgs, State: st, Config: cfg})
 	e.Turn(tokens) // the first turn syncs and projects the history, and may nudge
 	warm := e.work
-	text := newConvo(11).text(120)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		i++
-		e.Append(callPair(i, text)...)
-		if r := e.Turn(tokens); r.Nudge != nil {
-			b.Fatalf("call %d carried a nudge (%s); the benchmark measures quiet turns", i, r.Nudge.Reason)
-		}
-	}
-	b.StopTimer()
+	calls := runCalls(b, func(pair []CoreMessage) *NudgeDecision {
+		e.Append(pair...)
+		return e.Turn(tokens).Nudge
+	})
 	// The range pass resumes near the end: it steps over the recent zone
 	// and the margin before it, not over the view.
-	if w := e.work; e.reference || w.rebuilds > warm.rebuilds || w.scanned-warm.scanned > i*500 {
-		b.Fatalf("the engine took a slow path over %d calls: reference %v, %+v after warming up with %+v", i, e.reference, w, warm)
+	if w := e.work; e.reference || w.rebuilds > warm.rebuilds || w.scanned-warm.scanned > calls*500 {
+		b.Fatalf("the engine took a slow path over %d calls: reference %v, %+v after warming up with %+v", calls, e.reference, w, warm)
 	}
 }
 
@@ -136,19 +142,12 @@ func BenchmarkIncrementalTurn50k(b *testing.B) { benchmarkIncrementalTurn(b, 500
 func benchmarkProcessTurnCall(b *testing.B, n int) {
 	msgs, st, cfg, tokens := callSession(b, n)
 	st = ProcessTurn(ProcessTurnInput{Messages: msgs, State: st, Config: cfg, TokenCount: tokens}).State
-	text := newConvo(11).text(120)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		i++
-		msgs = append(msgs, callPair(i, text)...)
+	runCalls(b, func(pair []CoreMessage) *NudgeDecision {
+		msgs = append(msgs, pair...)
 		r := ProcessTurn(ProcessTurnInput{Messages: msgs, State: st, Config: cfg, TokenCount: tokens})
-		if r.Nudge != nil {
-			b.Fatalf("call %d carried a nudge (%s); the benchmark measures quiet turns", i, r.Nudge.Reason)
-		}
 		st = r.State
-	}
+		return r.Nudge
+	})
 }
 
 func BenchmarkProcessTurnCall100(b *testing.B) { benchmarkProcessTurnCall(b, 100) }
