@@ -174,7 +174,11 @@ func softZone(msgs []CoreMessage, cfg Config, f zoneFacts) (map[string]bool, int
 		// with it: freeing it alone would offer a range that can only be
 		// withdrawn again (its reasoning run must not lose its act).
 		tied := map[int]bool{}
-		for _, g := range ComputeTurnGroups(msgs[start:]) {
+		var groups []TurnGroup
+		if hasReasoning(msgs[start:]) {
+			groups = ComputeTurnGroups(msgs[start:])
+		}
+		for _, g := range groups {
 			if len(g.ReasoningIdx) == 0 {
 				continue
 			}
