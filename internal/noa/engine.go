@@ -9,9 +9,9 @@ import (
 // per session, appends each message once and asks for a turn; the engine
 // keeps what ProcessTurn would recompute from the whole history every time:
 //
-//   - each message's token count (taken once, when the message is first
-//     synced; the counter is never asked about a message again), its rune
-//     count and its protection;
+//   - each message's token count (taken once, when the engine first sees
+//     the message: in NewEngine or at the next sync; the counter is never
+//     asked about that message again), its rune count and its protection;
 //   - the refs and frozen token snapshots, extended with the new messages;
 //   - the projected view (ProjectView) with the facts of each entry and the
 //     running token total, extended with the new messages;
@@ -21,13 +21,17 @@ import (
 //
 // Cost. After k appended messages a turn costs O(k) plus O(z), z being the
 // recent (soft-protected) zone and the short stretch before it that the
-// range pass resumes from; it does not grow with the history. These calls
-// cost O(n) in the size of the history or the view, once each:
+// range pass resumes from; it does not grow with the history. (When the
+// newest messages fill fewer tokens than PreserveRecentTokens, the zone's
+// walk also passes over the block summaries before them, which the view
+// shows anyway.) These calls cost O(n) in the size of the history or the
+// view, once each:
 //   - NewEngine (the history is counted once; a warm start);
 //   - a turn after Compress created blocks or after SetState (the view is
 //     rebuilt from the cached facts, without counting tokens again), and a
 //     turn after a Compress call or its answer was appended (the Compress
-//     calls still shown may change anywhere in the view);
+//     calls still shown may change anywhere in the view), or a tool call
+//     that reuses a call id or answers a result recorded before it;
 //   - a turn that carries a nudge: its text lists every compressible range
 //     of the view (FormatRanges). Nudges are spaced by NudgeGrowthFloor
 //     and pause after MaxCompressAttempts, so these turns are rare;
@@ -35,6 +39,9 @@ import (
 //     the view to cut it and the ranges are measured on the cut copy;
 //   - Compress (ApplyCompression itself is linear in the view) and State
 //     (a deep copy).
+//
+// Memory: a copy of the history's message headers (the texts are shared)
+// and some hundred bytes of facts and map entries per message.
 //
 // Equality. Every result equals ProcessTurn's (and ProjectView's, and
 // ApplyCompression's) for the same history, state and batches of new
