@@ -347,13 +347,13 @@ func AdjustBoundariesForReasoningPairs(start, end int, msgs []CoreMessage) (int,
 		return start, end
 	}
 	start, end = clampRange(start, end, len(msgs))
-	if g, ok := groupAround(msgs, start); ok && len(g.ReasoningIdx) > 0 {
+	if g, ok := reasoningGroupAround(msgs, start); ok {
 		first, last := groupCore(g)
 		if start > first && start <= last {
 			start = first
 		}
 	}
-	if g, ok := groupAround(msgs, end); ok && len(g.ReasoningIdx) > 0 {
+	if g, ok := reasoningGroupAround(msgs, end); ok {
 		first, last := groupCore(g)
 		if end >= first && end < last {
 			end = last
@@ -371,17 +371,33 @@ func groupCore(g TurnGroup) (int, int) {
 	return first, last
 }
 
-// groupAround computes the turn group containing index i from a bounded
-// window around it, so the cost does not grow with the conversation.
-func groupAround(msgs []CoreMessage, i int) (TurnGroup, bool) {
+// reasoningGroupAround computes the turn group containing index i from a
+// bounded window around it, so the cost does not grow with the
+// conversation; ok only when that group opens with reasoning. A window
+// without reasoning (a session of plain tool calls) is not grouped at all.
+func reasoningGroupAround(msgs []CoreMessage, i int) (TurnGroup, bool) {
 	w := 4 * ToolPairMaxScan
 	lo, hi := max(0, i-w), min(len(msgs), i+w+1)
+	if !hasReasoning(msgs[lo:hi]) {
+		return TurnGroup{}, false
+	}
 	for _, g := range ComputeTurnGroups(msgs[lo:hi]) {
 		if containsIdx(g, i-lo) {
-			return offsetGroup(g, lo), true
+			return offsetGroup(g, lo), len(g.ReasoningIdx) > 0
 		}
 	}
 	return TurnGroup{}, false
+}
+
+// hasReasoning reports a message that would open or extend a turn group's
+// reasoning run; without one, no group of msgs has reasoning.
+func hasReasoning(msgs []CoreMessage) bool {
+	for _, m := range msgs {
+		if m.Role == RoleAssistant && isReasoning(m) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsIdx(g TurnGroup, i int) bool {

@@ -11,6 +11,13 @@
 // internal/session) supply token counters, timestamps and storage. Every
 // function treats its inputs as read-only; results are fresh values.
 //
+// ProcessTurn computes a turn from the whole history, so its cost grows with
+// the session. Engine is the same computation kept between calls: a host
+// appends each message once and a turn costs what the new messages and the
+// recent zone cost (see Engine for the calls that still cost O(n), and for
+// the views it shares instead of copying). ProcessTurn stays the reference
+// the Engine is tested against.
+//
 // The behaviour follows ../shared/seeds/noa-package.txt; comments citing
 // "spec" refer to that document.
 package noa

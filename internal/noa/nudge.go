@@ -73,64 +73,122 @@ type DecideNudgeInput struct {
 // per tier. MaxCompressAttempts failures or ignored nudges in a row pause
 // nudging until usage has risen by another cadence step.
 func DecideNudge(in DecideNudgeInput) NudgeDecision {
-	cfg := in.Config
 	count := countFn(in.CountTokens)
 	rec := in.Recommendation
-	d := NudgeDecision{
-		CompressibleRanges: rec.CompressibleRanges,
-		ProtectedRanges:    rec.ProtectedRanges,
-		ActiveBlockSpans:   ActiveBlockSpans(in.State),
-		ContextBreakdown:   ComputeContextBreakdown(in.Messages, count),
-		TruncatedCount:     in.TruncatedCount,
-	}
-	limit := cfg.ModelContextLimit
-	if limit <= 0 {
-		d.Reason = "no context limit configured"
-		return d
-	}
-	usage := float64(in.TokenCount) / float64(limit)
-	d.ContextUsage = usage
-	b := &d.Breakdown
-	b.Usage = usage
-	b.AdaptiveGrowth = adaptiveGrowth(cfg)
-	b.GrowthFloor = NudgeGrowthFloor(cfg)
-	b.GrowthReference = in.State.Nudge.LastPerMessageNudgeTokens
-	b.Growth = in.TokenCount - b.GrowthReference
-	b.OverLimit = usage >= cfg.Nudge.MaxContextLimitPct
-	b.Emergency = usage >= cfg.Nudge.EmergencyThresholdPct
-	b.MinPressureBenefit = minPressureBenefit(cfg)
-	for _, r := range rec.CompressibleRanges {
-		b.PendingT1 += r.Tokens
-	}
-	var t1, t2 []CompressionBlock
-	for _, blk := range in.State.Blocks {
+	f := tierFactsOf(in.State, count)
+	f.pendingT1 = viableTokens(rec.CompressibleRanges)
+	f.nothingToCompress = rec.NothingToCompress
+	d := decideNudge(in.Config, in.State, in.TokenCount, f)
+	d.CompressibleRanges = rec.CompressibleRanges
+	d.ProtectedRanges = rec.ProtectedRanges
+	d.ActiveBlockSpans = ActiveBlockSpans(in.State)
+	d.ContextBreakdown = ComputeContextBreakdown(in.Messages, count)
+	d.TruncatedCount = in.TruncatedCount
+	return d
+}
+
+// nudgeFacts are the aggregates a nudge decision weighs, apart from the
+// state's pacing: what the tier-1 recommendation could reclaim, and the
+// live tier-1 and tier-2 blocks with what their summaries cost.
+type nudgeFacts struct {
+	pendingT1         int
+	nothingToCompress bool
+	// t1 and t2 are copies of the live blocks of those tiers, oldest first.
+	t1, t2               []CompressionBlock
+	pendingT2, pendingT3 int
+}
+
+// tierFactsOf fills the block part of nudgeFacts from the state.
+func tierFactsOf(st CompressionState, count TokenCountFn) nudgeFacts {
+	var f nudgeFacts
+	for _, blk := range st.Blocks {
 		if !blk.Active {
 			continue
 		}
 		n := count(RenderSummaryMessage(blk).Text)
 		switch blk.Tier {
 		case 1:
-			t1 = append(t1, cloneBlock(blk))
-			b.PendingT2 += n
+			f.t1 = append(f.t1, cloneBlock(blk))
+			f.pendingT2 += n
 		case 2:
-			t2 = append(t2, cloneBlock(blk))
-			b.PendingT3 += n
+			f.t2 = append(f.t2, cloneBlock(blk))
+			f.pendingT3 += n
 		}
 	}
-	b.CountT1, b.CountT2 = len(t1), len(t2)
+	return f
+}
+
+func viableTokens(ranges []RangeInfo) int {
+	n := 0
+	for _, r := range ranges {
+		n += r.Tokens
+	}
+	return n
+}
+
+// nudgeGate is the part of the decision that needs no facts: false when the
+// turn cannot carry a nudge whatever there is to compress (no limit, usage
+// under the first-sight floor, or suppressed after failed attempts). The
+// Engine asks it first and skips gathering facts when it says no.
+func nudgeGate(cfg Config, st CompressionState, tokens int) bool {
+	limit := cfg.ModelContextLimit
+	if limit <= 0 {
+		return false
+	}
+	if suppressedFor(cfg, st, tokens) > 0 {
+		return false
+	}
+	return float64(tokens)/float64(limit) >= cfg.Nudge.MinContextLimitPct
+}
+
+// suppressedFor is how many more tokens of growth end a suppression after
+// MaxCompressAttempts failed or ignored attempts; 0 when not suppressed.
+func suppressedFor(cfg Config, st CompressionState, tokens int) int {
+	lim := cfg.MaxCompressAttempts
+	if lim <= 0 || st.Stats.ConsecutiveFailures < lim {
+		return 0
+	}
+	at := st.Stats.SuppressedAtTokens
+	if at == 0 {
+		at = tokens
+	}
+	floor := NudgeGrowthFloor(cfg)
+	if grown := tokens - at; grown < floor {
+		return floor - grown
+	}
+	return 0
+}
+
+// decideNudge is DecideNudge on aggregates; the caller adds the lists the
+// text is rendered from (ranges, block spans, context breakdown).
+func decideNudge(cfg Config, st CompressionState, tokens int, f nudgeFacts) NudgeDecision {
+	var d NudgeDecision
+	limit := cfg.ModelContextLimit
+	if limit <= 0 {
+		d.Reason = "no context limit configured"
+		return d
+	}
+	usage := float64(tokens) / float64(limit)
+	d.ContextUsage = usage
+	b := &d.Breakdown
+	b.Usage = usage
+	b.AdaptiveGrowth = adaptiveGrowth(cfg)
+	b.GrowthFloor = NudgeGrowthFloor(cfg)
+	b.GrowthReference = st.Nudge.LastPerMessageNudgeTokens
+	b.Growth = tokens - b.GrowthReference
+	b.OverLimit = usage >= cfg.Nudge.MaxContextLimitPct
+	b.Emergency = usage >= cfg.Nudge.EmergencyThresholdPct
+	b.MinPressureBenefit = minPressureBenefit(cfg)
+	b.PendingT1 = f.pendingT1
+	b.PendingT2, b.PendingT3 = f.pendingT2, f.pendingT3
+	b.CountT1, b.CountT2 = len(f.t1), len(f.t2)
 	diag := fmt.Sprintf("usage %.1f%%, growth %d/%d, pending t1=%d t2=%d t3=%d, blocks t1=%d t2=%d",
 		usage*100, b.Growth, b.GrowthFloor, b.PendingT1, b.PendingT2, b.PendingT3, b.CountT1, b.CountT2)
 
-	if lim := cfg.MaxCompressAttempts; lim > 0 && in.State.Stats.ConsecutiveFailures >= lim {
-		at := in.State.Stats.SuppressedAtTokens
-		if at == 0 {
-			at = in.TokenCount
-		}
-		if grown := in.TokenCount - at; grown < b.GrowthFloor {
-			d.Reason = fmt.Sprintf("suppressed after %d consecutive failed or ignored attempts; resumes after %d more tokens of growth (%s)",
-				in.State.Stats.ConsecutiveFailures, b.GrowthFloor-grown, diag)
-			return d
-		}
+	if left := suppressedFor(cfg, st, tokens); left > 0 {
+		d.Reason = fmt.Sprintf("suppressed after %d consecutive failed or ignored attempts; resumes after %d more tokens of growth (%s)",
+			st.Stats.ConsecutiveFailures, left, diag)
+		return d
 	}
 	if usage < cfg.Nudge.MinContextLimitPct {
 		d.Reason = "below the first-sight floor (" + diag + ")"
@@ -143,18 +201,19 @@ func DecideNudge(in DecideNudgeInput) NudgeDecision {
 		d.Reason = why + " (" + diag + ")"
 		switch t {
 		case 2:
-			d.TierTargetBlocks = t1
+			d.TierTargetBlocks = f.t1
 		case 3:
-			d.TierTargetBlocks = t2
+			d.TierTargetBlocks = f.t2
 		}
 		return d
 	}
 	paced := func(t Tier) bool {
-		last := in.State.Nudge.LastShownByTier[t]
-		return last == 0 || b.OverLimit || in.TokenCount-last >= b.GrowthFloor || in.TokenCount < last
+		last := st.Nudge.LastShownByTier[t]
+		return last == 0 || b.OverLimit || tokens-last >= b.GrowthFloor || tokens < last
 	}
 	tierThreshold := int(math.Round(float64(b.AdaptiveGrowth) * cfg.Nudge.Tier2GrowthMultiplier))
-	pressureT1 := b.OverLimit && b.PendingT1 >= b.MinPressureBenefit && !rec.NothingToCompress
+	pressureT1 := b.OverLimit && b.PendingT1 >= b.MinPressureBenefit && !f.nothingToCompress
+	t1, t2 := f.t1, f.t2
 
 	// In an emergency raw conversation reclaims the most; it goes first.
 	if !(b.Emergency && pressureT1) && cfg.Tiers.Enabled {
@@ -165,7 +224,7 @@ func DecideNudge(in DecideNudgeInput) NudgeDecision {
 			return inject(2, fmt.Sprintf("tier 2: %d tier-1 blocks to distil", len(t1)))
 		}
 	}
-	if rec.NothingToCompress {
+	if f.nothingToCompress {
 		d.Reason = "nothing compressible (" + diag + ")"
 		return d
 	}

@@ -186,6 +186,31 @@ func (nudgeNode) Run(io NodeIO, ctx PipelineContext) NodeIO {
 	cfg := ctx.Config
 	st := &io.State
 	tokens := ctx.TokenCount
+	beforeNudge(st, cfg, tokens)
+	rec := BuildRecommendation(io.Messages, *st, cfg, ctx.CountTokens)
+	d := DecideNudge(DecideNudgeInput{
+		Messages:       io.Messages,
+		State:          *st,
+		Config:         cfg,
+		TokenCount:     tokens,
+		Recommendation: rec,
+		CountTokens:    ctx.CountTokens,
+		TruncatedCount: io.TruncatedCount,
+	})
+	if !d.ShouldInject {
+		return io
+	}
+	msg := nudgeShown(st, d, tokens)
+	msgs := make([]CoreMessage, len(io.Messages), len(io.Messages)+1)
+	copy(msgs, io.Messages)
+	io.Messages = append(msgs, msg)
+	io.Nudge = &d
+	return io
+}
+
+// beforeNudge is the pacing bookkeeping of nudge-inject that precedes the
+// decision; st is owned by the caller.
+func beforeNudge(st *CompressionState, cfg Config, tokens int) {
 	if st.Nudge.LastShownByTier == nil {
 		st.Nudge.LastShownByTier = map[Tier]int{}
 	}
@@ -203,28 +228,20 @@ func (nudgeNode) Run(io NodeIO, ctx PipelineContext) NodeIO {
 			st.Stats.SuppressedAtTokens = 0
 		}
 	}
-	rec := BuildRecommendation(io.Messages, *st, cfg, ctx.CountTokens)
-	d := DecideNudge(DecideNudgeInput{
-		Messages:       io.Messages,
-		State:          *st,
-		Config:         cfg,
-		TokenCount:     tokens,
-		Recommendation: rec,
-		CountTokens:    ctx.CountTokens,
-		TruncatedCount: io.TruncatedCount,
-	})
-	if !d.ShouldInject {
-		return io
-	}
+}
+
+// nudgeShown records in st that the nudge d was injected at tokens, and
+// returns the message that carries it.
+func nudgeShown(st *CompressionState, d NudgeDecision, tokens int) CoreMessage {
 	_, text := RenderNudgeText(d, NudgeSections{})
-	msgs := make([]CoreMessage, len(io.Messages), len(io.Messages)+1)
-	copy(msgs, io.Messages)
-	io.Messages = append(msgs, CoreMessage{ID: NudgeMessageID, Role: RoleUser, ContentType: CTText, Text: text})
 	st.Nudge.LastPerMessageNudgeTokens = tokens
 	st.Nudge.LastNudgeShownTokens = tokens
 	st.Nudge.LastShownByTier[d.Tier] = tokens
 	// An injected nudge is an attempt; a successful compression resets it.
 	st.Stats.ConsecutiveFailures++
-	io.Nudge = &d
-	return io
+	return nudgeMessage(text)
+}
+
+func nudgeMessage(text string) CoreMessage {
+	return CoreMessage{ID: NudgeMessageID, Role: RoleUser, ContentType: CTText, Text: text}
 }

@@ -105,30 +105,68 @@ func isSynthetic(m CoreMessage) bool {
 // earlier if needed so a tool exchange or a reasoning run stays whole. As
 // messages arrive, the zone moves with the end of the conversation.
 func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config) map[string]bool {
-	out := map[string]bool{}
-	refOf := func(m CoreMessage) string {
-		if isSynthetic(m) {
+	refOf := func(i int) string {
+		if isSynthetic(msgs[i]) {
 			return ""
 		}
-		r, _ := RefForRaw(state.MessageRefs, m.ID)
+		r, _ := RefForRaw(state.MessageRefs, msgs[i].ID)
 		return r
 	}
+	out, _ := softZone(msgs, cfg, zoneFacts{
+		lastUser:      lastUserText(msgs),
+		ref:           refOf,
+		snap:          func(i int) int { return snapshotTokens(state, msgs[i]) },
+		synthetic:     func(i int) bool { return isSynthetic(msgs[i]) },
+		neverPreserve: func(i int) bool { return IsNeverPreserveRecentTool(msgs[i]) },
+	})
+	return out
+}
+
+// zoneFacts supplies softZone's per-message facts by view index, so the
+// Engine can answer from what it cached instead of recomputing them.
+type zoneFacts struct {
+	// lastUser: index of the latest user text message, -1 if none.
+	lastUser      int
+	ref           func(i int) string // "" for synthetic or unaddressable messages
+	snap          func(i int) int    // snapshotTokens
+	synthetic     func(i int) bool
+	neverPreserve func(i int) bool
+}
+
+// lastUserText is the index of the latest user text message in msgs, or -1.
+func lastUserText(msgs []CoreMessage) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if isUserText(msgs[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isUserText(m CoreMessage) bool {
+	return m.Role == RoleUser && m.ContentType == CTText && !isSynthetic(m)
+}
+
+// softZone is ComputeProtectedRefs given its facts. It also returns where the
+// recent zone starts (len(msgs) when there is none): nothing before that
+// index is protected except the latest user message.
+func softZone(msgs []CoreMessage, cfg Config, f zoneFacts) (map[string]bool, int) {
+	out := map[string]bool{}
 	start := len(msgs)
 	slots, tokens := 0, 0
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if slots >= cfg.PreserveRecentMessages && tokens >= cfg.PreserveRecentTokens {
 			break
 		}
-		m := msgs[i]
-		if isSynthetic(m) {
+		if f.synthetic(i) {
 			continue
 		}
 		start = i
-		if IsNeverPreserveRecentTool(m) {
+		if f.neverPreserve(i) {
 			continue
 		}
 		slots++
-		tokens += snapshotTokens(state, m)
+		tokens += f.snap(i)
 	}
 	if start < len(msgs) {
 		start, _ = ApplyPairBoundaryAdjustments(start, len(msgs)-1, msgs)
@@ -136,7 +174,11 @@ func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config
 		// with it: freeing it alone would offer a range that can only be
 		// withdrawn again (its reasoning run must not lose its act).
 		tied := map[int]bool{}
-		for _, g := range ComputeTurnGroups(msgs[start:]) {
+		var groups []TurnGroup
+		if hasReasoning(msgs[start:]) {
+			groups = ComputeTurnGroups(msgs[start:])
+		}
+		for _, g := range groups {
 			if len(g.ReasoningIdx) == 0 {
 				continue
 			}
@@ -147,24 +189,20 @@ func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config
 			}
 		}
 		for i := start; i < len(msgs); i++ {
-			if IsNeverPreserveRecentTool(msgs[i]) && !tied[i] {
+			if f.neverPreserve(i) && !tied[i] {
 				continue
 			}
-			if r := refOf(msgs[i]); r != "" {
+			if r := f.ref(i); r != "" {
 				out[r] = true
 			}
 		}
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i]
-		if m.Role == RoleUser && m.ContentType == CTText && !isSynthetic(m) {
-			if r := refOf(m); r != "" {
-				out[r] = true
-			}
-			break
+	if f.lastUser >= 0 {
+		if r := f.ref(f.lastUser); r != "" {
+			out[r] = true
 		}
 	}
-	return out
+	return out, start
 }
 
 // snapshotTokens is a message's frozen size when known, else an estimate.

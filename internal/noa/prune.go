@@ -48,6 +48,15 @@ func isRenderedSummaryMessage(m CoreMessage) bool {
 // rendered summaries and nudges in the input are dropped first (they are
 // re-rendered from state). The result is a fresh slice.
 func prune(msgs []CoreMessage, state CompressionState) []CoreMessage {
+	out, _, _ := pruneIndexed(msgs, state, false)
+	return out
+}
+
+// pruneIndexed is prune that can also report, for each entry of the view,
+// the index in msgs it came from (-1 for a rendered summary), and the call
+// ids of the tool calls a block hid. The Engine keeps both to extend the
+// view without pruning again; ProcessTurn does not track them.
+func pruneIndexed(msgs []CoreMessage, state CompressionState, track bool) ([]CoreMessage, []int, map[string]bool) {
 	cover := coveringBlock(state)
 	byID := map[string]CompressionBlock{}
 	for _, b := range state.Blocks {
@@ -56,9 +65,13 @@ func prune(msgs []CoreMessage, state CompressionState) []CoreMessage {
 		}
 	}
 	out := make([]CoreMessage, 0, len(msgs))
+	var src []int
+	if track {
+		src = make([]int, 0, len(msgs))
+	}
 	placed := map[string]bool{}
 	hiddenCalls := map[string]bool{}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if isSynthetic(m) {
 			continue
 		}
@@ -69,19 +82,27 @@ func prune(msgs []CoreMessage, state CompressionState) []CoreMessage {
 			if !placed[blk] {
 				placed[blk] = true
 				out = append(out, RenderSummaryMessage(byID[blk]))
+				if track {
+					src = append(src, -1)
+				}
 			}
 			continue
 		}
 		out = append(out, m)
+		if track {
+			src = append(src, i)
+		}
 	}
-	return stripOrphans(out, hiddenCalls)
+	out, src = stripOrphans(out, src, hiddenCalls)
+	return out, src, hiddenCalls
 }
 
 // stripOrphans drops tool results whose call is not in the view (a provider
 // rejects a result without its call) and tool calls whose result was hidden
 // by a block. A call with no result anywhere is kept: it may be in flight.
-// Compress exchanges are exempt; hide-compress-calls owns them.
-func stripOrphans(msgs []CoreMessage, hiddenCalls map[string]bool) []CoreMessage {
+// Compress exchanges are exempt; hide-compress-calls owns them. src, when
+// not nil, is filtered alongside msgs.
+func stripOrphans(msgs []CoreMessage, src []int, hiddenCalls map[string]bool) ([]CoreMessage, []int) {
 	calls := map[string]bool{}
 	for _, m := range msgs {
 		if m.ContentType == CTToolCall && m.ToolCallID != "" {
@@ -89,7 +110,11 @@ func stripOrphans(msgs []CoreMessage, hiddenCalls map[string]bool) []CoreMessage
 		}
 	}
 	out := msgs[:0:0]
-	for _, m := range msgs {
+	var osrc []int
+	if src != nil {
+		osrc = src[:0:0]
+	}
+	for i, m := range msgs {
 		if m.ToolName != CompressToolName {
 			if m.ContentType == CTToolResult && m.ToolCallID != "" && !calls[m.ToolCallID] {
 				continue
@@ -99,8 +124,11 @@ func stripOrphans(msgs []CoreMessage, hiddenCalls map[string]bool) []CoreMessage
 			}
 		}
 		out = append(out, m)
+		if src != nil {
+			osrc = append(osrc, src[i])
+		}
 	}
-	return out
+	return out, osrc
 }
 
 // hideCompressCalls manages the Compress exchanges in the view (the
@@ -114,6 +142,15 @@ func stripOrphans(msgs []CoreMessage, hiddenCalls map[string]bool) []CoreMessage
 // just failed must stay so the model can read the correction). Hidden calls
 // take their results with them.
 func hideCompressCalls(msgs []CoreMessage, state CompressionState) []CoreMessage {
+	out, _ := hideCompressCallsIndexed(msgs, nil, state, nil)
+	return out
+}
+
+// hideCompressCallsIndexed is hideCompressCalls filtering src (when not nil)
+// alongside msgs. stub, when not nil, replaces stubCompressArgs for the
+// entry at a given index, so a caller that keeps the stubbed arguments need
+// not parse them again.
+func hideCompressCallsIndexed(msgs []CoreMessage, src []int, state CompressionState, stub func(i int, text string) string) ([]CoreMessage, []int) {
 	active := map[string]bool{}
 	formed := map[string]bool{}
 	for _, b := range state.Blocks {
@@ -149,21 +186,30 @@ func hideCompressCalls(msgs []CoreMessage, state CompressionState) []CoreMessage
 		}
 	}
 	out := make([]CoreMessage, 0, len(msgs))
-	for _, m := range msgs {
+	var osrc []int
+	if src != nil {
+		osrc = make([]int, 0, len(src))
+	}
+	for i, m := range msgs {
 		isCompress := m.ToolName == CompressToolName || (m.ContentType == CTToolResult && compressCalls[m.ToolCallID])
-		if !isCompress {
-			out = append(out, m)
-			continue
-		}
-		if hidden[m.ToolCallID] {
-			continue
-		}
-		if m.ContentType == CTToolCall && active[m.ToolCallID] {
-			m.Text = stubCompressArgs(m.Text)
+		if isCompress {
+			if hidden[m.ToolCallID] {
+				continue
+			}
+			if m.ContentType == CTToolCall && active[m.ToolCallID] {
+				if stub != nil {
+					m.Text = stub(i, m.Text)
+				} else {
+					m.Text = stubCompressArgs(m.Text)
+				}
+			}
 		}
 		out = append(out, m)
+		if src != nil {
+			osrc = append(osrc, src[i])
+		}
 	}
-	return out
+	return out, osrc
 }
 
 // stubCompressArgs cuts every summary in a Compress call's JSON arguments to

@@ -92,108 +92,155 @@ func ActiveBlockSpans(state CompressionState) []BlockSpan {
 func BuildCompressibleRanges(msgs []CoreMessage, state CompressionState, cfg Config, protectedRefs map[string]bool, count TokenCountFn) ([]RangeInfo, []ProtectedRange) {
 	count = countFn(count)
 	hard := hardProtectedIDs(msgs, cfg)
-	var ranges []RangeInfo
-	var prot []ProtectedRange
-	var cur *RangeInfo
-	var curTool, curText int
-	var pcur *ProtectedRange
-	lastRef := ""
-	flush := func() {
-		if cur != nil {
-			if cur.Tokens > 0 {
-				cur.ToolPct = int(math.Round(100 * float64(curTool) / float64(cur.Tokens)))
-				cur.TextPct = int(math.Round(100 * float64(curText) / float64(cur.Tokens)))
-			}
-			ranges = append(ranges, *cur)
-			cur = nil
-		}
-		curTool, curText = 0, 0
-	}
-	pflush := func() {
-		if pcur != nil {
-			sort.Strings(pcur.Tools)
-			prot = append(prot, *pcur)
-			pcur = nil
-		}
-	}
+	var sc rangeScan
 	for _, m := range msgs {
 		if isSynthetic(m) {
-			flush()
-			pflush()
+			sc.boundary()
 			continue
 		}
-		tokens := CountMessageTokens(m, count)
-		if hard[m.ID] {
-			flush()
-			if pcur != nil && len(pcur.Tools) == 0 {
-				pflush()
-			}
-			if pcur == nil {
-				pcur = &ProtectedRange{after: lastRef}
-			}
-			pcur.Count++
-			pcur.Tokens += tokens
-			name := m.ToolName
-			if name == "" {
-				name = "(tool)"
-			}
-			if !containsStr(pcur.Tools, name) {
-				pcur.Tools = append(pcur.Tools, name)
-			}
-			// Blocked messages have no ref; the span is described by its
-			// neighbours, so refs stay empty unless a ref'd message joins.
-			continue
-		}
-		ref, ok := RefForRaw(state.MessageRefs, m.ID)
-		if !ok {
-			continue
-		}
-		lastRef = ref
-		if protectedRefs[ref] {
-			flush()
-			if pcur != nil && len(pcur.Tools) > 0 {
-				pflush()
-			}
-			if pcur == nil {
-				pcur = &ProtectedRange{StartRef: ref, after: ref}
-			}
-			if pcur.StartRef == "" {
-				pcur.StartRef = ref
-			}
-			pcur.EndRef = ref
-			pcur.Count++
-			pcur.Tokens += tokens
-			continue
-		}
-		pflush()
-		if cur == nil {
-			cur = &RangeInfo{StartRef: ref}
-		}
-		cur.EndRef = ref
-		cur.Count++
-		cur.Tokens += tokens
-		cur.Chars += utf8.RuneCountInString(m.Text)
-		switch {
-		case m.ContentType == CTToolCall || m.ContentType == CTToolResult:
-			curTool += tokens
-		case m.ContentType == CTText:
-			curText += tokens
-		}
-		if m.Role == RoleUser && m.ContentType == CTText {
-			cur.UserMsgs++
-		}
+		ref, _ := RefForRaw(state.MessageRefs, m.ID)
+		sc.step(m, hard[m.ID], ref, protectedRefs[ref], CountMessageTokens(m, count), -1)
 	}
-	flush()
-	pflush()
-	// A range that runs straight into the soft zone and holds user messages
-	// is where the current intent most likely lives.
+	return sc.finish(protectedRefs)
+}
+
+// rangeScan is the state of BuildCompressibleRanges' pass. The Engine keeps
+// copies of it (checkpoints) part way along the view so that a turn resumes
+// the pass near the end instead of starting over; closed runs are appended
+// to ranges and prot and never changed afterwards.
+type rangeScan struct {
+	ranges []RangeInfo
+	prot   []ProtectedRange
+
+	cur              RangeInfo
+	hasCur           bool
+	curTool, curText int
+	pcur             ProtectedRange
+	hasPcur          bool
+	lastRef          string
+
+	// viableTokens and viableCount sum the closed ranges that
+	// ViableRanges keeps: what a nudge decision needs without the list.
+	viableTokens int
+	viableCount  int
+}
+
+func (sc *rangeScan) flush() {
+	if sc.hasCur {
+		cur := sc.cur
+		if cur.Tokens > 0 {
+			cur.ToolPct = int(math.Round(100 * float64(sc.curTool) / float64(cur.Tokens)))
+			cur.TextPct = int(math.Round(100 * float64(sc.curText) / float64(cur.Tokens)))
+		}
+		sc.ranges = append(sc.ranges, cur)
+		if cur.Tokens >= ViableRangeMinTokens {
+			sc.viableTokens += cur.Tokens
+			sc.viableCount++
+		}
+		sc.cur, sc.hasCur = RangeInfo{}, false
+	}
+	sc.curTool, sc.curText = 0, 0
+}
+
+func (sc *rangeScan) pflush() {
+	if sc.hasPcur {
+		sort.Strings(sc.pcur.Tools)
+		sc.prot = append(sc.prot, sc.pcur)
+		sc.pcur, sc.hasPcur = ProtectedRange{}, false
+	}
+}
+
+// boundary is a synthetic message: it ends both kinds of run.
+func (sc *rangeScan) boundary() {
+	sc.flush()
+	sc.pflush()
+}
+
+// step adds one non-synthetic message. ref is "" when it has none; soft
+// says the ref is in the soft zone; chars < 0 means count m.Text's runes.
+func (sc *rangeScan) step(m CoreMessage, hard bool, ref string, soft bool, tokens, chars int) {
+	if hard {
+		sc.flush()
+		if sc.hasPcur && len(sc.pcur.Tools) == 0 {
+			sc.pflush()
+		}
+		if !sc.hasPcur {
+			sc.pcur, sc.hasPcur = ProtectedRange{after: sc.lastRef}, true
+		}
+		sc.pcur.Count++
+		sc.pcur.Tokens += tokens
+		name := m.ToolName
+		if name == "" {
+			name = "(tool)"
+		}
+		if !containsStr(sc.pcur.Tools, name) {
+			sc.pcur.Tools = append(sc.pcur.Tools, name)
+		}
+		// Blocked messages have no ref; the span is described by its
+		// neighbours, so refs stay empty unless a ref'd message joins.
+		return
+	}
+	if ref == "" {
+		return
+	}
+	sc.lastRef = ref
+	if soft {
+		sc.flush()
+		if sc.hasPcur && len(sc.pcur.Tools) > 0 {
+			sc.pflush()
+		}
+		if !sc.hasPcur {
+			sc.pcur, sc.hasPcur = ProtectedRange{StartRef: ref, after: ref}, true
+		}
+		if sc.pcur.StartRef == "" {
+			sc.pcur.StartRef = ref
+		}
+		sc.pcur.EndRef = ref
+		sc.pcur.Count++
+		sc.pcur.Tokens += tokens
+		return
+	}
+	sc.pflush()
+	if !sc.hasCur {
+		sc.cur, sc.hasCur = RangeInfo{StartRef: ref}, true
+	}
+	if chars < 0 {
+		chars = utf8.RuneCountInString(m.Text)
+	}
+	sc.cur.EndRef = ref
+	sc.cur.Count++
+	sc.cur.Tokens += tokens
+	sc.cur.Chars += chars
+	switch {
+	case m.ContentType == CTToolCall || m.ContentType == CTToolResult:
+		sc.curTool += tokens
+	case m.ContentType == CTText:
+		sc.curText += tokens
+	}
+	if m.Role == RoleUser && m.ContentType == CTText {
+		sc.cur.UserMsgs++
+	}
+}
+
+// finish closes the open runs and returns the lists; the last range is
+// marked Dangerous when it holds user messages and runs straight into the
+// soft zone, where the current intent most likely lives.
+func (sc *rangeScan) finish(protectedRefs map[string]bool) ([]RangeInfo, []ProtectedRange) {
+	sc.flush()
+	sc.pflush()
+	markDangerous(sc.ranges, protectedRefs)
+	return sc.ranges, sc.prot
+}
+
+// markDangerous flags the last range when it holds user messages and the
+// message right after it is soft-protected.
+func markDangerous(ranges []RangeInfo, protectedRefs map[string]bool) {
 	if n := len(ranges); n > 0 && ranges[n-1].UserMsgs > 0 && len(protectedRefs) > 0 {
 		last := ranges[n-1]
 		if idx, ok := RefToIndex(last.EndRef); ok && protectedRefs[IndexToRef(idx+1)] {
 			ranges[n-1].Dangerous = true
 		}
 	}
-	return ranges, prot
 }
 
 func containsStr(ss []string, s string) bool {
@@ -290,13 +337,20 @@ type Recommendation struct {
 func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) Recommendation {
 	soft := ComputeProtectedRefs(msgs, state, cfg)
 	ranges, prot := BuildCompressibleRanges(msgs, state, cfg, soft, count)
+	return recommend(ranges, prot, cfg)
+}
+
+// recommend is BuildRecommendation's last part: drop the ranges too small,
+// then join neighbours until they clear MinCompressRange.
+func recommend(ranges []RangeInfo, prot []ProtectedRange, cfg Config) Recommendation {
 	ranges = ViableRanges(ranges)
 	// Merge only between soft-zone spans: a merged range must never reach
 	// across recent work the model is told to leave alone. (Hard-protected
 	// messages inside a merged range stay protected when it is applied.)
+	soft := softSpans(prot)
 	var merged, group []RangeInfo
 	for i, r := range ranges {
-		if i > 0 && softBetween(prot, ranges[i-1].EndRef, r.StartRef) {
+		if i > 0 && softBetween(soft, ranges[i-1].EndRef, r.StartRef) {
 			merged = append(merged, MergeRangesToThreshold(group, cfg.Compress.MinCompressRange)...)
 			group = nil
 		}
@@ -310,14 +364,25 @@ func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config,
 	}
 }
 
-// softBetween reports a soft-zone span lying between two refs.
-func softBetween(prot []ProtectedRange, after, before string) bool {
+// softSpans keeps the soft-zone spans of prot (no tools, a start ref): the
+// only ones softBetween looks at. There are few, so filtering them once
+// keeps the merge linear in the number of ranges.
+func softSpans(prot []ProtectedRange) []ProtectedRange {
+	var out []ProtectedRange
+	for _, p := range prot {
+		if len(p.Tools) == 0 && p.StartRef != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// softBetween reports a soft-zone span (from softSpans) lying between two
+// refs.
+func softBetween(soft []ProtectedRange, after, before string) bool {
 	lo, _ := RefToIndex(after)
 	hi, _ := RefToIndex(before)
-	for _, p := range prot {
-		if len(p.Tools) > 0 || p.StartRef == "" {
-			continue
-		}
+	for _, p := range soft {
 		if n, ok := RefToIndex(p.StartRef); ok && n > lo && n < hi {
 			return true
 		}

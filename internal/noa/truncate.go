@@ -26,27 +26,46 @@ const truncateKeepTokens = 400
 // alone.
 func TruncateLargeToolOutputs(msgs []CoreMessage, tokenCount int, cfg Config, count TokenCountFn) TruncateResult {
 	count = countFn(count)
+	var hard map[string]bool
+	res, _ := truncateWith(msgs, tokenCount, cfg, count, func(i int) (int, bool) {
+		if hard == nil {
+			hard = hardProtectedIDs(msgs, cfg)
+		}
+		m := msgs[i]
+		if hard[m.ID] || containsMarker(m.Text) {
+			return 0, false
+		}
+		return CountMessageTokens(m, count), true
+	})
+	return res
+}
+
+// truncateWith is TruncateLargeToolOutputs with the per-message facts
+// supplied: cand reports a tool result's size and whether it may be cut at
+// all (neither hard-protected nor already cut); it is asked only about tool
+// results other than Compress's. It also returns the indices it cut.
+func truncateWith(msgs []CoreMessage, tokenCount int, cfg Config, count TokenCountFn, cand func(i int) (int, bool)) (TruncateResult, []int) {
 	res := TruncateResult{Messages: msgs}
 	limit := cfg.ModelContextLimit
 	th := cfg.Truncate.Threshold
 	if limit <= 0 || th <= 0 || float64(tokenCount) < th*float64(limit) {
-		return res
+		return res, nil
 	}
 	target := int(0.9 * th * float64(limit))
 	need := tokenCount - target
-	hard := hardProtectedIDs(msgs, cfg)
-	type cand struct{ idx, tokens int }
-	var cands []cand
+	type candidate struct{ idx, tokens int }
+	var cands []candidate
 	for i, m := range msgs {
-		if m.ContentType != CTToolResult || m.ToolName == CompressToolName || hard[m.ID] || containsMarker(m.Text) {
+		if m.ContentType != CTToolResult || m.ToolName == CompressToolName {
 			continue
 		}
-		if n := CountMessageTokens(m, count); n > truncateKeepTokens*2 {
-			cands = append(cands, cand{i, n})
+		if n, ok := cand(i); ok && n > truncateKeepTokens*2 {
+			cands = append(cands, candidate{i, n})
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].tokens > cands[b].tokens })
 	var out []CoreMessage
+	var cut []int
 	for _, c := range cands {
 		if need <= 0 {
 			break
@@ -64,6 +83,7 @@ func TruncateLargeToolOutputs(msgs []CoreMessage, tokenCount int, cfg Config, co
 			continue
 		}
 		out[c.idx] = m
+		cut = append(cut, c.idx)
 		need -= saved
 		res.SavedTokens += saved
 		res.TruncatedCount++
@@ -71,7 +91,7 @@ func TruncateLargeToolOutputs(msgs []CoreMessage, tokenCount int, cfg Config, co
 	if out != nil {
 		res.Messages = out
 	}
-	return res
+	return res, cut
 }
 
 func containsMarker(s string) bool { return strings.Contains(s, TruncationMarker) }
