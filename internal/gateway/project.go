@@ -42,11 +42,57 @@ type exchange struct {
 // the client has received a byte falls back to forwarding the request as it
 // came.
 func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) {
-	scope := r.Header.Get(HeaderSession)
-	if scope != "" && !ValidScope(scope) {
+	in, ok := g.parseProjected(w, r, p, path, body)
+	if !ok {
+		return
+	}
+	conv, h, release, err := g.open(r.Context(), in.scope, in.q, in.limit)
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
+			g.forward(w, r, p, path, body)
+		}
+		return
+	}
+	defer release()
+	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
+		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.StreamOptions.IncludeUsage}
+	if x.stream {
+		x.runStream()
+		return
+	}
+	x.runJSON()
+}
+
+// projected is a client request taken apart for projection.
+type projected struct {
+	q     *request
+	d     dialect
+	head  requestHead
+	scope string // the session header's value
+	limit int    // the model's window
+}
+
+// requestHead is what the gateway reads of a request's top level besides
+// its messages.
+type requestHead struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// parseProjected takes a request apart for projection. When it reports
+// false the request has been answered: an invalid session header with a
+// provider-style 400, a request the gateway cannot read (the provider
+// judges it) by forwarding it as it came.
+func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
+	in := projected{scope: r.Header.Get(HeaderSession)}
+	if in.scope != "" && !ValidScope(in.scope) {
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
 			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . - and not start with a dot", HeaderSession))
-		return
+		return in, false
 	}
 	parse, d := parseAnthropic, dialect(anthropicDialect{})
 	if p.api == openaiAPI {
@@ -56,49 +102,68 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 	if err != nil || len(q.core) == 0 {
 		// Not ours to judge: the provider answers a malformed request.
 		g.forward(w, r, p, path, body)
+		return in, false
+	}
+	in.q, in.d = q, d
+	_ = json.Unmarshal(body, &in.head)
+	in.limit, _ = g.cfg.ContextWindow(in.head.Model)
+	return in, true
+}
+
+// ours are the hosts' tools the gateway adds to request q: all of them but
+// those the client offers under the same name, which stay the client's.
+func (g *Gateway) ours(q *request) map[string]bool {
+	ours := map[string]bool{}
+	for _, t := range g.hosts.Tools() {
+		ours[t.Name] = true
+	}
+	for _, name := range q.toolNames() {
+		delete(ours, name)
+	}
+	return ours
+}
+
+// countTokens answers POST /v1/messages/count_tokens for what the model
+// would read: the body is projected exactly as a /v1/messages request with
+// it would be (the conversation's summaries, ref tags and nudge, noa's
+// prompt and tools), recording and changing nothing, and the projection is
+// counted upstream. Like a model request, a failure to project falls back
+// to counting the body as it came.
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provider) {
+	body, ok := g.readBody(w, r, p)
+	if !ok {
 		return
 	}
-	var head struct {
-		Model         string `json:"model"`
-		Stream        bool   `json:"stream"`
-		StreamOptions struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
+	path := r.URL.Path
+	if g.hosts == nil {
+		g.forward(w, r, p, path, body)
+		return
 	}
-	_ = json.Unmarshal(body, &head)
-	limit, _ := g.cfg.ContextWindow(head.Model)
-	conv, h, release, err := g.open(r.Context(), scope, q, limit)
+	in, ok := g.parseProjected(w, r, p, path, body)
+	if !ok {
+		return
+	}
+	conv, _, known := g.convs.Match(in.scope, in.q.ids())
+	if !known {
+		conv = ""
+	}
+	t, err := g.hosts.Peek(r.Context(), conv, in.limit, in.q.core)
 	if err != nil {
 		if r.Context().Err() == nil {
-			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
+			g.log.Error("projection failed; counting unprojected", zap.String("api", string(p.api)), zap.String("session_id", conv), zap.Error(err))
 			g.forward(w, r, p, path, body)
 		}
 		return
 	}
-	defer release()
-	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: q, d: d, h: h, conv: conv, stream: head.Stream,
-		ours: map[string]bool{}, calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: head.StreamOptions.IncludeUsage}
-	for _, t := range g.hosts.Tools() {
-		x.ours[t.Name] = true
-	}
-	for _, name := range q.toolNames() {
-		delete(x.ours, name)
-	}
-	if x.stream {
-		x.runStream()
-		return
-	}
-	x.runJSON()
+	x := &exchange{g: g, p: p, q: in.q, d: in.d, ours: g.ours(in.q)}
+	g.forward(w, r, p, path, x.build(t, false))
 }
 
 // open finds the request's conversation, records what its host does not
 // hold yet, and returns the host with the conversation locked until release
 // is called.
 func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int) (string, Host, func(), error) {
-	ids := make([]string, len(q.core))
-	for i, m := range q.core {
-		ids[i] = m.ID
-	}
+	ids := q.ids()
 	for attempt := 0; ; attempt++ {
 		conv, known, ok := g.convs.Match(scope, ids)
 		if !ok {
@@ -152,6 +217,15 @@ func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// ids are the request's part ids, in order.
+func (q *request) ids() []string {
+	ids := make([]string, len(q.core))
+	for i, m := range q.core {
+		ids[i] = m.ID
+	}
+	return ids
 }
 
 // toolNames lists the names of the request's tools.

@@ -124,6 +124,9 @@ type compressingModel struct {
 func (m *compressingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if r.Path == "/v1/messages/count_tokens" {
+		return gatewaytest.Reply{} // counted by the server's estimate
+	}
 	tags := refs(r.Body)
 	if m.done || !hasTool(r.Body, noa.CompressToolName) || len(tags) < 4 {
 		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}, Usage: gatewaytest.Usage{InputTokens: 100, OutputTokens: 10}}
