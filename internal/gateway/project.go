@@ -29,9 +29,10 @@ type exchange struct {
 	// stays the client's).
 	ours map[string]bool
 	// calls holds, by tool call id, the assistant message of a hidden round
-	// as the model wrote it, sent back verbatim in the continuation (an
-	// Anthropic model with thinking on must get its thinking back with its
-	// tool call).
+	// that carried thinking, sent back verbatim in the continuation (an
+	// Anthropic model with thinking on must get its thinking back, signed,
+	// with its tool call). Other hidden calls are rendered from the host's
+	// view, as every later request renders them.
 	calls map[string]json.RawMessage
 	usage usageSum
 	// clientIncludeUsage: the client asked for OpenAI's usage chunk.
@@ -246,8 +247,8 @@ func (q *request) toolNames() []string {
 
 // build is the body sent upstream for turn t: the projected messages, noa's
 // system prompt and tools added, everything else as the client sent it. In
-// the final round (hidden rounds used up) tool_choice is "none", so the
-// model answers for the client.
+// the final round (after hidden rounds, with none left) tool_choice is
+// "none", so the model answers for the client.
 func (x *exchange) build(t Turn, final bool) []byte {
 	top := make(map[string]json.RawMessage, len(x.q.top)+2)
 	for k, v := range x.q.top {
@@ -278,7 +279,7 @@ func (x *exchange) build(t Turn, final bool) []byte {
 	if len(tools) > 0 {
 		top["tools"] = marshal(tools)
 	}
-	if final && len(x.calls) > 0 {
+	if final {
 		if x.p.api == anthropicAPI {
 			top["tool_choice"] = json.RawMessage(`{"type":"none"}`)
 		} else {
@@ -338,9 +339,17 @@ func (x *exchange) fallback(err error) {
 	x.g.forward(x.w, x.r, x.p, x.path, x.raw)
 }
 
-// keep remembers a hidden round's assistant message for the continuation:
-// under its first hidden call's id, the others marked as sent with it.
+// keep remembers a hidden round's assistant message for the continuation
+// when it carries thinking: under its first hidden call's id, the others
+// marked as sent with it. Without thinking the continuation renders the
+// calls from the host's view (a Compress call's summaries stubbed), byte
+// for byte as the conversation's later requests will, so the prompt cache
+// keeps the continuation's prefix; text the model wrote beside its own
+// calls is dropped, as those requests drop it.
 func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
+	if !hasThinking(message) {
+		return
+	}
 	for i, c := range calls {
 		if i == 0 {
 			x.calls[c.id] = message
@@ -348,6 +357,23 @@ func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
 			x.calls[c.id] = nil
 		}
 	}
+}
+
+// hasThinking reports whether an assistant message holds thinking or
+// redacted thinking blocks.
+func hasThinking(message json.RawMessage) bool {
+	var m struct {
+		Content []struct {
+			Type string `json:"type"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(message, &m)
+	for _, b := range m.Content {
+		if b.Type == "thinking" || b.Type == "redacted_thinking" {
+			return true
+		}
+	}
+	return false
 }
 
 // hiddenCall is a tool call of the model's that the gateway runs.
@@ -410,7 +436,7 @@ func (x *exchange) runJSON() {
 			x.fallback(err)
 			return
 		}
-		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round >= x.g.cfg.MaxHiddenRounds))
+		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round > 0 && round >= x.g.cfg.MaxHiddenRounds))
 		if err != nil {
 			x.g.upstreamFailed(x.w, x.r, x.p, err)
 			return
