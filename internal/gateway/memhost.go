@@ -19,13 +19,15 @@ type MemoryHosts struct {
 	// Config is noa's configuration; ModelContextLimit is replaced by each
 	// conversation's window. The zero value means noa.DefaultConfig.
 	Config noa.Config
-	// Count measures tokens; nil means CountTokens(nil).
+	// Count measures tokens; nil means CountTokens(nil). Counts are
+	// memoised by text, as noa measures every message on every turn.
 	Count noa.TokenCountFn
 	// Now is the clock for block timestamps; nil means time.Now.
 	Now func() time.Time
 
 	mu    sync.Mutex
 	hosts map[string]*memHost
+	count noa.TokenCountFn // Count, memoised
 }
 
 // Host opens conversation id, creating it empty.
@@ -51,19 +53,24 @@ func (m *MemoryHosts) Host(_ context.Context, id string, contextLimit int) (Host
 func (m *MemoryHosts) Peek(_ context.Context, id string, contextLimit int, pending []noa.CoreMessage) (Turn, error) {
 	m.mu.Lock()
 	h, ok := m.hosts[id]
-	m.mu.Unlock()
 	if !ok || id == "" {
 		h = m.newHost(id, contextLimit)
 	}
+	m.mu.Unlock()
 	return h.peek(pending, contextLimit), nil
 }
 
-// newHost is an empty conversation paced against contextLimit.
+// newHost is an empty conversation paced against contextLimit. The
+// caller holds m.mu.
 func (m *MemoryHosts) newHost(id string, contextLimit int) *memHost {
-	count, now := m.Count, m.Now
-	if count == nil {
-		count = CountTokens(nil)
+	if m.count == nil {
+		base := m.Count
+		if base == nil {
+			base = CountTokens(nil)
+		}
+		m.count = memoCount(base)
 	}
+	count, now := m.count, m.Now
 	if now == nil {
 		now = time.Now
 	}
@@ -91,6 +98,35 @@ func (h *memHost) paced(contextLimit int) noa.Config {
 		cfg.ModelContextLimit = contextLimit
 	}
 	return cfg
+}
+
+// memoLimit bounds a token memo; past it the memo starts afresh.
+const memoLimit = 1 << 16
+
+// memoCount wraps count with a memo of counted texts, safe for concurrent
+// use.
+func memoCount(count noa.TokenCountFn) noa.TokenCountFn {
+	var mu sync.Mutex
+	memo := map[string]int{}
+	return func(text string) int {
+		if len(text) < 64 {
+			return count(text) // cheaper than the lock
+		}
+		mu.Lock()
+		n, ok := memo[text]
+		mu.Unlock()
+		if ok {
+			return n
+		}
+		n = count(text)
+		mu.Lock()
+		if len(memo) >= memoLimit {
+			memo = map[string]int{}
+		}
+		memo[text] = n
+		mu.Unlock()
+		return n
+	}
 }
 
 // Tools are Compress (noa's definition) and read_archive.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,7 +58,7 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 	}
 	defer release()
 	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
-		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.StreamOptions.IncludeUsage}
+		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.IncludeUsage}
 	if x.stream {
 		x.runStream()
 		return
@@ -77,12 +78,24 @@ type projected struct {
 // requestHead is what the gateway reads of a request's top level besides
 // its messages.
 type requestHead struct {
-	Model         string `json:"model"`
-	Stream        bool   `json:"stream"`
-	StreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+	Model  string
+	Stream bool
+	// IncludeUsage is OpenAI's stream_options.include_usage.
+	IncludeUsage bool
 }
+
+// readHead reads the request's requestHead.
+func (q *request) readHead() requestHead {
+	h := requestHead{Stream: isTrue(q.top["stream"])}
+	h.Model, _ = decodeString(q.top["model"])
+	if opts, ok := objectFields(q.top["stream_options"]); ok {
+		h.IncludeUsage = isTrue(opts.vals["include_usage"])
+	}
+	return h
+}
+
+// isTrue reports whether raw is the JSON literal true.
+func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "true" }
 
 // parseProjected takes a request apart for projection. When it reports
 // false the request has been answered: an invalid session header with a
@@ -106,7 +119,7 @@ func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *prov
 		return in, false
 	}
 	in.q, in.d = q, d
-	_ = json.Unmarshal(body, &in.head)
+	in.head = q.readHead()
 	in.limit, _ = g.cfg.ContextWindow(in.head.Model)
 	return in, true
 }
@@ -262,9 +275,8 @@ func (x *exchange) build(t Turn, final bool) []byte {
 			msgs = openaiSystem(msgs, len(x.q.head), t.SystemPrompt)
 		}
 	}
-	top["messages"] = marshal(msgs)
-	var tools []json.RawMessage
-	_ = json.Unmarshal(top["tools"], &tools)
+	top["messages"] = joinArray(msgs)
+	tools, _ := splitArray(top["tools"])
 	for _, def := range x.g.hosts.Tools() {
 		if !x.ours[def.Name] {
 			continue
@@ -277,7 +289,7 @@ func (x *exchange) build(t Turn, final bool) []byte {
 		}
 	}
 	if len(tools) > 0 {
-		top["tools"] = marshal(tools)
+		top["tools"] = joinArray(tools)
 	}
 	if final {
 		if x.p.api == anthropicAPI {
@@ -306,11 +318,11 @@ func appendSystem(sys json.RawMessage, add string) json.RawMessage {
 	case json.Unmarshal(sys, &s) == nil:
 		return rawString(s + "\n\n" + add)
 	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(sys, &blocks) != nil {
+	blocks, ok := splitArray(sys)
+	if !ok {
 		return sys
 	}
-	return marshal(append(blocks, textBlock(add)))
+	return joinArray(append(blocks, textBlock(add)))
 }
 
 // openaiSystem adds noa's prompt to the last leading system or developer

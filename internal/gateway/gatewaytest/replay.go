@@ -30,10 +30,23 @@ type ReplayOptions struct {
 	// the step's files plus 4); a model that keeps calling tools past it
 	// fails the replay.
 	MaxRequestsPerStep int
-	// OnRequest, when set, is called after every request with its body
-	// (the whole conversation so far, as the client sends it) and the
-	// answer's body. The bodies are not kept after it returns.
-	OnRequest func(step int, request, answer []byte)
+	// OnRequest, when set, is called after every request. What it is
+	// handed is not kept after it returns, and must not be changed.
+	OnRequest func(ReplayRequest)
+}
+
+// ReplayRequest is one request of a replay, as the client sent it.
+type ReplayRequest struct {
+	// Step is the index of the scenario step the request belongs to.
+	Step int
+	// Body is the request (the whole conversation so far); Answer the
+	// answer's body (an error body when Err is set).
+	Body, Answer []byte
+	// Messages are the conversation's messages as the client keeps them
+	// (without the cache breakpoint Body adds): earlier requests' messages
+	// are a prefix of them.
+	Messages []json.RawMessage
+	Err      error
 }
 
 // StepResult is how one step of a replay went.
@@ -78,7 +91,7 @@ func Replay(ctx context.Context, sc *Scenario, opts ReplayOptions) ([]StepResult
 			body := opts.body(msgs)
 			answer, err := opts.send(ctx, body)
 			if opts.OnRequest != nil {
-				opts.OnRequest(i, body, answer)
+				opts.OnRequest(ReplayRequest{Step: i, Body: body, Answer: answer, Messages: msgs, Err: err})
 			}
 			if err != nil {
 				return results, fmt.Errorf("step %d: %w", i, err)
