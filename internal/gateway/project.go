@@ -72,7 +72,7 @@ type projected struct {
 	d     dialect
 	head  requestHead
 	scope string // the session header's value
-	limit int    // the model's window
+	limit int    // the window left to the messages (messageWindow)
 }
 
 // requestHead is what the gateway reads of a request's top level besides
@@ -120,8 +120,26 @@ func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *prov
 	}
 	in.q, in.d = q, d
 	in.head = q.readHead()
-	in.limit, _ = g.cfg.ContextWindow(in.head.Model)
+	window, _ := g.cfg.ContextWindow(in.head.Model)
+	in.limit = g.messageWindow(q, window)
 	return in, true
+}
+
+// messageWindow is the part of a model's window left to the conversation's
+// messages, which is what noa paces: the window less what the request
+// spends outside them (the system prompt, the client's tools and the
+// gateway's), estimated at a quarter token per byte. A request whose fixed
+// part takes most of the window still leaves its messages a quarter of it,
+// so noa never paces against nothing.
+func (g *Gateway) messageWindow(q *request, window int) int {
+	fixed := len(q.top["system"]) + len(q.top["tools"])
+	for _, m := range q.head {
+		fixed += len(m) // OpenAI's system messages
+	}
+	for _, t := range g.hosts.Tools() {
+		fixed += len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	return max(window-fixed/4, window/4)
 }
 
 // ours are the hosts' tools the gateway adds to request q: all of them but
@@ -197,6 +215,11 @@ func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int)
 		if err != nil {
 			release()
 			return "", nil, nil, fmt.Errorf("opening conversation %s: %w", conv, err)
+		}
+		if known > 0 && !h.Has(ids[known-1]) {
+			// The index knows more than the host holds (a host that lost
+			// its state, an index that outlived it): record what is missing.
+			known = 0
 		}
 		for known < len(ids) && h.Has(ids[known]) {
 			known++
