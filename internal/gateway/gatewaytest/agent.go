@@ -12,8 +12,11 @@ import (
 // Messages API: a Script whose every answer is a pure function of the
 // request it reads, as a model's is. It works the way an agent does:
 //
-//   - A reading step gets one read_file call per file it names, one per
-//     answer, then a one-line report.
+//   - A reading step gets one read call per file it names, one per answer,
+//     then a one-line report. A read is a read_file call when the request
+//     offers read_file; otherwise, behind an MCP proxy's meta tools (a tool
+//     named *call_tool), a call_tool of the read_text_file tool, whose id
+//     it first looks up with *retrieve_tools.
 //   - A question is answered from what the request shows ("KEY = value" in
 //     a tool result or text). When only a summary still names the fact
 //     ("KEY (value in m00042)"), it calls read_archive for that ref and
@@ -53,8 +56,10 @@ func Agent(r *Request) Reply {
 		done := v.read(at)
 		for _, p := range paths {
 			if !done[p] && !v.noTools {
-				in, _ := json.Marshal(map[string]string{"path": p})
-				return Reply{Parts: []Part{ToolCall("", "read_file", string(in))}}
+				if call, ok := v.readCall(p); ok {
+					return Reply{Parts: []Part{call}}
+				}
+				return Say("I have no tool to read " + p + ".")
 			}
 		}
 		return Say(fmt.Sprintf("Read %d files (%s): service logs, each a run of timed events.", len(paths), strings.Join(paths, ", ")))
@@ -62,12 +67,64 @@ func Agent(r *Request) Reply {
 	return Say("What should I do?")
 }
 
+// readCall is the tool call that reads path with the tools the request
+// offers (false when none can).
+func (v *view) readCall(path string) (Part, bool) {
+	if v.offers("read_file") {
+		in, _ := json.Marshal(map[string]string{"path": path})
+		return ToolCall("", "read_file", string(in)), true
+	}
+	call, retrieve := v.offered("call_tool"), v.offered("retrieve_tools")
+	if call == "" {
+		return Part{}, false
+	}
+	for _, b := range v.blocks {
+		if id := readToolID.FindString(b.text); id != "" {
+			in, _ := json.Marshal(map[string]any{"name": id, "arguments": map[string]string{"path": path}})
+			return ToolCall("", call, string(in)), true
+		}
+	}
+	if retrieve == "" {
+		return Part{}, false
+	}
+	return ToolCall("", retrieve, `{"query":"read the contents of a text file"}`), true
+}
+
+// offered is the name of the offered tool whose name ends in suffix ("" if
+// none): an MCP client prefixes a server's tools (mcp__mcproxy__call_tool).
+func (v *view) offered(suffix string) string {
+	for _, t := range v.tools {
+		if strings.HasSuffix(t, suffix) {
+			return t
+		}
+	}
+	return ""
+}
+
+// readPath is the path a tool call reads: its input's "path", or that of
+// its "arguments" (a call through call_tool); "" when it has none.
+func readPath(input string) string {
+	var in struct {
+		Path      string `json:"path"`
+		Arguments struct {
+			Path string `json:"path"`
+		} `json:"arguments"`
+	}
+	_ = json.Unmarshal([]byte(input), &in)
+	if in.Path != "" {
+		return in.Path
+	}
+	return in.Arguments.Path
+}
+
 var (
 	refTag      = regexp.MustCompile(`^\[(m\d{5}) · [^\]]+ tok\]$`)
 	factKey     = regexp.MustCompile(`FACT-\d{3}`)
 	factValue   = regexp.MustCompile(`(FACT-\d{3}) = ([a-z]+-\d{4})`)
 	factPointer = regexp.MustCompile(`(FACT-\d{3}) \(value in (m\d{5})\)`)
-	filePath    = regexp.MustCompile(`/srv/logs/[a-z]+-\d{3}\.log`)
+	filePath    = regexp.MustCompile(`(?:/[A-Za-z0-9_.-]+)+\.[a-z]+`)
+	readListed  = regexp.MustCompile(`Read \d+ files: (.*?)\.(?: |\n|$)`)
+	readToolID  = regexp.MustCompile(`[A-Za-z0-9_.-]+:read_text_file\b`)
 	tierOne     = regexp.MustCompile(`(?m)^  (m\d{5})–(m\d{5})  compressible`)
 	blockRange  = regexp.MustCompile(`Range covering all of them: start=(b\d+) end=(b\d+)`)
 	summaryHead = regexp.MustCompile(`^\[Compressed conversation section\] (b\d+)\(T\d\)`)
@@ -182,12 +239,13 @@ func (v *view) step() (string, int) {
 func (v *view) read(at int) map[string]bool {
 	done := map[string]bool{}
 	for _, b := range v.blocks[max(at, 0):] {
-		if b.typ == "tool_use" && b.name == "read_file" {
-			var in struct {
-				Path string `json:"path"`
+		if p := readPath(b.text); b.typ == "tool_use" && p != "" {
+			done[p] = true
+		}
+		if b.typ == "text" && strings.HasPrefix(b.text, summaryHeader) {
+			for _, p := range listedReads(b.text) {
+				done[p] = true
 			}
-			_ = json.Unmarshal([]byte(b.text), &in)
-			done[in.Path] = true
 		}
 	}
 	return done
@@ -228,39 +286,58 @@ func (v *view) compress() (string, bool) {
 	}
 	var items []item
 	if m := blockRange.FindStringSubmatch(v.nudge); m != nil {
-		facts, files := v.summarised(m[1], m[2])
+		facts, paths := v.summarised(m[1], m[2])
 		items = append(items, item{Start: m[1], End: m[2], Topic: "earlier log reading",
-			Summary: summaryText(fmt.Sprintf("Blocks %s to %s: earlier log reading, %d files read with read_file and reported; all done.", m[1], m[2], files), facts)})
+			Summary: summaryText(fmt.Sprintf("Blocks %s to %s: earlier log reading, all done. %s", m[1], m[2], readList(paths)), facts)})
 	}
+	// The user's newest message stays: the ranges are cut around it.
 	_, stepAt := v.step()
 	stepRef := ""
 	if stepAt >= 0 {
 		stepRef = v.blocks[stepAt].ref
 	}
+	var spans [][2]string
 	for _, m := range tierOne.FindAllStringSubmatch(v.nudge, -1) {
 		start, end := m[1], m[2]
-		if stepRef != "" && start >= stepRef {
-			continue // the step in progress stays
+		if stepRef == "" || end < stepRef || start > stepRef {
+			spans = append(spans, [2]string{start, end})
+			continue
 		}
-		if stepRef != "" && end >= stepRef {
-			end = v.lastRefBefore(stepRef, start)
-			if end == "" {
-				continue
-			}
+		if before := v.lastRefBefore(stepRef, start); before != "" {
+			spans = append(spans, [2]string{start, before})
 		}
-		facts, paths := v.span(start, end)
-		text := fmt.Sprintf("Finished work %s–%s: read_file on %d log files", start, end, len(paths))
-		if len(paths) > 0 {
-			text += " (" + paths[0] + " to " + paths[len(paths)-1] + ")"
+		if after := v.firstRefAfter(stepRef, end); after != "" {
+			spans = append(spans, [2]string{after, end})
 		}
-		text += " and reported each to the user; all done."
-		items = append(items, item{Start: start, End: end, Topic: "log reading", Summary: summaryText(text, facts)})
+	}
+	for _, sp := range spans {
+		facts, paths := v.span(sp[0], sp[1])
+		text := fmt.Sprintf("Finished work %s–%s, reported to the user. %s", sp[0], sp[1], readList(paths))
+		items = append(items, item{Start: sp[0], End: sp[1], Topic: "log reading", Summary: summaryText(text, facts)})
 	}
 	if len(items) == 0 {
 		return "", false
 	}
 	b, _ := json.Marshal(map[string]any{"content": items})
 	return string(b), true
+}
+
+// listedReads are the files a summary's readList names.
+func listedReads(summary string) []string {
+	var out []string
+	for _, m := range readListed.FindAllStringSubmatch(summary, -1) {
+		out = append(out, filePath.FindAllString(m[1], -1)...)
+	}
+	return out
+}
+
+// readList names the files a summary's range read, every one, so a step in
+// progress knows what it has done.
+func readList(paths []string) string {
+	if len(paths) == 0 {
+		return "No files read."
+	}
+	return fmt.Sprintf("Read %d files: %s.", len(paths), strings.Join(paths, ", "))
 }
 
 // summaryText ends a summary with the facts' keys and where their values
@@ -271,6 +348,17 @@ func summaryText(head string, facts []string) string {
 		s += " Facts: " + strings.Join(facts, "; ") + "."
 	}
 	return s + " Exact file contents are archived: read_archive with a ref above returns that message whole."
+}
+
+// firstRefAfter is the oldest ref tag above limit and not above end.
+func (v *view) firstRefAfter(limit, end string) string {
+	best := ""
+	for _, b := range v.blocks {
+		if b.ref != "" && b.ref > limit && b.ref <= end && (best == "" || b.ref < best) {
+			best = b.ref
+		}
+	}
+	return best
 }
 
 // lastRefBefore is the newest ref tag below limit and not below start.
@@ -286,36 +374,32 @@ func (v *view) lastRefBefore(limit, start string) string {
 
 // span collects, for the refs start..end, the facts' pointers and the
 // files read: from the tagged tool results in the span, from read_archive
-// results (pointing where they were read from) and from summaries.
+// results (pointing where they were read from) and from summaries. The
+// span runs from just after the last tagged block before start to just
+// before the first tagged block after end, so the untagged calls around
+// its results are in it.
 func (v *view) span(start, end string) ([]string, []string) {
-	first, last := -1, -1
+	lo, hi := 0, len(v.blocks)
 	for i, b := range v.blocks {
-		if b.ref != "" && b.ref >= start && b.ref <= end {
-			if first < 0 {
-				first = v.msgStart(i)
-			}
-			last = i
+		switch {
+		case b.ref == "":
+		case b.ref < start:
+			lo = i + 1
+		case b.ref > end && hi == len(v.blocks):
+			hi = i
 		}
 	}
-	if first < 0 {
+	if lo >= hi {
 		return nil, nil
 	}
-	return v.facts(v.blocks[first : last+1])
+	return v.facts(v.blocks[lo:hi])
 }
 
-// msgStart is the index of the first block of block i's message.
-func (v *view) msgStart(i int) int {
-	for i > 0 && v.blocks[i-1].msg == v.blocks[i].msg {
-		i--
-	}
-	return i
-}
-
-// summarised collects the facts' pointers and the count of files read
-// from the summaries of blocks from..to.
-func (v *view) summarised(from, to string) ([]string, int) {
+// summarised collects the facts' pointers and the files read from the
+// summaries of blocks from..to.
+func (v *view) summarised(from, to string) ([]string, []string) {
 	var in []block
-	files := 0
+	var paths []string
 	lo, hi := blockNum(from), blockNum(to)
 	for _, b := range v.blocks {
 		m := summaryHead.FindStringSubmatch(b.text)
@@ -324,21 +408,11 @@ func (v *view) summarised(from, to string) ([]string, int) {
 		}
 		if n := blockNum(m[1]); n >= lo && n <= hi {
 			in = append(in, b)
-			files += readCount(b.text)
+			paths = append(paths, listedReads(b.text)...)
 		}
 	}
 	facts, _ := v.facts(in)
-	return facts, files
-}
-
-var filesRead = regexp.MustCompile(`(\d+) (?:log )?files`)
-
-func readCount(s string) int {
-	n := 0
-	if m := filesRead.FindStringSubmatch(s); m != nil {
-		fmt.Sscan(m[1], &n)
-	}
-	return n
+	return facts, paths
 }
 
 func blockNum(id string) int {
@@ -355,15 +429,13 @@ func (v *view) facts(bs []block) ([]string, []string) {
 	var paths []string
 	for _, b := range bs {
 		switch {
-		case b.typ == "tool_use" && b.name == "read_file":
-			var in struct{ Path string }
-			_ = json.Unmarshal([]byte(b.text), &in)
-			paths = append(paths, in.Path)
+		case b.typ == "tool_use" && readPath(b.text) != "":
+			paths = append(paths, readPath(b.text))
 		case b.typ == "tool_use" && b.name == "read_archive":
 			var in struct{ Ref string }
 			_ = json.Unmarshal([]byte(b.text), &in)
 			archiveRef[b.id] = in.Ref
-		case b.typ == "tool_result" && b.name == "read_file" && b.ref != "":
+		case b.typ == "tool_result" && b.name != "read_archive" && b.ref != "":
 			for _, m := range factValue.FindAllStringSubmatch(b.text, -1) {
 				seen[m[1]] = b.ref
 			}
