@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		Result   string `json:"result"`
 		NumTurns int    `json:"num_turns"`
 	}
-	var clientCalls []string
+	var clientCalls, offered []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -125,13 +126,17 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 				}
 			}
 		case "system":
-			for _, tool := range ev.Tools {
-				if strings.Contains(tool, "Compress") || strings.Contains(tool, "read_archive") {
-					t.Errorf("Claude Code was offered %s", tool)
-				}
-			}
+			offered = append(offered, ev.Tools...)
 		case "result":
 			_ = json.Unmarshal(sc.Bytes(), &result)
+		}
+	}
+	if !slices.Contains(offered, "mcp__mcproxy__call_tool") {
+		t.Errorf("Claude Code's init event lists tools %v, want mcproxy's meta tools", offered)
+	}
+	for _, tool := range offered {
+		if strings.Contains(tool, "Compress") || strings.Contains(tool, "read_archive") {
+			t.Errorf("Claude Code was offered %s", tool)
 		}
 	}
 	if result.Subtype != "success" || result.IsError || !strings.Contains(result.Result, fmt.Sprintf("Read %d files", files)) {
