@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	gatewaybench "github.com/mcproxy/mcproxy/bench/gateway"
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/arms/armsio"
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -28,14 +29,18 @@ var builtinQueries embed.FS
 
 const usage = `usage: mcproxy bench [run] [flags]
        mcproxy bench capture --config FILE --out FILE
+       mcproxy bench gateway [flags]
 
 run (the default) measures every encoding arm on the frozen corpora: tokens
 per tool and per listing, savings against baseline_json, retrieval quality of
 the production index on graded query sets, and the cost of discovery through
 retrieve_tools. capture connects to the upstreams of a config file and writes
-their tools as a corpus that run --corpus can measure.
+their tools as a corpus that run --corpus can measure. gateway replays a long
+agent conversation through the model-API gateway and reports the tokens it
+saved.
 
-Run 'mcproxy bench run -h' or 'mcproxy bench capture -h' for flags.
+Run 'mcproxy bench run -h', 'mcproxy bench capture -h' or 'mcproxy bench
+gateway -h' for flags.
 `
 
 // Main runs `mcproxy bench` with args (without the "bench" word itself) and
@@ -52,6 +57,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCmd(ctx, args, stdout, stderr)
 	case "capture":
 		err = captureCmd(ctx, args, stdout, stderr)
+	case "gateway":
+		return gatewaybench.Main(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -18,6 +18,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
+	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -198,11 +199,20 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, error) {
 	if !cfg.Gateway.Enabled {
 		return nil, nil
 	}
-	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway")})
+	tk, err := tokens.New(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// The conversations' noa hosts, the one place serve builds them. They
+	// live in memory (a conversation starts afresh after a restart) until
+	// internal/session serves gateway.Hosts on disk.
+	hosts := &gateway.MemoryHosts{Count: gateway.CountTokens(tk.Count)}
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"))
+	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
+		zap.Bool("projection", cfg.Gateway.ProjectEnabled()))
 	return g, nil
 }
 

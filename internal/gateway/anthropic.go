@@ -18,30 +18,36 @@ func parseAnthropic(body []byte) (*request, error) {
 		return nil, err
 	}
 	q := &request{api: anthropicAPI, top: top, keys: keys, byID: map[string]int{}}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &raws); err != nil {
+	raws, ok := splitArray(top["messages"])
+	if !ok {
 		return nil, fmt.Errorf(`"messages" is not an array of messages`)
 	}
 	names := map[string]string{} // tool_use id -> tool name
 	for i, raw := range raws {
-		obj := map[string]json.RawMessage{}
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		obj, ok := objectFields(raw)
+		if !ok {
 			return nil, fmt.Errorf("messages[%d] is not an object", i)
 		}
-		var role string
-		if err := json.Unmarshal(obj["role"], &role); err != nil || role == "" {
+		role := obj.str("role")
+		if role == "" {
 			return nil, fmt.Errorf("messages[%d] has no role", i)
 		}
 		env := envelope(obj, "content")
 		m := message{raw: raw, role: role, first: len(q.parts)}
 		nr := noaRole(role)
-		content := obj["content"]
-		var s string
-		var blocks []json.RawMessage
-		switch {
-		case json.Unmarshal(content, &s) == nil:
+		content := obj.vals["content"]
+		switch firstByte(content) {
+		case '"':
+			s, ok := decodeString(content)
+			if !ok {
+				return nil, fmt.Errorf("messages[%d].content is not a valid string", i)
+			}
 			q.add(part{msg: i, kind: kindText, raw: content, str: true}, noa.CoreMessage{Role: nr, ContentType: noa.CTText, Text: s}, role, env)
-		case json.Unmarshal(content, &blocks) == nil:
+		case '[':
+			blocks, ok := splitArray(content)
+			if !ok {
+				return nil, fmt.Errorf("messages[%d].content is not an array of blocks", i)
+			}
 			for j, b := range blocks {
 				p, cm, err := anthropicPart(b, nr, names)
 				if err != nil {
@@ -72,54 +78,42 @@ func noaRole(role string) noa.Role {
 
 // anthropicPart converts one content block.
 func anthropicPart(b json.RawMessage, role noa.Role, names map[string]string) (part, noa.CoreMessage, error) {
-	var blk struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		IsError   bool            `json:"is_error"`
-		Thinking  string          `json:"thinking"`
-		Source    struct {
-			Type string `json:"type"`
-			Data string `json:"data"`
-		} `json:"source"`
-	}
-	if err := json.Unmarshal(b, &blk); err != nil {
-		return part{}, noa.CoreMessage{}, fmt.Errorf("not a content block: %v", err)
+	blk, ok := objectFields(b)
+	if !ok {
+		return part{}, noa.CoreMessage{}, fmt.Errorf("not a content block (a JSON object)")
 	}
 	p := part{raw: b}
 	m := noa.CoreMessage{Role: role, ContentType: noa.CTText}
-	switch blk.Type {
+	switch blk.str("type") {
 	case "text":
-		p.kind, m.Text = kindText, blk.Text
+		p.kind, m.Text = kindText, blk.str("text")
 	case "tool_use":
+		id, name := blk.str("id"), blk.str("name")
 		p.kind = kindToolCall
-		m.ContentType, m.ToolName, m.ToolCallID, m.Text = noa.CTToolCall, blk.Name, blk.ID, compactJSON(blk.Input)
-		names[blk.ID] = blk.Name
+		m.ContentType, m.ToolName, m.ToolCallID, m.Text = noa.CTToolCall, name, id, compactJSON(blk.vals["input"])
+		names[id] = name
 	case "tool_result":
+		id := blk.str("tool_use_id")
 		p.kind = kindToolResult
-		m.Role, m.ContentType, m.ToolCallID, m.ToolName = noa.RoleTool, noa.CTToolResult, blk.ToolUseID, names[blk.ToolUseID]
-		m.Text = contentText(blk.Content)
-		if blk.IsError {
+		m.Role, m.ContentType, m.ToolCallID, m.ToolName = noa.RoleTool, noa.CTToolResult, id, names[id]
+		m.Text = contentText(blk.vals["content"])
+		if string(blk.vals["is_error"]) == "true" {
 			m.Text = "[error] " + m.Text
 		}
 	case "thinking":
-		p.kind, m.ContentType, m.Text = kindReasoning, noa.CTReasoning, blk.Thinking
+		p.kind, m.ContentType, m.Text = kindReasoning, noa.CTReasoning, blk.str("thinking")
 	case "redacted_thinking":
 		p.kind, m.ContentType, m.Text = kindReasoning, noa.CTReasoning, "[redacted thinking]"
 	case "image":
 		w, h := 0, 0
-		if blk.Source.Type == "base64" {
-			w, h = imageSize(blk.Source.Data)
+		if src, ok := objectFields(blk.vals["source"]); ok && src.str("type") == "base64" {
+			w, h = imageSize(src.str("data"))
 		}
 		p.kind, m.Text = kindOpaque, opaqueText("image", imageTokens(w, h))
 	default:
 		// documents, server tool blocks, search results and whatever comes
 		// next: kept whole, weighed by size.
-		p.kind, m.Text = kindOpaque, opaqueText(blk.Type, max(1, len(b)/4))
+		p.kind, m.Text = kindOpaque, opaqueText(blk.str("type"), max(1, len(b)/4))
 	}
 	return p, m, nil
 }
@@ -128,26 +122,29 @@ func anthropicPart(b json.RawMessage, role noa.Role, names map[string]string) (p
 // as it is, text blocks' texts joined by newlines, other blocks as
 // placeholders naming their type.
 func contentText(content json.RawMessage) string {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
+	switch firstByte(content) {
+	case '"':
+		s, _ := decodeString(content)
 		return s
-	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(content, &blocks) != nil {
-		return string(content)
-	}
-	texts := make([]string, 0, len(blocks))
-	for _, b := range blocks {
-		if b.Type == "text" {
-			texts = append(texts, b.Text)
-		} else {
-			texts = append(texts, "["+b.Type+"]")
+	case '[':
+		blocks, ok := splitArray(content)
+		if !ok {
+			return string(content)
 		}
+		texts := make([]string, 0, len(blocks))
+		for _, b := range blocks {
+			f, _ := objectFields(b)
+			if typ := f.str("type"); typ == "text" {
+				texts = append(texts, f.str("text"))
+			} else {
+				texts = append(texts, "["+typ+"]")
+			}
+		}
+		return strings.Join(texts, "\n")
+	case 'n', 0: // null, or no content
+		return ""
 	}
-	return strings.Join(texts, "\n")
+	return string(content)
 }
 
 // compactJSON is raw without insignificant space ("{}" when empty).
@@ -165,7 +162,7 @@ func compactJSON(raw json.RawMessage) string {
 type anthropicDialect struct{}
 
 func (anthropicDialect) partial(q *request, m message, idx []int, text, tags map[int]string) json.RawMessage {
-	obj := object(m.raw)
+	obj, _ := objectFields(m.raw)
 	blocks := make([]json.RawMessage, 0, len(idx)+len(tags))
 	for _, i := range idx {
 		p := q.parts[i]
@@ -185,38 +182,33 @@ func (anthropicDialect) partial(q *request, m message, idx []int, text, tags map
 			blocks = append(blocks, textBlock(tag))
 		}
 	}
-	obj["content"] = marshal(blocks)
-	return marshal(obj)
+	return obj.with("content", joinArray(blocks)).encode()
 }
 
 // withText replaces a text block's text or a tool result's content.
 func withText(raw json.RawMessage, k partKind, text string) json.RawMessage {
-	obj := object(raw)
+	obj, _ := objectFields(raw)
 	if k == kindToolResult {
-		obj["content"] = rawString(text)
-	} else {
-		obj["text"] = rawString(text)
+		return obj.with("content", rawString(text)).encode()
 	}
-	return marshal(obj)
+	return obj.with("text", rawString(text)).encode()
 }
 
 // withResultTag appends a text block holding tag to a tool result's
-// content.
+// content. A string content becomes a text block written with the same
+// JSON string, so the result is never decoded and encoded again.
 func withResultTag(raw json.RawMessage, tag string) json.RawMessage {
-	obj := object(raw)
+	obj, _ := objectFields(raw)
 	var blocks []json.RawMessage
-	var s string
-	switch c := obj["content"]; {
-	case len(c) == 0 || string(c) == "null":
-	case json.Unmarshal(c, &s) == nil:
-		if s != "" {
-			blocks = append(blocks, textBlock(s))
+	switch c := obj.vals["content"]; firstByte(c) {
+	case '"':
+		if s := bytes.TrimSpace(c); string(s) != `""` {
+			blocks = append(blocks, json.RawMessage(`{"type":"text","text":`+string(s)+`}`))
 		}
-	default:
-		_ = json.Unmarshal(c, &blocks)
+	case '[':
+		blocks, _ = splitArray(c)
 	}
-	obj["content"] = marshal(append(blocks, textBlock(tag)))
-	return marshal(obj)
+	return obj.with("content", joinArray(append(blocks, textBlock(tag)))).encode()
 }
 
 func (anthropicDialect) summary(text string) json.RawMessage {

@@ -92,80 +92,33 @@ func chainID(prev, role string, envelope []byte, raw json.RawMessage) string {
 	return idPrefix + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// canonical is raw with object keys sorted, insignificant space removed and
-// every cache_control field dropped. Invalid JSON is returned as it is.
+// canonical is raw with object keys sorted, space outside strings removed
+// and every cache_control field dropped; strings and numbers stay as
+// written (a client writes the same message the same way each time).
+// Invalid JSON is returned as it is.
 func canonical(raw json.RawMessage) []byte {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return raw
+	if b, ok := canonicalize(make([]byte, 0, len(raw)), raw); ok {
+		return b
 	}
-	v = dropCacheControl(v)
-	b, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return b
-}
-
-func dropCacheControl(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		delete(t, "cache_control")
-		for k, e := range t {
-			t[k] = dropCacheControl(e)
-		}
-	case []any:
-		for i, e := range t {
-			t[i] = dropCacheControl(e)
-		}
-	}
-	return v
+	return raw
 }
 
 // envelope is a message's canonical JSON without the fields that hold its
 // parts.
-func envelope(obj map[string]json.RawMessage, partFields ...string) []byte {
-	env := make(map[string]json.RawMessage, len(obj))
-	for k, v := range obj {
-		env[k] = v
-	}
+func envelope(obj fields, partFields ...string) []byte {
 	for _, f := range partFields {
-		delete(env, f)
+		obj = obj.without(f)
 	}
-	b, _ := json.Marshal(env) // RawMessage values are valid JSON: they were decoded
-	return canonical(b)
+	return canonical(obj.encode())
 }
 
-// decodeTop splits a request object into its keys, in order.
+// decodeTop splits a JSON object into its members and its keys in order.
 func decodeTop(body []byte) (map[string]json.RawMessage, []string, error) {
-	d := json.NewDecoder(bytes.NewReader(body))
-	tok, err := d.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, nil, fmt.Errorf("the request body is not a JSON object")
+	f, ok := objectFields(body)
+	if !ok {
+		return nil, nil, fmt.Errorf("the body is not a JSON object")
 	}
-	top := map[string]json.RawMessage{}
-	var keys []string
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading the request body: %w", err)
-		}
-		k := tok.(string)
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return nil, nil, fmt.Errorf("reading the request's %q: %w", k, err)
-		}
-		if _, dup := top[k]; !dup {
-			keys = append(keys, k)
-		}
-		top[k] = v
-	}
-	if _, err := d.Token(); err != nil {
-		return nil, nil, fmt.Errorf("reading the request body: %w", err)
-	}
-	return top, keys, nil
+	return f.vals, f.keys, nil
 }
 
 // encodeTop writes a request object back, keys in their original order and

@@ -452,10 +452,27 @@ func TestRenderProjection(t *testing.T) {
 	c = q.core
 	p = projection{View: []noa.CoreMessage{c[0], c[1], c[2], c[4]}, Refs: map[string]Ref{c[0].ID: {Ref: "m00001", Tokens: 1}, c[4].ID: {Ref: "m00005", Tokens: 1}}}
 	got = string(marshal(q.render(openaiDialect{}, p)))
-	want = `[{"role":"system","content":"sys"},{"content":"q\n\n[m00001 · 1 tok]","role":"user"},` +
-		`{"content":"x","role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
-		`{"content":"r1\n\n[m00005 · 1 tok]","role":"tool","tool_call_id":"c1"}]`
+	want = `[{"role":"system","content":"sys"},{"role":"user","content":"q\n\n[m00001 · 1 tok]"},` +
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"r1\n\n[m00005 · 1 tok]"}]`
 	if got != want {
 		t.Errorf("openai:\n got %s\nwant %s", got, want)
 	}
+}
+
+// dropCacheControl removes every cache_control field of a decoded JSON
+// value, in place.
+func dropCacheControl(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		delete(t, "cache_control")
+		for k, e := range t {
+			t[k] = dropCacheControl(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = dropCacheControl(e)
+		}
+	}
+	return v
 }

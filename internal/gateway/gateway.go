@@ -138,6 +138,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p.api == anthropicAPI && rest == "/v1/messages" && r.Method == http.MethodPost:
 		g.modelRequest(w, r, p)
+	case p.api == anthropicAPI && rest == "/v1/messages/count_tokens" && r.Method == http.MethodPost:
+		g.countTokens(w, r, p)
 	case p.api == openaiAPI && rest == "/v1/chat/completions" && r.Method == http.MethodPost:
 		g.modelRequest(w, r, p)
 	default:

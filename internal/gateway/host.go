@@ -16,6 +16,12 @@ type Hosts interface {
 	// 1-128 of [A-Za-z0-9_.-], not starting with a dot), paced against a
 	// model window of contextLimit tokens.
 	Host(ctx context.Context, id string, contextLimit int) (Host, error)
+	// Peek returns the Turn that conversation id would give if the messages
+	// of pending it does not hold (by id) were recorded after its own,
+	// paced as Host(ctx, id, contextLimit) would pace it. It records,
+	// changes and creates nothing: an id it does not hold (or "") is
+	// projected as a new, empty conversation. count_tokens answers with it.
+	Peek(ctx context.Context, id string, contextLimit int, pending []noa.CoreMessage) (Turn, error)
 	// Tools are the definitions of the tools noa gives the model: Compress
 	// and read_archive.
 	Tools() []ToolDef

@@ -19,13 +19,15 @@ type MemoryHosts struct {
 	// Config is noa's configuration; ModelContextLimit is replaced by each
 	// conversation's window. The zero value means noa.DefaultConfig.
 	Config noa.Config
-	// Count measures tokens; nil means CountTokens(nil).
+	// Count measures tokens; nil means CountTokens(nil). Counts are
+	// memoised by text, as noa measures every message on every turn.
 	Count noa.TokenCountFn
 	// Now is the clock for block timestamps; nil means time.Now.
 	Now func() time.Time
 
 	mu    sync.Mutex
 	hosts map[string]*memHost
+	count noa.TokenCountFn // Count, memoised
 }
 
 // Host opens conversation id, creating it empty.
@@ -37,27 +39,94 @@ func (m *MemoryHosts) Host(_ context.Context, id string, contextLimit int) (Host
 	}
 	h, ok := m.hosts[id]
 	if !ok {
-		cfg := m.Config
-		if cfg.ModelContextLimit == 0 {
-			cfg = noa.DefaultConfig(contextLimit)
-		}
-		count, now := m.Count, m.Now
-		if count == nil {
-			count = CountTokens(nil)
-		}
-		if now == nil {
-			now = time.Now
-		}
-		h = &memHost{id: id, cfg: cfg, count: count, now: now, has: map[string]bool{},
-			st: noa.CreateInitialState(id, "mem://"+id), arch: memArchive{}}
+		h = m.newHost(id, contextLimit)
 		m.hosts[id] = h
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if contextLimit > 0 && contextLimit != h.cfg.ModelContextLimit {
-		h.cfg = noa.DefaultConfig(contextLimit)
-	}
+	h.cfg = h.paced(contextLimit)
 	return h, nil
+}
+
+// Peek projects pending as if recorded in conversation id (a new one when
+// id is "" or unknown), changing and creating nothing.
+func (m *MemoryHosts) Peek(_ context.Context, id string, contextLimit int, pending []noa.CoreMessage) (Turn, error) {
+	m.mu.Lock()
+	h, ok := m.hosts[id]
+	if !ok || id == "" {
+		h = m.newHost(id, contextLimit)
+	}
+	m.mu.Unlock()
+	return h.peek(pending, contextLimit), nil
+}
+
+// newHost is an empty conversation paced against contextLimit. The
+// caller holds m.mu.
+func (m *MemoryHosts) newHost(id string, contextLimit int) *memHost {
+	if m.count == nil {
+		base := m.Count
+		if base == nil {
+			base = CountTokens(nil)
+		}
+		m.count = memoCount(base)
+	}
+	count, now := m.count, m.Now
+	if now == nil {
+		now = time.Now
+	}
+	h := &memHost{id: id, base: m.Config, count: count, now: now, has: map[string]bool{},
+		st: noa.CreateInitialState(id, "mem://"+id), arch: memArchive{}}
+	h.cfg = h.paced(contextLimit)
+	return h
+}
+
+// paced is noa's configuration for a window of contextLimit tokens (0:
+// the current one): the base configuration with that window, or
+// noa.DefaultConfig for it when there is no base.
+func (h *memHost) paced(contextLimit int) noa.Config {
+	if contextLimit <= 0 {
+		contextLimit = h.cfg.ModelContextLimit
+	}
+	switch {
+	case contextLimit > 0 && contextLimit == h.cfg.ModelContextLimit:
+		return h.cfg
+	case h.base.ModelContextLimit == 0:
+		return noa.DefaultConfig(contextLimit)
+	}
+	cfg := h.base
+	if contextLimit > 0 {
+		cfg.ModelContextLimit = contextLimit
+	}
+	return cfg
+}
+
+// memoLimit bounds a token memo; past it the memo starts afresh.
+const memoLimit = 1 << 16
+
+// memoCount wraps count with a memo of counted texts, safe for concurrent
+// use.
+func memoCount(count noa.TokenCountFn) noa.TokenCountFn {
+	var mu sync.Mutex
+	memo := map[string]int{}
+	return func(text string) int {
+		if len(text) < 64 {
+			return count(text) // cheaper than the lock
+		}
+		mu.Lock()
+		n, ok := memo[text]
+		mu.Unlock()
+		if ok {
+			return n
+		}
+		n = count(text)
+		mu.Lock()
+		if len(memo) >= memoLimit {
+			memo = map[string]int{}
+		}
+		memo[text] = n
+		mu.Unlock()
+		return n
+	}
 }
 
 // Tools are Compress (noa's definition) and read_archive.
@@ -87,6 +156,7 @@ func (a memArchive) Remove(abs string) error { delete(a, abs); return nil }
 
 type memHost struct {
 	id    string
+	base  noa.Config // MemoryHosts.Config
 	count noa.TokenCountFn
 	now   func() time.Time
 
@@ -134,21 +204,45 @@ func (h *memHost) sum(msgs []noa.CoreMessage) int {
 func (h *memHost) Turn(context.Context) (Turn, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.st, Config: h.cfg, CountTokens: h.count})
-	h.st = r.State
-	t := Turn{Refs: map[string]Ref{}, SystemPrompt: noa.BuildSystemPrompt(noa.Sections{}), Tokens: h.sum(h.msgs), Limit: h.cfg.ModelContextLimit}
+	t, st := h.turn(h.msgs, h.st, h.cfg)
+	h.st = st
+	return t, nil
+}
+
+// turn runs noa over msgs from state st with cfg: the Turn and the state
+// after it. It changes nothing of h's; the caller holds h.mu.
+func (h *memHost) turn(msgs []noa.CoreMessage, st noa.CompressionState, cfg noa.Config) (Turn, noa.CompressionState) {
+	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: msgs, State: st, Config: cfg, CountTokens: h.count})
+	t := Turn{Refs: map[string]Ref{}, SystemPrompt: noa.BuildSystemPrompt(noa.Sections{}), Tokens: h.sum(msgs), Limit: cfg.ModelContextLimit}
 	for _, m := range r.Messages {
 		if m.ID == noa.NudgeMessageID {
 			t.Nudge = m.Text
 			continue
 		}
 		t.View = append(t.View, m)
-		if ref, ok := noa.RefForRaw(h.st.MessageRefs, m.ID); ok {
-			t.Refs[m.ID] = Ref{Ref: ref, Tokens: h.st.TokenSnapshot[ref]}
+		if ref, ok := noa.RefForRaw(r.State.MessageRefs, m.ID); ok {
+			t.Refs[m.ID] = Ref{Ref: ref, Tokens: r.State.TokenSnapshot[ref]}
 		}
 	}
 	t.Projected = h.sum(t.View)
-	return t, nil
+	return t, r.State
+}
+
+// peek is the Turn with the messages of pending h does not hold recorded
+// after its own, paced as Host(contextLimit) would pace it, changing
+// nothing.
+func (h *memHost) peek(pending []noa.CoreMessage, contextLimit int) Turn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cfg := h.paced(contextLimit)
+	msgs := append([]noa.CoreMessage(nil), h.msgs...)
+	for _, m := range pending {
+		if !h.has[m.ID] {
+			msgs = append(msgs, m)
+		}
+	}
+	t, _ := h.turn(msgs, h.st, cfg)
+	return t
 }
 
 func resultOf(call noa.CoreMessage, text string) noa.CoreMessage {

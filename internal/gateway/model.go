@@ -15,23 +15,33 @@ const MaxRequestBytes = 64 << 20
 
 // modelRequest serves POST /v1/messages and <prefix>/v1/chat/completions.
 func (g *Gateway) modelRequest(w http.ResponseWriter, r *http.Request, p *provider) {
+	body, ok := g.readBody(w, r, p)
+	if !ok {
+		return
+	}
 	path := r.URL.Path[len(p.prefix):]
+	if g.hosts == nil {
+		g.forward(w, r, p, path, body)
+		return
+	}
+	g.project(w, r, p, path, body)
+}
+
+// readBody reads a model request's body, at most MaxRequestBytes. When it
+// reports false the client has been answered with the provider's error.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, p *provider) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, p.api, http.StatusRequestEntityTooLarge, "request_too_large",
 				fmt.Sprintf("mcproxy gateway: the request body exceeds %d bytes (MaxRequestBytes); send fewer or smaller attachments", tooBig.Limit))
-			return
+			return nil, false
 		}
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", "mcproxy gateway: reading the request body: "+err.Error())
-		return
+		return nil, false
 	}
-	if g.hosts == nil {
-		g.forward(w, r, p, path, body)
-		return
-	}
-	g.project(w, r, p, path, body)
+	return body, true
 }
 
 // forward sends body upstream in place of the client's and copies the

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
@@ -16,19 +18,19 @@ func parseOpenAI(body []byte) (*request, error) {
 		return nil, err
 	}
 	q := &request{api: openaiAPI, top: top, keys: keys, byID: map[string]int{}}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(top["messages"], &raws); err != nil {
+	raws, ok := splitArray(top["messages"])
+	if !ok {
 		return nil, fmt.Errorf(`"messages" is not an array of messages`)
 	}
 	names := map[string]string{} // tool call id -> function name
 	inHead := true
 	for i, raw := range raws {
-		obj := map[string]json.RawMessage{}
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		obj, ok := objectFields(raw)
+		if !ok {
 			return nil, fmt.Errorf("messages[%d] is not an object", i)
 		}
-		var role string
-		if err := json.Unmarshal(obj["role"], &role); err != nil || role == "" {
+		role := obj.str("role")
+		if role == "" {
 			return nil, fmt.Errorf("messages[%d] has no role", i)
 		}
 		if inHead && (role == "system" || role == "developer") {
@@ -41,14 +43,14 @@ func parseOpenAI(body []byte) (*request, error) {
 		env := envelope(obj, "content", "tool_calls")
 		nr := noaRole(role)
 		if role == "tool" {
-			var id string
-			_ = json.Unmarshal(obj["tool_call_id"], &id)
-			q.add(part{msg: idx, kind: kindToolResult, raw: obj["content"]},
-				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: contentText(obj["content"])}, role, env)
+			id := obj.str("tool_call_id")
+			q.add(part{msg: idx, kind: kindToolResult, raw: obj.vals["content"]},
+				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: contentText(obj.vals["content"])}, role, env)
 		} else {
-			q.openaiContent(idx, nr, role, env, obj["content"])
-			var calls []json.RawMessage
-			_ = json.Unmarshal(obj["tool_calls"], &calls)
+			if err := q.openaiContent(idx, nr, role, env, obj.vals["content"]); err != nil {
+				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
+			}
+			calls, _ := splitArray(obj.vals["tool_calls"])
 			for _, c := range calls {
 				tc := decodeToolCall(c)
 				names[tc.ID] = tc.Function.Name
@@ -57,7 +59,7 @@ func parseOpenAI(body []byte) (*request, error) {
 			}
 		}
 		if len(q.parts) == m.first {
-			q.add(part{msg: idx, kind: kindEmpty, raw: obj["content"]}, noa.CoreMessage{Role: nr, ContentType: noa.CTText}, role, env)
+			q.add(part{msg: idx, kind: kindEmpty, raw: obj.vals["content"]}, noa.CoreMessage{Role: nr, ContentType: noa.CTText}, role, env)
 		}
 		m.n = len(q.parts) - m.first
 		q.msgs = append(q.msgs, m)
@@ -68,28 +70,33 @@ func parseOpenAI(body []byte) (*request, error) {
 // openaiContent adds the parts of a message's content: a string is one
 // text part; an array gives one part per element (text and refusal as
 // text, images, audio and files opaque).
-func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, content json.RawMessage) {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
+func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, content json.RawMessage) error {
+	var elems []json.RawMessage
+	switch firstByte(content) {
+	case '"':
+		s, ok := decodeString(content)
+		if !ok {
+			return fmt.Errorf("not a valid string")
+		}
 		if s != "" || role != "assistant" {
 			q.add(part{msg: idx, kind: kindText, raw: content, str: true}, noa.CoreMessage{Role: nr, ContentType: noa.CTText, Text: s}, role, env)
 		}
-		return
-	}
-	var elems []json.RawMessage
-	if json.Unmarshal(content, &elems) != nil {
-		return
+		return nil
+	case '[':
+		var ok bool
+		if elems, ok = splitArray(content); !ok {
+			return fmt.Errorf("not an array of content parts")
+		}
 	}
 	for _, e := range elems {
-		var el struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Refusal  string `json:"refusal"`
-			ImageURL struct {
-				URL string `json:"url"`
-			} `json:"image_url"`
+		f, _ := objectFields(e)
+		el := struct {
+			Type, Text, Refusal string
+			ImageURL            struct{ URL string }
+		}{Type: f.str("type"), Text: f.str("text"), Refusal: f.str("refusal")}
+		if img, ok := objectFields(f.vals["image_url"]); ok {
+			el.ImageURL.URL = img.str("url")
 		}
-		_ = json.Unmarshal(e, &el)
 		m := noa.CoreMessage{Role: nr, ContentType: noa.CTText}
 		p := part{msg: idx, raw: e, kind: kindText}
 		switch el.Type {
@@ -108,6 +115,7 @@ func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, c
 		}
 		q.add(p, m, role, env)
 	}
+	return nil
 }
 
 // toolCall is an OpenAI tool call entry.
@@ -131,7 +139,7 @@ type openaiDialect struct{}
 // content parts (a string stays a string unless a tag must be added), and
 // tool_calls from its tool call parts.
 func (openaiDialect) partial(q *request, m message, idx []int, text, tags map[int]string) json.RawMessage {
-	obj := object(m.raw)
+	obj, _ := objectFields(m.raw)
 	var content []json.RawMessage
 	var calls []json.RawMessage
 	str, strOnly := "", true
@@ -145,18 +153,25 @@ func (openaiDialect) partial(q *request, m message, idx []int, text, tags map[in
 			continue
 		case kindToolResult:
 			t, changed := text[i]
-			if !changed {
-				t = q.core[i].Text
+			tag, tagged := tags[i]
+			switch {
+			case changed && tagged:
+				obj = obj.with("content", rawString(t+"\n\n"+tag))
+			case changed:
+				obj = obj.with("content", rawString(t))
+			case tagged && firstByte(p.raw) == '[':
+				elems, _ := splitArray(p.raw)
+				obj = obj.with("content", joinArray(append(elems, textBlock(tag))))
+			case tagged && firstByte(p.raw) == '"':
+				// The tag joins the JSON string as written: the result is
+				// never decoded and encoded again.
+				lit, esc := bytes.TrimSpace(p.raw), rawString("\n\n"+tag)
+				obj = obj.with("content", append(slices.Clip(lit[:len(lit)-1]), esc[1:]...))
+			case tagged:
+				obj = obj.with("content", rawString(q.core[i].Text+"\n\n"+tag))
+			default:
+				obj = obj.with("content", rawString(q.core[i].Text))
 			}
-			if tag, ok := tags[i]; ok {
-				var elems []json.RawMessage
-				if !changed && json.Unmarshal(p.raw, &elems) == nil {
-					obj["content"] = marshal(append(elems, textBlock(tag)))
-					continue
-				}
-				t += "\n\n" + tag
-			}
-			obj["content"] = rawString(t)
 			continue
 		}
 		raw := p.raw
@@ -179,21 +194,21 @@ func (openaiDialect) partial(q *request, m message, idx []int, text, tags map[in
 	if m.role != "tool" {
 		switch {
 		case len(content) == 0 && m.role == "assistant":
-			obj["content"] = json.RawMessage("null")
+			obj = obj.with("content", json.RawMessage("null"))
 		case len(content) == 0:
-			obj["content"] = rawString("")
+			obj = obj.with("content", rawString(""))
 		case strOnly:
-			obj["content"] = rawString(str)
+			obj = obj.with("content", rawString(str))
 		default:
-			obj["content"] = marshal(content)
+			obj = obj.with("content", joinArray(content))
 		}
 		if len(calls) > 0 {
-			obj["tool_calls"] = marshal(calls)
+			obj = obj.with("tool_calls", joinArray(calls))
 		} else {
-			delete(obj, "tool_calls")
+			obj = obj.without("tool_calls")
 		}
 	}
-	return marshal(obj)
+	return obj.encode()
 }
 
 func (openaiDialect) summary(text string) json.RawMessage {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,9 +30,10 @@ type exchange struct {
 	// stays the client's).
 	ours map[string]bool
 	// calls holds, by tool call id, the assistant message of a hidden round
-	// as the model wrote it, sent back verbatim in the continuation (an
-	// Anthropic model with thinking on must get its thinking back with its
-	// tool call).
+	// that carried thinking, sent back verbatim in the continuation (an
+	// Anthropic model with thinking on must get its thinking back, signed,
+	// with its tool call). Other hidden calls are rendered from the host's
+	// view, as every later request renders them.
 	calls map[string]json.RawMessage
 	usage usageSum
 	// clientIncludeUsage: the client asked for OpenAI's usage chunk.
@@ -42,11 +44,69 @@ type exchange struct {
 // the client has received a byte falls back to forwarding the request as it
 // came.
 func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) {
-	scope := r.Header.Get(HeaderSession)
-	if scope != "" && !ValidScope(scope) {
+	in, ok := g.parseProjected(w, r, p, path, body)
+	if !ok {
+		return
+	}
+	conv, h, release, err := g.open(r.Context(), in.scope, in.q, in.limit)
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
+			g.forward(w, r, p, path, body)
+		}
+		return
+	}
+	defer release()
+	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
+		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.IncludeUsage}
+	if x.stream {
+		x.runStream()
+		return
+	}
+	x.runJSON()
+}
+
+// projected is a client request taken apart for projection.
+type projected struct {
+	q     *request
+	d     dialect
+	head  requestHead
+	scope string // the session header's value
+	limit int    // the window left to the messages (messageWindow)
+}
+
+// requestHead is what the gateway reads of a request's top level besides
+// its messages.
+type requestHead struct {
+	Model  string
+	Stream bool
+	// IncludeUsage is OpenAI's stream_options.include_usage.
+	IncludeUsage bool
+}
+
+// readHead reads the request's requestHead.
+func (q *request) readHead() requestHead {
+	h := requestHead{Stream: isTrue(q.top["stream"])}
+	h.Model, _ = decodeString(q.top["model"])
+	if opts, ok := objectFields(q.top["stream_options"]); ok {
+		h.IncludeUsage = isTrue(opts.vals["include_usage"])
+	}
+	return h
+}
+
+// isTrue reports whether raw is the JSON literal true.
+func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "true" }
+
+// parseProjected takes a request apart for projection. When it reports
+// false the request has been answered: an invalid session header with a
+// provider-style 400, a request the gateway cannot read (the provider
+// judges it) by forwarding it as it came.
+func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
+	in := projected{scope: r.Header.Get(HeaderSession)}
+	if in.scope != "" && !ValidScope(in.scope) {
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
 			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . - and not start with a dot", HeaderSession))
-		return
+		return in, false
 	}
 	parse, d := parseAnthropic, dialect(anthropicDialect{})
 	if p.api == openaiAPI {
@@ -56,49 +116,86 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 	if err != nil || len(q.core) == 0 {
 		// Not ours to judge: the provider answers a malformed request.
 		g.forward(w, r, p, path, body)
+		return in, false
+	}
+	in.q, in.d = q, d
+	in.head = q.readHead()
+	window, _ := g.cfg.ContextWindow(in.head.Model)
+	in.limit = g.messageWindow(q, window)
+	return in, true
+}
+
+// messageWindow is the part of a model's window left to the conversation's
+// messages, which is what noa paces: the window less what the request
+// spends outside them (the system prompt, the client's tools and the
+// gateway's), estimated at a quarter token per byte. A request whose fixed
+// part takes most of the window still leaves its messages a quarter of it,
+// so noa never paces against nothing.
+func (g *Gateway) messageWindow(q *request, window int) int {
+	fixed := len(q.top["system"]) + len(q.top["tools"])
+	for _, m := range q.head {
+		fixed += len(m) // OpenAI's system messages
+	}
+	for _, t := range g.hosts.Tools() {
+		fixed += len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	return max(window-fixed/4, window/4)
+}
+
+// ours are the hosts' tools the gateway adds to request q: all of them but
+// those the client offers under the same name, which stay the client's.
+func (g *Gateway) ours(q *request) map[string]bool {
+	ours := map[string]bool{}
+	for _, t := range g.hosts.Tools() {
+		ours[t.Name] = true
+	}
+	for _, name := range q.toolNames() {
+		delete(ours, name)
+	}
+	return ours
+}
+
+// countTokens answers POST /v1/messages/count_tokens for what the model
+// would read: the body is projected exactly as a /v1/messages request with
+// it would be (the conversation's summaries, ref tags and nudge, noa's
+// prompt and tools), recording and changing nothing, and the projection is
+// counted upstream. Like a model request, a failure to project falls back
+// to counting the body as it came.
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provider) {
+	body, ok := g.readBody(w, r, p)
+	if !ok {
 		return
 	}
-	var head struct {
-		Model         string `json:"model"`
-		Stream        bool   `json:"stream"`
-		StreamOptions struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
+	path := r.URL.Path
+	if g.hosts == nil {
+		g.forward(w, r, p, path, body)
+		return
 	}
-	_ = json.Unmarshal(body, &head)
-	limit, _ := g.cfg.ContextWindow(head.Model)
-	conv, h, release, err := g.open(r.Context(), scope, q, limit)
+	in, ok := g.parseProjected(w, r, p, path, body)
+	if !ok {
+		return
+	}
+	conv, _, known := g.convs.Match(in.scope, in.q.ids())
+	if !known {
+		conv = ""
+	}
+	t, err := g.hosts.Peek(r.Context(), conv, in.limit, in.q.core)
 	if err != nil {
 		if r.Context().Err() == nil {
-			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
+			g.log.Error("projection failed; counting unprojected", zap.String("api", string(p.api)), zap.String("session_id", conv), zap.Error(err))
 			g.forward(w, r, p, path, body)
 		}
 		return
 	}
-	defer release()
-	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: q, d: d, h: h, conv: conv, stream: head.Stream,
-		ours: map[string]bool{}, calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: head.StreamOptions.IncludeUsage}
-	for _, t := range g.hosts.Tools() {
-		x.ours[t.Name] = true
-	}
-	for _, name := range q.toolNames() {
-		delete(x.ours, name)
-	}
-	if x.stream {
-		x.runStream()
-		return
-	}
-	x.runJSON()
+	x := &exchange{g: g, p: p, q: in.q, d: in.d, ours: g.ours(in.q)}
+	g.forward(w, r, p, path, x.build(t, false))
 }
 
 // open finds the request's conversation, records what its host does not
 // hold yet, and returns the host with the conversation locked until release
 // is called.
 func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int) (string, Host, func(), error) {
-	ids := make([]string, len(q.core))
-	for i, m := range q.core {
-		ids[i] = m.ID
-	}
+	ids := q.ids()
 	for attempt := 0; ; attempt++ {
 		conv, known, ok := g.convs.Match(scope, ids)
 		if !ok {
@@ -118,6 +215,11 @@ func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int)
 		if err != nil {
 			release()
 			return "", nil, nil, fmt.Errorf("opening conversation %s: %w", conv, err)
+		}
+		if known > 0 && !h.Has(ids[known-1]) {
+			// The index knows more than the host holds (a host that lost
+			// its state, an index that outlived it): record what is missing.
+			known = 0
 		}
 		for known < len(ids) && h.Has(ids[known]) {
 			known++
@@ -154,6 +256,15 @@ func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
 	}
 }
 
+// ids are the request's part ids, in order.
+func (q *request) ids() []string {
+	ids := make([]string, len(q.core))
+	for i, m := range q.core {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
 // toolNames lists the names of the request's tools.
 func (q *request) toolNames() []string {
 	var tools []struct {
@@ -172,8 +283,8 @@ func (q *request) toolNames() []string {
 
 // build is the body sent upstream for turn t: the projected messages, noa's
 // system prompt and tools added, everything else as the client sent it. In
-// the final round (hidden rounds used up) tool_choice is "none", so the
-// model answers for the client.
+// the final round (after hidden rounds, with none left) tool_choice is
+// "none", so the model answers for the client.
 func (x *exchange) build(t Turn, final bool) []byte {
 	top := make(map[string]json.RawMessage, len(x.q.top)+2)
 	for k, v := range x.q.top {
@@ -187,9 +298,8 @@ func (x *exchange) build(t Turn, final bool) []byte {
 			msgs = openaiSystem(msgs, len(x.q.head), t.SystemPrompt)
 		}
 	}
-	top["messages"] = marshal(msgs)
-	var tools []json.RawMessage
-	_ = json.Unmarshal(top["tools"], &tools)
+	top["messages"] = joinArray(msgs)
+	tools, _ := splitArray(top["tools"])
 	for _, def := range x.g.hosts.Tools() {
 		if !x.ours[def.Name] {
 			continue
@@ -202,9 +312,9 @@ func (x *exchange) build(t Turn, final bool) []byte {
 		}
 	}
 	if len(tools) > 0 {
-		top["tools"] = marshal(tools)
+		top["tools"] = joinArray(tools)
 	}
-	if final && len(x.calls) > 0 {
+	if final {
 		if x.p.api == anthropicAPI {
 			top["tool_choice"] = json.RawMessage(`{"type":"none"}`)
 		} else {
@@ -231,11 +341,11 @@ func appendSystem(sys json.RawMessage, add string) json.RawMessage {
 	case json.Unmarshal(sys, &s) == nil:
 		return rawString(s + "\n\n" + add)
 	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(sys, &blocks) != nil {
+	blocks, ok := splitArray(sys)
+	if !ok {
 		return sys
 	}
-	return marshal(append(blocks, textBlock(add)))
+	return joinArray(append(blocks, textBlock(add)))
 }
 
 // openaiSystem adds noa's prompt to the last leading system or developer
@@ -264,9 +374,17 @@ func (x *exchange) fallback(err error) {
 	x.g.forward(x.w, x.r, x.p, x.path, x.raw)
 }
 
-// keep remembers a hidden round's assistant message for the continuation:
-// under its first hidden call's id, the others marked as sent with it.
+// keep remembers a hidden round's assistant message for the continuation
+// when it carries thinking: under its first hidden call's id, the others
+// marked as sent with it. Without thinking the continuation renders the
+// calls from the host's view (a Compress call's summaries stubbed), byte
+// for byte as the conversation's later requests will, so the prompt cache
+// keeps the continuation's prefix; text the model wrote beside its own
+// calls is dropped, as those requests drop it.
 func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
+	if !hasThinking(message) {
+		return
+	}
 	for i, c := range calls {
 		if i == 0 {
 			x.calls[c.id] = message
@@ -274,6 +392,23 @@ func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
 			x.calls[c.id] = nil
 		}
 	}
+}
+
+// hasThinking reports whether an assistant message holds thinking or
+// redacted thinking blocks.
+func hasThinking(message json.RawMessage) bool {
+	var m struct {
+		Content []struct {
+			Type string `json:"type"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(message, &m)
+	for _, b := range m.Content {
+		if b.Type == "thinking" || b.Type == "redacted_thinking" {
+			return true
+		}
+	}
+	return false
 }
 
 // hiddenCall is a tool call of the model's that the gateway runs.
@@ -336,7 +471,7 @@ func (x *exchange) runJSON() {
 			x.fallback(err)
 			return
 		}
-		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round >= x.g.cfg.MaxHiddenRounds))
+		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round > 0 && round >= x.g.cfg.MaxHiddenRounds))
 		if err != nil {
 			x.g.upstreamFailed(x.w, x.r, x.p, err)
 			return

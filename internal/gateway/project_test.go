@@ -124,6 +124,9 @@ type compressingModel struct {
 func (m *compressingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if r.Path == "/v1/messages/count_tokens" {
+		return gatewaytest.Reply{} // counted by the server's estimate
+	}
 	tags := refs(r.Body)
 	if m.done || !hasTool(r.Body, noa.CompressToolName) || len(tags) < 4 {
 		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}, Usage: gatewaytest.Usage{InputTokens: 100, OutputTokens: 10}}
@@ -357,5 +360,62 @@ func TestProjectionOpenAI(t *testing.T) {
 	if !strings.Contains(cont, `"tool_call_id":"call_c"`) || !strings.Contains(cont, "[Compressed conversation section]") ||
 		!strings.Contains(cont, `"messages":[{"content":"sys\n\n# noa context management`) {
 		t.Errorf("continuation %s lacks the compression or noa's system prompt", cont)
+	}
+}
+
+func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
+	hosts := &MemoryHosts{}
+	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts))
+	for i, tc := range []struct {
+		name   string
+		system int // bytes
+		want   func(limit int) bool
+	}{
+		{"a long system prompt", 16000, func(l int) bool { return l < 8000-4000 && l > 8000-4000-600 }},
+		{"a system prompt past the window", 64000, func(l int) bool { return l == 8000/4 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := anthropicBody(conversation(1, 100, tc.name))
+			body["system"] = strings.Repeat("s", tc.system)
+			b, _ := json.Marshal(body)
+			scope := fmt.Sprintf("pace-%d", i)
+			if resp, out := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), map[string]string{HeaderSession: scope}); resp.StatusCode != 200 {
+				t.Fatalf("got %d %s", resp.StatusCode, out)
+			}
+			limit := hosts.hosts[scope].cfg.ModelContextLimit
+			if !tc.want(limit) {
+				t.Errorf("noa paced against %d tokens of the 8000 window", limit)
+			}
+		})
+	}
+}
+
+func TestIndexAheadOfHostRecordsEverything(t *testing.T) {
+	convs, _ := OpenConversations("")
+	script := func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }
+	first := newRig(t, script, withHosts(&MemoryHosts{}), func(o *Options) { o.Conversations = convs })
+	msgs := conversation(3, 200, "q1")
+	b, _ := json.Marshal(anthropicBody(msgs))
+	first.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), nil)
+
+	// A second gateway with the same index but hosts that hold nothing
+	// (they lost their state): the conversation is recognised, and the host
+	// gets every message, not only the new ones.
+	fresh := &MemoryHosts{}
+	second := newRig(t, script, withHosts(fresh), func(o *Options) { o.Conversations = convs })
+	next := append(append([]any(nil), msgs...), map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "q2"})
+	b, _ = json.Marshal(anthropicBody(next))
+	second.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), nil)
+	q := mustParse(t, b)
+	if len(fresh.hosts) != 1 {
+		t.Fatalf("got %d conversations, want the one the index knows", len(fresh.hosts))
+	}
+	for _, h := range fresh.hosts {
+		if got := len(h.Messages()); got != len(q.core) {
+			t.Errorf("the host holds %d messages, want all %d of the request", got, len(q.core))
+		}
+	}
+	if got := refs(second.up.Requests()[0].Body); len(got) == 0 || got[0] != "m00001" {
+		t.Errorf("forwarded ref tags %v, want them from m00001", got)
 	}
 }

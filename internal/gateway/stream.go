@@ -144,7 +144,7 @@ func (x *exchange) runStream() {
 			}
 			return
 		}
-		final := n >= x.g.cfg.MaxHiddenRounds
+		final := n > 0 && n >= x.g.cfg.MaxHiddenRounds
 		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
 		if err != nil {
 			if sw == nil {

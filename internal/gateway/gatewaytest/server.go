@@ -76,6 +76,7 @@ type Server struct {
 	aborted []int
 	ended   chan struct{} // closed and replaced when a request is aborted
 	nextID  int
+	seq     int
 }
 
 // New starts a server answering with script; Close stops it.
@@ -100,6 +101,16 @@ func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.reqs...)
+}
+
+// Drain returns the requests received so far and forgets them, so a long
+// run does not hold every body; Seq numbering goes on.
+func (s *Server) Drain() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.reqs
+	s.reqs = nil
+	return out
 }
 
 // Aborted returns the Seq of every request whose answer was cut short
@@ -144,7 +155,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Model, req.Stream, req.IncludeUsage = head.Model, head.Stream, head.StreamOptions.IncludeUsage
 	}
 	s.mu.Lock()
-	req.Seq = len(s.reqs) + 1
+	s.seq++
+	req.Seq = s.seq
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
 

@@ -1,0 +1,430 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The gateway reads every request whole, and a long conversation is
+// megabytes of JSON, most of it tool results it only passes on. The
+// standard decoder scans a value again at every level it is unpacked
+// (validation, then decoding, for the body, the messages array, each
+// message, its content, each block), and re-encoding a json.RawMessage
+// compacts it once more. The helpers here take JSON apart into spans of
+// the original bytes in one pass per level, and put it together without
+// rescanning. They check structure (brackets, strings, separators) and
+// report malformed input as not ok; what they pass on verbatim (numbers,
+// literals, escapes inside strings) the provider judges.
+
+// member is one key and value of an object, in document order.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i]
+// (not space), or -1 when there is none or it is cut short.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z' || b[j] >= 'A' && b[j] <= 'Z') {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// stringEnd returns the index just past the string starting at b[i] ('"'),
+// or -1 when it does not end.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return -1
+}
+
+// splitArray returns the elements of a JSON array as spans of b.
+func splitArray(b []byte) ([]json.RawMessage, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, false
+	}
+	var out []json.RawMessage
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		e := valueEnd(b, i)
+		if e < 0 {
+			return nil, false
+		}
+		out = append(out, b[i:e:e])
+		next, closed, ok := afterValue(b, e, ']')
+		switch {
+		case !ok:
+			return nil, false
+		case closed:
+			return out, true
+		}
+		i = next
+	}
+}
+
+// afterValue reads what follows a value ending at e in an array or object
+// that end closes: a comma (next is the following value's index) or the
+// closing bracket with nothing after it (closed). ok is false otherwise.
+func afterValue(b []byte, e int, end byte) (next int, closed, ok bool) {
+	i := skipSpace(b, e)
+	switch {
+	case i >= len(b):
+		return 0, false, false
+	case b[i] == ',':
+		return skipSpace(b, i+1), false, true
+	case b[i] == end:
+		return 0, true, skipSpace(b, i+1) == len(b)
+	}
+	return 0, false, false
+}
+
+// splitObject returns the members of a JSON object as spans of b, in
+// order.
+func splitObject(b []byte) ([]member, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	var out []member
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return out, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		e := stringEnd(b, i)
+		if e < 0 {
+			return nil, false
+		}
+		key, ok := decodeString(b[i:e])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(b, e)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+		e = valueEnd(b, i)
+		if e < 0 {
+			return nil, false
+		}
+		out = append(out, member{key: key, val: b[i:e:e]})
+		next, closed, ok := afterValue(b, e, '}')
+		switch {
+		case !ok:
+			return nil, false
+		case closed:
+			return out, true
+		}
+		i = next
+	}
+}
+
+// fields is an object's members by key (the last of a repeated key wins,
+// as with encoding/json) and its keys in first-seen order.
+type fields struct {
+	vals map[string]json.RawMessage
+	keys []string
+}
+
+// objectFields takes an object apart; ok is false when b is not one.
+func objectFields(b []byte) (fields, bool) {
+	ms, ok := splitObject(b)
+	if !ok {
+		return fields{}, false
+	}
+	f := fields{vals: make(map[string]json.RawMessage, len(ms)), keys: make([]string, 0, len(ms))}
+	for _, m := range ms {
+		if _, dup := f.vals[m.key]; !dup {
+			f.keys = append(f.keys, m.key)
+		}
+		f.vals[m.key] = m.val
+	}
+	return f, true
+}
+
+// str is the string value of key ("" when absent or not a string).
+func (f fields) str(key string) string {
+	s, _ := decodeString(f.vals[key])
+	return s
+}
+
+// encode writes the object back: keys in their order, values verbatim.
+func (f fields) encode() json.RawMessage { return encodeTop(f.vals, f.keys) }
+
+// with returns a copy of f with key set to v (appended when new).
+func (f fields) with(key string, v json.RawMessage) fields {
+	out := fields{vals: make(map[string]json.RawMessage, len(f.vals)+1), keys: f.keys}
+	for k, x := range f.vals {
+		out.vals[k] = x
+	}
+	if _, ok := out.vals[key]; !ok {
+		out.keys = append(slices.Clip(f.keys), key)
+	}
+	out.vals[key] = v
+	return out
+}
+
+// without returns a copy of f without key.
+func (f fields) without(key string) fields {
+	if _, ok := f.vals[key]; !ok {
+		return f
+	}
+	out := fields{vals: make(map[string]json.RawMessage, len(f.vals)), keys: make([]string, 0, len(f.keys))}
+	for _, k := range f.keys {
+		if k != key {
+			out.keys = append(out.keys, k)
+			out.vals[k] = f.vals[k]
+		}
+	}
+	return out
+}
+
+// firstByte is the first non-space byte of b (0 when none): '"' for a
+// string, '[' an array, '{' an object.
+func firstByte(b []byte) byte {
+	if i := skipSpace(b, 0); i < len(b) {
+		return b[i]
+	}
+	return 0
+}
+
+// decodeString decodes a JSON string literal (surrounding space allowed).
+// Invalid UTF-8 and lone surrogates become U+FFFD, as with encoding/json.
+func decodeString(b []byte) (string, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	s := b[1 : len(b)-1]
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		if bytes.IndexByte(s, '"') >= 0 {
+			return "", false
+		}
+		for _, c := range s {
+			if c < 0x20 {
+				return "", false
+			}
+		}
+		return string(s), true
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return "", false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/':
+				out = append(out, s[i+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(s, i+2)
+				if !ok {
+					return "", false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							out = utf8.AppendRune(out, d)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return "", false
+			}
+			i += 2
+		case c == '"' || c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			out = utf8.AppendRune(out, r)
+			i += size
+		}
+	}
+	return string(out), true
+}
+
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s[i:i+4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// joinArray writes elements, each valid JSON, as an array, without
+// rescanning them.
+func joinArray(elems []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, e := range elems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, ']')
+}
+
+// canonicalize appends the canonical form of the JSON value raw to dst:
+// objects' keys sorted and cache_control members dropped at every depth,
+// space outside strings removed, strings and numbers as written. ok is
+// false when raw is not well formed.
+func canonicalize(dst, raw []byte) ([]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) {
+		return dst, false
+	}
+	switch raw[i] {
+	case '{':
+		ms, ok := splitObject(raw[i:])
+		if !ok {
+			return dst, false
+		}
+		ms = slices.DeleteFunc(ms, func(m member) bool { return m.key == "cache_control" })
+		slices.SortStableFunc(ms, func(a, b member) int {
+			switch {
+			case a.key < b.key:
+				return -1
+			case a.key > b.key:
+				return 1
+			}
+			return 0
+		})
+		dst = append(dst, '{')
+		for j, m := range ms {
+			if j > 0 && m.key == ms[j-1].key {
+				continue // written with the first of its run, from the last (lastOf)
+			}
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendQuote(dst, m.key)
+			dst = append(dst, ':')
+			if dst, ok = canonicalize(dst, lastOf(ms, j)); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case '[':
+		elems, ok := splitArray(raw[i:])
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, '[')
+		for j, e := range elems {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, ok = canonicalize(dst, e); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	e := valueEnd(raw, i)
+	if e < 0 || skipSpace(raw, e) != len(raw) {
+		return dst, false
+	}
+	return append(dst, raw[i:e]...), true
+}
+
+// lastOf is the value of the last member with ms[j]'s key among the
+// sorted members from j on.
+func lastOf(ms []member, j int) json.RawMessage {
+	for j+1 < len(ms) && ms[j+1].key == ms[j].key {
+		j++
+	}
+	return ms[j].val
+}
