@@ -38,6 +38,9 @@ func Open(opts Options, id string) (*Host, error) {
 		originals: map[string]string{},
 		reserved:  map[string]string{},
 	}
+	if opts.verify {
+		h.verify = &verifier{}
+	}
 	if err := opts.FS.MkdirAll(h.arch.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
@@ -92,7 +95,7 @@ func (h *Host) load() error {
 		haveState = false
 	}
 	if len(t.records) == 0 {
-		h.st = noa.CreateInitialState(h.id, h.arch.Root)
+		h.startEngine(nil, noa.CreateInitialState(h.id, h.arch.Root))
 		if haveState && len(saved.State.Blocks) > 0 {
 			rep.StateMismatch = true
 			rep.Warnings = append(rep.Warnings, "state.json lists blocks but the transcript is empty; the state was reset")
@@ -122,12 +125,13 @@ func (h *Host) load() error {
 				"); the transcript wins. A changed tokenizer or protected_tools since the session was written causes this, and can renumber refs")
 		}
 	}
-	h.originals, h.st, h.seq = full.originals, full.state, full.seq
+	h.originals, h.seq = full.originals, full.seq
 	for _, m := range full.msgs {
 		h.push(m)
 	}
+	h.startEngine(h.msgs, full.state)
 	h.nextID = highestID(h.msgs)
-	rep.OrphanArchives = orphanArchives(h.arch.Root, h.st)
+	rep.OrphanArchives = orphanArchives(h.arch.Root, full.state)
 	if rep.StateMissing || rep.StateBehind || rep.StateMismatch {
 		if err := h.saveState(); err != nil {
 			return err

@@ -58,6 +58,9 @@ type Options struct {
 	hook func(stage string)
 	// noSync skips fsync (benchmark set-up only).
 	noSync bool
+	// verify checks every turn against noa.ProcessTurn (tests only; see
+	// verifier).
+	verify bool
 }
 
 func (o Options) withDefaults() Options {

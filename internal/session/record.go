@@ -58,6 +58,7 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 		b.undo(h)
 		return nil, err
 	}
+	h.eng.Append(h.msgs[b.n0:]...)
 	b.commit(h)
 	return b.out, nil
 }
@@ -92,7 +93,7 @@ func (h *Host) stage(msgs []Message) (*batch, error) {
 		h.push(m.CoreMessage)
 		predicted := ""
 		if m.CutToSize {
-			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1]); cut != nil {
+			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1], b.n0); cut != nil {
 				h.total += h.count.message(h.msgs[len(h.msgs)-1]) - h.count.message(m.CoreMessage)
 				m.Text, m.Original, predicted = cut.text, cut.rel, cut.ref
 			}
@@ -113,6 +114,7 @@ func (b *batch) undo(h *Host) {
 		delete(h.index, m.ID)
 	}
 	h.msgs, h.total = h.msgs[:b.n0], b.total0
+	h.refSeen = min(h.refSeen, b.n0)
 	for _, id := range b.reserved {
 		delete(h.reserved, id)
 	}
