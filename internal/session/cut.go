@@ -21,8 +21,9 @@ type cutText struct {
 // rewriting m.Text to what the model will hold. m is the last message of
 // the stream (its ref is the one noa gives it next). It returns nil when the
 // text fits, and also when archiving fails: then the text stays whole,
-// because cutting what cannot be recovered would lose it.
-func (h *Host) cutOversize(m *noa.CoreMessage, n0 int) *cutText {
+// because cutting what cannot be recovered would lose it. A dry cut
+// (Peek) archives nothing and names the path the original would take.
+func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
 	total := h.count.count(m.Text)
 	if total <= limit {
@@ -33,7 +34,10 @@ func (h *Host) cutOversize(m *noa.CoreMessage, n0 int) *cutText {
 	if ref == "" {
 		handle = m.ID // a protected tool's result has no ref
 	}
-	rel, err := h.arch.WriteResult(m.ID, []byte(m.Text))
+	rel, err := ResultsDir+"/"+m.ID+".txt", error(nil)
+	if !dry {
+		rel, err = h.arch.WriteResult(m.ID, []byte(m.Text))
+	}
 	if err != nil {
 		h.log.Error("archiving an oversize result; keeping it whole", zap.String("tool", m.ToolName), zap.Int("tokens", total), zap.Error(err))
 		return nil

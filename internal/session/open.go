@@ -20,7 +20,23 @@ import (
 // The host holds the session's lock (see LockFile) until Close: while it is
 // open, another Open or Rebuild of the same session, in this process or
 // another, fails with an *InUseError.
-func Open(opts Options, id string) (*Host, error) {
+func Open(opts Options, id string) (*Host, error) { return OpenWith(opts, id, HostOptions{}) }
+
+// HostOptions are what one host sets apart from the Options it shares with
+// the others (see Manager.HostWith).
+type HostOptions struct {
+	// Noa, when set, is this host's noa configuration, used as given:
+	// emergency truncation stays as it says (a model conversation's view is
+	// really sent to the model, so there a cut is real), and a zero
+	// ModelContextLimit is an error. The gateway paces each conversation
+	// against its model's context window this way. The configuration must
+	// stay the same across opens of one session: refs and blocks are
+	// rebuilt with it (ProtectedTools, above all).
+	Noa *noa.Config
+}
+
+// OpenWith is Open with per-host options.
+func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("opening session: no sessions directory configured")
 	}
@@ -28,6 +44,12 @@ func Open(opts Options, id string) (*Host, error) {
 		return nil, fmt.Errorf("opening session: invalid session id %q (want 1-128 of A-Z a-z 0-9 _ . -, not starting with a dot)", id)
 	}
 	opts = opts.withDefaults()
+	if ho.Noa != nil {
+		if ho.Noa.ModelContextLimit <= 0 {
+			return nil, fmt.Errorf("opening session %s: HostOptions.Noa has no ModelContextLimit (the context window to pace against)", id)
+		}
+		opts.Noa = *ho.Noa
+	}
 	dir := filepath.Join(opts.Dir, id)
 	h := &Host{
 		id: id, dir: dir, opts: opts, cfg: opts.Noa,

@@ -32,7 +32,8 @@ type Options struct {
 	// noa.DefaultConfig(DefaultContextLimit). Emergency truncation is
 	// switched off whatever it says: over MCP the view noa projects is never
 	// sent anywhere (the client keeps its own copy), so a cut there would
-	// only make the nudge claim something that did not happen.
+	// only make the nudge claim something that did not happen. A host
+	// opened with HostOptions.Noa uses that configuration as given.
 	Noa noa.Config
 	// MaxResultTokens is the largest text a message recorded with
 	// Message.CutToSize keeps whole; larger ones are cut head-and-tail.

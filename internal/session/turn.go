@@ -53,7 +53,7 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 		return Turn{}, err
 	}
 	defer h.mu.Unlock()
-	b, err := h.stage(msgs)
+	b, err := h.stage(msgs, false)
 	if err != nil {
 		return Turn{}, err
 	}
@@ -95,6 +95,44 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 		if ref, _, _ := h.eng.Ref(m.ID); ref != b.predicted[i] {
 			h.log.Error("a cut result's pointer names a different ref than it was given", zap.String("pointer", b.predicted[i]), zap.String("ref", ref))
 		}
+	}
+	return t, nil
+}
+
+// Peek is what Turn(ctx, pending...) would return now, without recording
+// or changing anything: no record, no archive, no ref, no pacing moves and
+// no id is used up (Recorded shows the ids and cuts the messages would
+// get; a cut's Original names where the original would be archived). The
+// gateway answers count_tokens with it. Invalid messages are refused as
+// Turn refuses them.
+//
+// Unlike Turn it costs O(n) in the session's length: the engine cannot
+// take messages back, so the turn is computed in full (noa.ProcessTurn
+// over a copy of the state), as the engine's own would be.
+func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
+	if err := h.begin(ctx); err != nil {
+		return Turn{}, err
+	}
+	defer h.mu.Unlock()
+	nextID := h.nextID
+	b, err := h.stage(pending, true)
+	if err != nil {
+		return Turn{}, err
+	}
+	defer func() {
+		b.undo(h)
+		h.nextID = nextID
+	}()
+	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.eng.State(), Config: h.cfg, CountTokens: h.count.count})
+	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
+	t.View = make([]noa.CoreMessage, 0, len(r.Messages))
+	for _, m := range r.Messages {
+		if m.ID == noa.NudgeMessageID {
+			t.Nudge = m.Text
+			continue
+		}
+		t.View = append(t.View, m)
+		t.Projected += h.count.message(m)
 	}
 	return t, nil
 }
