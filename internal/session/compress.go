@@ -76,32 +76,24 @@ func (h *Host) Compress(ctx context.Context, raw json.RawMessage) (Panel, error)
 	resultID, _ := h.newIDs()
 	call := noa.CoreMessage{ID: msgID, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName, ToolCallID: callID, Text: string(raw)}
 
-	prefix := h.msgs[:len(h.msgs):len(h.msgs)]
-	st := h.synced(prefix, h.st)
-	view := noa.ProjectView(prefix, st, h.cfg)
-	before := h.sum(view)
+	before := h.eng.ProjectedTokens()
+	// What the engine is put back to if the call cannot be recorded; O(n),
+	// as the call itself is.
+	prev := h.eng.State()
 	now := h.opts.Now()
 	meta := &compressRecord{CallID: callID, CreatedAt: now.UTC().Format("2006-01-02T15:04:05Z07:00"), Now: now.Unix()}
+	in := noa.CompressInput{CallID: callID, Archiver: h.arch, CreatedAt: meta.CreatedAt, Now: meta.Now}
 
 	parsed := noa.ParseCompressArgs(raw)
 	var ar noa.ApplyResult
 	switch d := parsed.Diagnostics; {
 	case !d.Ok && d.Kind == noa.ParseNoValidRanges && d.InvalidItems == 0:
-		ar = noa.ApplyCompression(noa.ApplyInput{State: st, Config: h.cfg}) // nothing asked: noa's neutral answer
+		ar = h.eng.Compress(in) // nothing asked: noa's neutral answer
 	case !d.Ok:
-		ar = noa.ApplyResult{State: st, Errors: []string{parseProblem(d)}}
+		ar = noa.ApplyResult{State: prev, Errors: []string{parseProblem(d)}}
 	default:
-		ar = noa.ApplyCompression(noa.ApplyInput{
-			Ranges:      parsed.Ranges,
-			Messages:    view,
-			State:       st,
-			Config:      h.cfg,
-			CallID:      callID,
-			Archiver:    h.arch,
-			CreatedAt:   meta.CreatedAt,
-			Now:         meta.Now,
-			CountTokens: h.count.count,
-		})
+		in.Ranges = parsed.Ranges
+		ar = h.eng.Compress(in)
 		if d.Kind != noa.ParseOK {
 			ar.Warnings = append(ar.Warnings, fmt.Sprintf("your arguments arrived malformed (%s) and were repaired; check that every range you meant is listed above", d.Kind))
 		}
@@ -109,8 +101,7 @@ func (h *Host) Compress(ctx context.Context, raw json.RawMessage) (Panel, error)
 			ar.Warnings = append(ar.Warnings, fmt.Sprintf("%d range(s) were unusable and skipped: %s", d.InvalidItems, strings.Join(d.InvalidReasons, "; ")))
 		}
 	}
-	afterView := noa.ProjectView(prefix, ar.State, h.cfg)
-	panel := noa.FormatPanel(noa.PanelInput{Result: ar, BeforeTokens: before, AfterTokens: h.sum(afterView), Messages: afterView})
+	panel := noa.FormatPanel(noa.PanelInput{Result: ar, BeforeTokens: before, AfterTokens: h.eng.ProjectedTokens(), Messages: h.eng.View()})
 	for _, b := range ar.BlocksCreated {
 		meta.Blocks = append(meta.Blocks, b.BlockID)
 		meta.Archives = append(meta.Archives, b.ArchiveRel)
@@ -119,23 +110,23 @@ func (h *Host) Compress(ctx context.Context, raw json.RawMessage) (Panel, error)
 	h.hook("archived")
 
 	result := noa.CoreMessage{ID: resultID, Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: noa.CompressToolName, ToolCallID: callID, Text: panel}
-	msgs := append(prefix, call, result)
-	next := h.synced(msgs, ar.State)
 	resRec := fromCore(result)
 	resRec.IsError = len(ar.BlocksCreated) == 0 && len(ar.Errors) > 0
 	if err := h.appendRecords(
 		record{Kind: kindMessage, Message: fromCore(call)},
-		record{Kind: kindMessage, Message: resRec, Pacing: pacingOf(next), Compress: meta},
+		record{Kind: kindMessage, Message: resRec, Pacing: pacingOf(ar.State), Compress: meta},
 	); err != nil {
 		for _, b := range ar.BlocksCreated {
 			_ = h.arch.Remove(b.ArchivePath)
 		}
+		h.eng.SetState(prev)
 		return Panel{}, fmt.Errorf("recording Compress call: %w", err)
 	}
 	h.hook("logged")
 	h.push(call)
 	h.push(result)
-	h.st = next
+	h.eng.Append(call, result)
+	h.blocks = ar.State.Blocks
 	if err := h.saveState(); err != nil {
 		h.log.Warn("writing state.json after Compress; the transcript has it", zap.Error(err))
 	}

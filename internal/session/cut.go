@@ -21,22 +21,23 @@ type cutText struct {
 // rewriting m.Text to what the model will hold. m is the last message of
 // the stream (its ref is the one noa gives it next). It returns nil when the
 // text fits, and also when archiving fails: then the text stays whole,
-// because cutting what cannot be recovered would lose it.
-func (h *Host) cutOversize(m *noa.CoreMessage) *cutText {
+// because cutting what cannot be recovered would lose it. A dry cut
+// (Peek) archives nothing and names the path the original would take.
+func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
 	total := h.count.count(m.Text)
 	if total <= limit {
 		return nil
 	}
-	// The ref the message will get: noa assigns refs in order on the next
-	// turn, so syncing a copy of the state now gives the same one.
-	probe := h.synced(h.msgs, h.st)
-	ref, ok := noa.RefForRaw(probe.MessageRefs, m.ID)
+	ref := h.nextRef(n0)
 	handle := ref
-	if !ok {
+	if ref == "" {
 		handle = m.ID // a protected tool's result has no ref
 	}
-	rel, err := h.arch.WriteResult(m.ID, []byte(m.Text))
+	rel, err := ResultsDir+"/"+m.ID+".txt", error(nil)
+	if !dry {
+		rel, err = h.arch.WriteResult(m.ID, []byte(m.Text))
+	}
 	if err != nil {
 		h.log.Error("archiving an oversize result; keeping it whole", zap.String("tool", m.ToolName), zap.Int("tokens", total), zap.Error(err))
 		return nil
@@ -45,6 +46,26 @@ func (h *Host) cutOversize(m *noa.CoreMessage) *cutText {
 	text := headTail(m.Text, total, max(limit-64, limit/2), h.opts.Count, handle)
 	m.Text = text
 	return &cutText{text: text, rel: rel, ref: ref}
+}
+
+// nextRef is the ref noa will give the last message of the stream, which
+// is being staged with the ones from n0 on: refs are given in order, one
+// to each message that is neither protected nor noa's own, so it follows
+// the last ref given before the batch, skipping the batch's messages
+// before it that take one. "" when the message will have none.
+func (h *Host) nextRef(n0 int) string {
+	h.learnRefsUpTo(n0)
+	last := len(h.msgs) - 1
+	if noa.IsMessageProtected(h.msgs[last], h.cfg) {
+		return ""
+	}
+	next := h.refNext
+	for _, m := range h.msgs[n0:last] {
+		if !noa.IsMessageProtected(m, h.cfg) && m.ID != noa.NudgeMessageID {
+			next++
+		}
+	}
+	return noa.IndexToRef(next)
 }
 
 // headTail keeps the start and the end of text (about two thirds head, one

@@ -6,12 +6,17 @@
 // noa's answers are shown to a client, is the front's business.
 //
 // A front records messages of any role (Record), runs noa over the session
-// (Turn: the projected view, the nudge, refs and frozen token counts),
+// (Turn: the projected view, the nudge, refs and frozen token counts; Peek:
+// what Turn would give for pending messages, recording nothing),
 // applies the model's Compress calls through an on-disk Archiver
 // (Compress) and answers read_archive with archived originals, verbatim
 // and paged (ReadArchive). A message recorded with CutToSize that is above
 // the configured size is archived and kept head-and-tail, with a pointer
-// to read_archive.
+// to read_archive. noa runs incrementally (one noa.Engine per host, built
+// at Open), so a turn's cost does not grow with the session. Every host
+// shares the Manager's Options except what HostOptions sets for it: the
+// gateway opens each conversation with its model's window and emergency
+// truncation on (Manager.HostWith).
 //
 // Everything a session knows lives under <data_dir>/sessions/<session-id>/:
 //

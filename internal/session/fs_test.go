@@ -69,7 +69,7 @@ func TestRollbackOnEachFailedWrite(t *testing.T) {
 		// Refs of messages no turn has seen yet (a call whose result failed
 		// to record) are what the next turn gives them, as a rebuild does.
 		liveMsgs := h.Messages()
-		live := h.synced(liveMsgs, h.State())
+		live := h.State()
 		if err := h.Close(); err != nil {
 			t.Fatalf("write %d failed: Close: %v", n+1, err)
 		}

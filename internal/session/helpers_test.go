@@ -203,3 +203,12 @@ func readAll(t testing.TB, h *Host, a ReadArchiveArgs) (string, int) {
 }
 
 func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
+
+// sum measures a view with the host's counter.
+func (h *Host) sum(view []noa.CoreMessage) int {
+	n := 0
+	for _, m := range view {
+		n += h.count.message(m)
+	}
+	return n
+}

@@ -33,13 +33,21 @@ type Host struct {
 	originals map[string]string // message id -> archived full text
 	reserved  map[string]string // tool call id -> id kept for its result
 	total     int               // tokens of every recorded message
-	st        noa.CompressionState
-	seq       int64 // last record written
-	stateSeq  int64 // record state.json reflects
-	nextID    int   // message and call numbering
-	tr        File
-	lock      *dirLock // held from Open to Close
-	trSize    int64
+	// eng is noa over the stream, incrementally: it holds the state
+	// (refs, blocks, pacing). blocks and refs (ref -> message id) are the
+	// host's copies of what read_archive looks up, kept in step with it.
+	eng      *noa.Engine
+	blocks   []noa.CompressionBlock
+	refs     map[string]string
+	refNext  int // the index of the next ref the engine will give
+	refSeen  int // messages whose refs are in refs
+	verify   *verifier
+	seq      int64 // last record written
+	stateSeq int64 // record state.json reflects
+	nextID   int   // message and call numbering
+	tr       File
+	lock     *dirLock // held from Open to Close
+	trSize   int64
 	// broken is set when a failed append could not be cut back off the
 	// transcript: appending after the stray bytes would corrupt a record,
 	// so nothing more is written until the session is reopened (which
@@ -85,11 +93,11 @@ func (h *Host) Dir() string { return h.dir }
 // Report is what Open found and repaired.
 func (h *Host) Report() Report { return h.report }
 
-// State returns a copy of the current noa state.
+// State returns a copy of the current noa state: O(n).
 func (h *Host) State() noa.CompressionState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return noa.CloneState(h.st)
+	return h.eng.State()
 }
 
 // Has reports whether a message with this id is recorded: how a front that
@@ -121,9 +129,7 @@ func (h *Host) Close() error {
 	var errs []error
 	if h.stateSeq != h.seq {
 		// Messages recorded since the last turn (a call whose result never
-		// came) have no refs yet; a rebuild gives them theirs, and
-		// state.json must say the same.
-		h.st = h.synced(h.msgs, h.st)
+		// came) get their refs as a rebuild gives them (State syncs).
 		errs = append(errs, h.saveState())
 	}
 	errs = append(errs, h.tr.Close())
@@ -150,7 +156,7 @@ func (h *Host) begin(ctx context.Context) error {
 
 // saveState writes state.json atomically.
 func (h *Host) saveState() error {
-	b, err := encodeState(h.seq, h.st)
+	b, err := encodeState(h.seq, h.eng.State())
 	if err != nil {
 		return err
 	}

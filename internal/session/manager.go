@@ -37,7 +37,13 @@ func NewManager(opts Options) *Manager {
 
 // Host returns the host of session id, opening (or creating) it on first
 // use. Concurrent first uses of one id open it once.
-func (m *Manager) Host(id string) (*Host, error) {
+func (m *Manager) Host(id string) (*Host, error) { return m.HostWith(id, HostOptions{}) }
+
+// HostWith is Host with per-host options (see HostOptions), used when this
+// call opens the session; a host already open is returned as it was opened.
+// The gateway opens each conversation's host this way, with its model's
+// context window and emergency truncation on.
+func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -53,7 +59,7 @@ func (m *Manager) Host(id string) (*Host, error) {
 		<-e.ready
 		return e.h, e.err
 	}
-	e.h, e.err = Open(m.opts, id)
+	e.h, e.err = OpenWith(m.opts, id, ho)
 	m.mu.Lock()
 	switch {
 	case e.err != nil:

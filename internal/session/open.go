@@ -20,7 +20,23 @@ import (
 // The host holds the session's lock (see LockFile) until Close: while it is
 // open, another Open or Rebuild of the same session, in this process or
 // another, fails with an *InUseError.
-func Open(opts Options, id string) (*Host, error) {
+func Open(opts Options, id string) (*Host, error) { return OpenWith(opts, id, HostOptions{}) }
+
+// HostOptions are what one host sets apart from the Options it shares with
+// the others (see Manager.HostWith).
+type HostOptions struct {
+	// Noa, when set, is this host's noa configuration, used as given:
+	// emergency truncation stays as it says (a model conversation's view is
+	// really sent to the model, so there a cut is real), and a zero
+	// ModelContextLimit is an error. The gateway paces each conversation
+	// against its model's context window this way. The configuration must
+	// stay the same across opens of one session: refs and blocks are
+	// rebuilt with it (ProtectedTools, above all).
+	Noa *noa.Config
+}
+
+// OpenWith is Open with per-host options.
+func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("opening session: no sessions directory configured")
 	}
@@ -28,6 +44,12 @@ func Open(opts Options, id string) (*Host, error) {
 		return nil, fmt.Errorf("opening session: invalid session id %q (want 1-128 of A-Z a-z 0-9 _ . -, not starting with a dot)", id)
 	}
 	opts = opts.withDefaults()
+	if ho.Noa != nil {
+		if ho.Noa.ModelContextLimit <= 0 {
+			return nil, fmt.Errorf("opening session %s: HostOptions.Noa has no ModelContextLimit (the context window to pace against)", id)
+		}
+		opts.Noa = *ho.Noa
+	}
 	dir := filepath.Join(opts.Dir, id)
 	h := &Host{
 		id: id, dir: dir, opts: opts, cfg: opts.Noa,
@@ -37,6 +59,9 @@ func Open(opts Options, id string) (*Host, error) {
 		index:     map[string]int{},
 		originals: map[string]string{},
 		reserved:  map[string]string{},
+	}
+	if opts.verify {
+		h.verify = &verifier{}
 	}
 	if err := opts.FS.MkdirAll(h.arch.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
@@ -92,7 +117,7 @@ func (h *Host) load() error {
 		haveState = false
 	}
 	if len(t.records) == 0 {
-		h.st = noa.CreateInitialState(h.id, h.arch.Root)
+		h.startEngine(nil, noa.CreateInitialState(h.id, h.arch.Root))
 		if haveState && len(saved.State.Blocks) > 0 {
 			rep.StateMismatch = true
 			rep.Warnings = append(rep.Warnings, "state.json lists blocks but the transcript is empty; the state was reset")
@@ -122,12 +147,13 @@ func (h *Host) load() error {
 				"); the transcript wins. A changed tokenizer or protected_tools since the session was written causes this, and can renumber refs")
 		}
 	}
-	h.originals, h.st, h.seq = full.originals, full.state, full.seq
+	h.originals, h.seq = full.originals, full.seq
 	for _, m := range full.msgs {
 		h.push(m)
 	}
+	h.startEngine(h.msgs, full.state)
 	h.nextID = highestID(h.msgs)
-	rep.OrphanArchives = orphanArchives(h.arch.Root, h.st)
+	rep.OrphanArchives = orphanArchives(h.arch.Root, full.state)
 	if rep.StateMissing || rep.StateBehind || rep.StateMismatch {
 		if err := h.saveState(); err != nil {
 			return err

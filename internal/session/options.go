@@ -32,7 +32,8 @@ type Options struct {
 	// noa.DefaultConfig(DefaultContextLimit). Emergency truncation is
 	// switched off whatever it says: over MCP the view noa projects is never
 	// sent anywhere (the client keeps its own copy), so a cut there would
-	// only make the nudge claim something that did not happen.
+	// only make the nudge claim something that did not happen. A host
+	// opened with HostOptions.Noa uses that configuration as given.
 	Noa noa.Config
 	// MaxResultTokens is the largest text a message recorded with
 	// Message.CutToSize keeps whole; larger ones are cut head-and-tail.
@@ -58,6 +59,9 @@ type Options struct {
 	hook func(stage string)
 	// noSync skips fsync (benchmark set-up only).
 	noSync bool
+	// verify checks every turn against noa.ProcessTurn (tests only; see
+	// verifier).
+	verify bool
 }
 
 func (o Options) withDefaults() Options {

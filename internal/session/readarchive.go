@@ -191,7 +191,7 @@ func (h *Host) archived(a ReadArchiveArgs) (string, []byte, error) {
 	case a.Block != "" && a.Ref != "":
 		return "", nil, fmt.Errorf(`give either "block" or "ref", not both`)
 	case a.Block != "":
-		b := noa.FindBlock(&h.st, a.Block)
+		b := noa.FindBlock(&noa.CompressionState{Blocks: h.blocks}, a.Block)
 		if b == nil {
 			return "", nil, fmt.Errorf("there is no block %q in this session. %s", a.Block, h.blockList())
 		}
@@ -202,7 +202,8 @@ func (h *Host) archived(a ReadArchiveArgs) (string, []byte, error) {
 		}
 		return b.BlockID, data, nil
 	case a.Ref != "":
-		id, ok := noa.RawForRef(h.st.MessageRefs, a.Ref)
+		h.learnRefs()
+		id, ok := h.refOf(a.Ref)
 		if !ok {
 			if _, known := h.index[a.Ref]; known {
 				id, ok = a.Ref, true // a protected result is pointed at by its id
@@ -226,11 +227,11 @@ func (h *Host) archived(a ReadArchiveArgs) (string, []byte, error) {
 }
 
 func (h *Host) blockList() string {
-	if len(h.st.Blocks) == 0 {
+	if len(h.blocks) == 0 {
 		return "This session has no compressed blocks yet."
 	}
-	ids := make([]string, 0, len(h.st.Blocks))
-	for _, b := range h.st.Blocks {
+	ids := make([]string, 0, len(h.blocks))
+	for _, b := range h.blocks {
 		ids = append(ids, b.BlockID)
 	}
 	sort.SliceStable(ids, func(i, j int) bool { return len(ids[i]) < len(ids[j]) || len(ids[i]) == len(ids[j]) && ids[i] < ids[j] })
@@ -238,4 +239,9 @@ func (h *Host) blockList() string {
 		ids = append(ids[:30], "...")
 	}
 	return "Blocks in this session: " + strings.Join(ids, ", ") + "."
+}
+
+// refOf resolves a ref, in any form noa accepts, to its message id.
+func (h *Host) refOf(ref string) (string, bool) {
+	return noa.RawForRef(noa.MessageRefMap{ByRef: h.refs}, ref)
 }

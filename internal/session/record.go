@@ -50,7 +50,7 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 		return nil, err
 	}
 	defer h.mu.Unlock()
-	b, err := h.stage(msgs)
+	b, err := h.stage(msgs, false)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +58,7 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 		b.undo(h)
 		return nil, err
 	}
+	h.eng.Append(h.msgs[b.n0:]...)
 	b.commit(h)
 	return b.out, nil
 }
@@ -66,17 +67,20 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 // takes them back off, commit keeps them.
 type batch struct {
 	n0, total0 int
-	out        []Message
-	recs       []record
-	predicted  []string // the ref each cut message's pointer names
-	reserved   []string // tool call ids whose result ids it reserved
+	// dry is a batch staged only to be looked at (Peek): nothing was
+	// archived for it.
+	dry       bool
+	out       []Message
+	recs      []record
+	predicted []string // the ref each cut message's pointer names
+	reserved  []string // tool call ids whose result ids it reserved
 }
 
 // stage validates msgs, numbers them, cuts the oversize ones and pushes
 // them onto the stream, returning what is needed to record them. Called
 // with h.mu held; on error nothing is left pushed.
-func (h *Host) stage(msgs []Message) (*batch, error) {
-	b := &batch{n0: len(h.msgs), total0: h.total, out: make([]Message, 0, len(msgs)), recs: make([]record, 0, len(msgs)+1)}
+func (h *Host) stage(msgs []Message, dry bool) (*batch, error) {
+	b := &batch{n0: len(h.msgs), total0: h.total, dry: dry, out: make([]Message, 0, len(msgs)), recs: make([]record, 0, len(msgs)+1)}
 	seen := map[string]bool{}
 	nextID := h.nextID
 	for i, m := range msgs {
@@ -92,7 +96,7 @@ func (h *Host) stage(msgs []Message) (*batch, error) {
 		h.push(m.CoreMessage)
 		predicted := ""
 		if m.CutToSize {
-			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1]); cut != nil {
+			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1], b.n0, dry); cut != nil {
 				h.total += h.count.message(h.msgs[len(h.msgs)-1]) - h.count.message(m.CoreMessage)
 				m.Text, m.Original, predicted = cut.text, cut.rel, cut.ref
 			}
@@ -113,11 +117,12 @@ func (b *batch) undo(h *Host) {
 		delete(h.index, m.ID)
 	}
 	h.msgs, h.total = h.msgs[:b.n0], b.total0
+	h.refSeen = min(h.refSeen, b.n0)
 	for _, id := range b.reserved {
 		delete(h.reserved, id)
 	}
 	for _, m := range b.out {
-		if m.Original != "" {
+		if m.Original != "" && !b.dry {
 			_ = h.arch.RemoveResult(m.Original)
 		}
 	}

@@ -43,6 +43,9 @@ type MessageRef struct {
 // record of its own when there is no message and the pacing moved), so a
 // rebuild from the transcript restores it.
 //
+// noa runs incrementally (noa.Engine): a turn costs what its new messages
+// and the recent zone cost, not the length of the session.
+//
 // Nothing is recorded or changed when a message is invalid or the write
 // fails.
 func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
@@ -50,29 +53,31 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 		return Turn{}, err
 	}
 	defer h.mu.Unlock()
-	b, err := h.stage(msgs)
+	b, err := h.stage(msgs, false)
 	if err != nil {
 		return Turn{}, err
 	}
-	r := h.process(noa.ProcessTurnInput{Messages: h.msgs, State: h.st, Config: h.cfg, CountTokens: h.count.count})
+	before, vst := h.pacing(), h.verifyState()
+	h.eng.Append(h.msgs[b.n0:]...)
+	r := h.eng.Turn(0)
+	h.verifyTurn(vst, r)
 	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
-	t.View, t.Nudge = withoutNudge(r.Messages)
-	t.Projected = h.sum(t.View)
-	pc := pacingOf(r.State)
+	t.View, t.Nudge, t.Projected = r.View, r.NudgeText, r.ViewTokens
+	pc := h.pacing()
 	pc.Tokens, pc.Nudged = t.Projected, r.Nudge != nil
 	switch {
 	case len(b.recs) > 0:
 		b.recs[len(b.recs)-1].Pacing = pc
-	case !samePacing(pacingOf(h.st), pc):
+	case !samePacing(before, pc):
 		b.recs = append(b.recs, record{Kind: kindTurn, Pacing: pc})
 	}
 	if len(b.recs) > 0 {
 		if err := h.appendRecords(b.recs...); err != nil {
+			h.rewind(b.n0, before)
 			b.undo(h)
 			return Turn{}, err
 		}
 	}
-	h.st = r.State
 	b.commit(h)
 	h.unsaved++
 	if h.unsaved >= h.opts.StateEvery {
@@ -82,76 +87,135 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 			h.log.Warn("writing state.json", zap.Error(err))
 		}
 	}
+	h.learnRefs()
 	for i, m := range b.out {
 		if m.Original == "" {
 			continue
 		}
-		if ref, _ := noa.RefForRaw(h.st.MessageRefs, m.ID); ref != b.predicted[i] {
+		if ref, _, _ := h.eng.Ref(m.ID); ref != b.predicted[i] {
 			h.log.Error("a cut result's pointer names a different ref than it was given", zap.String("pointer", b.predicted[i]), zap.String("ref", ref))
 		}
 	}
 	return t, nil
 }
 
-// withoutNudge splits noa's view into the view proper and the nudge's
-// text. noa appends the nudge last; the view is then shared, not copied.
-func withoutNudge(view []noa.CoreMessage) ([]noa.CoreMessage, string) {
-	at := -1
-	for i := len(view) - 1; i >= 0; i-- {
-		if view[i].ID == noa.NudgeMessageID {
-			at = i
-			break
+// Peek is what Turn(ctx, pending...) would return now, without recording
+// or changing anything: no record, no archive, no ref, no pacing moves and
+// no id is used up (Recorded shows the ids and cuts the messages would
+// get; a cut's Original names where the original would be archived). The
+// gateway answers count_tokens with it. Invalid messages are refused as
+// Turn refuses them.
+//
+// Unlike Turn it costs O(n) in the session's length: the engine cannot
+// take messages back, so the turn is computed in full (noa.ProcessTurn
+// over a copy of the state), as the engine's own would be.
+func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
+	if err := h.begin(ctx); err != nil {
+		return Turn{}, err
+	}
+	defer h.mu.Unlock()
+	nextID := h.nextID
+	b, err := h.stage(pending, true)
+	if err != nil {
+		return Turn{}, err
+	}
+	defer func() {
+		b.undo(h)
+		h.nextID = nextID
+	}()
+	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.eng.State(), Config: h.cfg, CountTokens: h.count.count})
+	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
+	t.View = make([]noa.CoreMessage, 0, len(r.Messages))
+	for _, m := range r.Messages {
+		if m.ID == noa.NudgeMessageID {
+			t.Nudge = m.Text
+			continue
+		}
+		t.View = append(t.View, m)
+		t.Projected += h.count.message(m)
+	}
+	return t, nil
+}
+
+// pacing is the engine's current pacing.
+func (h *Host) pacing() *pacing {
+	return pacingOf(noa.CompressionState{Nudge: h.eng.NudgeState(), Stats: h.eng.Stats()})
+}
+
+// rewind takes the engine back to the stream's first n messages and the
+// pacing it had before a turn whose write failed: the engine cannot drop
+// messages, so it is started again from its state with the turn's refs
+// removed. O(n), and only on a failed write.
+func (h *Host) rewind(n int, pc *pacing) {
+	st := h.eng.State()
+	for _, m := range h.msgs[n:] {
+		ref, ok := st.MessageRefs.ByRaw[m.ID]
+		if !ok {
+			continue
+		}
+		delete(st.MessageRefs.ByRaw, m.ID)
+		if ref != noa.BlockedRef {
+			delete(st.MessageRefs.ByRef, ref)
+			delete(st.TokenSnapshot, ref)
+			delete(h.refs, ref)
 		}
 	}
-	switch at {
-	case -1:
-		return view, ""
-	case len(view) - 1:
-		return view[:at:at], view[at].Text
-	default:
-		return append(view[:at:at], view[at+1:]...), view[at].Text
+	pc.apply(&st)
+	h.startEngine(h.msgs[:n], st)
+}
+
+// startEngine (re)starts the engine over msgs (the stream's first
+// len(msgs) messages) and st: every message is counted once (the memo spares
+// a real tokenizer most of it on a restart).
+func (h *Host) startEngine(msgs []noa.CoreMessage, st noa.CompressionState) {
+	h.eng = noa.NewEngine(noa.EngineInput{Messages: msgs, State: st, Config: h.cfg, CountTokens: h.count.count})
+	h.blocks = noa.CloneState(noa.CompressionState{Blocks: st.Blocks}).Blocks
+	h.refs = map[string]string{}
+	h.refNext = noa.MinRefIndex
+	for ref, id := range st.MessageRefs.ByRef {
+		h.refs[ref] = id
+		if i, ok := noa.RefToIndex(ref); ok && i >= h.refNext {
+			h.refNext = i + 1
+		}
+	}
+	h.refSeen = 0
+	h.learnRefsUpTo(len(msgs))
+}
+
+// learnRefs notes the refs the engine gave the messages recorded since the
+// last call (which syncs it, as its next turn would): read_archive resolves
+// refs through them, and cutOversize predicts the next one from them.
+// O(new messages).
+func (h *Host) learnRefs() { h.learnRefsUpTo(len(h.msgs)) }
+
+func (h *Host) learnRefsUpTo(n int) {
+	for ; h.refSeen < n; h.refSeen++ {
+		m := h.msgs[h.refSeen]
+		ref, _, ok := h.eng.Ref(m.ID)
+		if !ok {
+			continue
+		}
+		h.refs[ref] = m.ID
+		if i, ok := noa.RefToIndex(ref); ok && i >= h.refNext {
+			h.refNext = i + 1
+		}
 	}
 }
 
 // Ref is the ref of the recorded message id and its frozen token count;
-// false when it has none (a protected tool's message, one no turn has seen
-// yet, or an unknown id).
+// false when it has none (a protected tool's message, or an unknown id).
+// A message recorded without a turn gets the ref its next turn gives it.
 func (h *Host) Ref(id string) (MessageRef, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ref, ok := noa.RefForRaw(h.st.MessageRefs, id)
+	if _, known := h.index[id]; !known {
+		return MessageRef{}, false
+	}
+	ref, tokens, ok := h.eng.Ref(id)
 	if !ok {
 		return MessageRef{}, false
 	}
-	return MessageRef{Ref: ref, Tokens: h.st.TokenSnapshot[ref]}, true
-}
-
-// process is the one place the host runs noa's turn engine. Today that is
-// noa.ProcessTurn over the whole stream on every turn; the incremental
-// engine of issue 13 replaces it here.
-func (h *Host) process(in noa.ProcessTurnInput) noa.ProcessTurnResult {
-	return noa.ProcessTurn(in)
-}
-
-// synced returns st with refs and token snapshots brought up to date with
-// msgs, exactly as noa's own turn does, and nothing else changed: a turn
-// with no context limit runs only its sizing stages.
-func (h *Host) synced(msgs []noa.CoreMessage, st noa.CompressionState) noa.CompressionState {
-	cfg := h.cfg
-	cfg.ModelContextLimit = 0
-	r := h.process(noa.ProcessTurnInput{Messages: msgs, State: st, Config: cfg, TokenCount: 1, CountTokens: h.count.count})
-	out := noa.CloneState(st)
-	out.MessageRefs, out.TokenSnapshot = r.State.MessageRefs, r.State.TokenSnapshot
-	return out
-}
-
-// sum measures a view.
-func (h *Host) sum(view []noa.CoreMessage) int {
-	n := 0
-	for _, m := range view {
-		n += h.count.message(m)
-	}
-	return n
+	return MessageRef{Ref: ref, Tokens: tokens}, true
 }
 
 // Instructions is noa's resident prompt: the initialize instructions over
