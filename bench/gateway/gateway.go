@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -27,6 +28,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
@@ -55,9 +57,9 @@ type Options struct {
 // over the last third.
 var DefaultScenario = gatewaytest.ScenarioOptions{Tasks: 60, FilesPerTask: 4, MinFileBytes: 6000, MaxFileBytes: 30000, Facts: 12, Questions: 12, Seed: 1}
 
-// session names the replayed conversation (the X-Mcproxy-Session header),
+// conversation names the replayed conversation (the X-Mcproxy-Session header),
 // so its id, and everything derived from it, repeats from run to run.
-const session = "bench"
+const conversation = "bench"
 
 // clock is the hosts' clock: fixed, so archives and states repeat.
 func clock() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
@@ -96,8 +98,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	up := gatewaytest.New(gatewaytest.Agent)
 	defer up.Close()
-	// The one place this entry point builds its hosts.
-	hosts := &gw.MemoryHosts{Count: gw.CountTokens(tk.Count), Now: clock}
+	// The one place this entry point builds its hosts: the on-disk session
+	// hosts mcproxy serve uses, in a directory of the run's own.
+	dir, err := os.MkdirTemp("", "mcproxy-bench-gateway-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sessions := session.NewManager(session.Options{Dir: dir, Count: gw.CountTokens(tk.Count), Now: clock})
+	defer sessions.Close()
+	hosts := &gw.SessionHosts{Sessions: sessions, Count: gw.CountTokens(tk.Count)}
 	g, err := gw.New(gw.Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
 		Anthropic: config.GatewayProvider{BaseURL: up.URL},
 		Models:    map[string]config.GatewayModel{opts.Model: {ContextWindow: opts.Window}}}})
@@ -116,7 +126,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Model:        opts.Model,
 		System:       "You are a careful analyst of service logs. Read what the user asks for with read_file and answer briefly.",
 		CacheControl: !opts.NoCacheControl,
-		Header:       map[string]string{"x-api-key": "bench-key", gw.HeaderSession: session},
+		Header:       map[string]string{"x-api-key": "bench-key", gw.HeaderSession: conversation},
 		OnRequest: func(r gatewaytest.ReplayRequest) {
 			if r.Err != nil || replayErr != nil {
 				return // Replay reports the first; nothing after it is measured
@@ -125,7 +135,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				return
 			}
 			// The model's own calls, as the conversation's host recorded them.
-			h, err := hosts.Host(ctx, session, opts.Window)
+			h, err := hosts.Host(ctx, conversation, opts.Window)
 			if err != nil {
 				replayErr = err
 				return

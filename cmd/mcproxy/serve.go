@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
+	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -148,10 +149,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
 		}
 		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host}
-		if opts.Gateway, err = newGateway(cfg, log); err != nil {
+		var closeGateway func()
+		if opts.Gateway, closeGateway, err = newGateway(cfg, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
+		defer closeGateway()
 		err = st.front.Serve(ctx, ln, opts)
 	}
 	if err != nil {
@@ -194,26 +197,55 @@ func loadConfig(path string, override func(*config.Config)) (*config.Config, err
 }
 
 // newGateway builds the model-API gateway when the config enables it (nil
-// otherwise).
-func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, error) {
+// otherwise) and the function that closes its conversations' sessions.
+// Each conversation is a noa session under <data_dir>/sessions/, like an
+// MCP client's, paced against its model's window with the config's noa
+// knobs; the index that recognises conversations is
+// <data_dir>/gateway/conversations.jsonl.
+func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), error) {
+	nothing := func() {}
 	if !cfg.Gateway.Enabled {
-		return nil, nil
+		return nil, nothing, nil
+	}
+	opts, _, err := sessionOptions(cfg) // noa's warnings are logged once, by newSessions
+	if err != nil {
+		return nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	tk, err := tokens.New(cfg.Tokenizer)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+		return nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
-	// The conversations' noa hosts, the one place serve builds them. They
-	// live in memory (a conversation starts afresh after a restart) until
-	// internal/session serves gateway.Hosts on disk.
-	hosts := &gateway.MemoryHosts{Count: gateway.CountTokens(tk.Count)}
-	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts})
+	dataDir := config.ExpandHome(cfg.DataDir)
+	convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"))
 	if err != nil {
-		return nil, err
+		return nil, nothing, fmt.Errorf("gateway: %w", err)
+	}
+	count := gateway.CountTokens(tk.Count)
+	opts.Count = count
+	opts.Logger = log.Named("gateway")
+	sessions := session.NewManager(opts)
+	hosts := &gateway.SessionHosts{Sessions: sessions, Count: count, Config: func(window int) noa.Config {
+		knobs := cfg.Noa
+		knobs.ContextLimit = window
+		c, _ := session.EngineConfig(knobs)
+		return c
+	}}
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs})
+	if err != nil {
+		_ = sessions.Close()
+		_ = convs.Close()
+		return nil, nothing, err
 	}
 	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
-		zap.Bool("projection", cfg.Gateway.ProjectEnabled()))
-	return g, nil
+		zap.Bool("projection", cfg.Gateway.ProjectEnabled()), zap.String("sessions", opts.Dir))
+	return g, func() {
+		if err := sessions.Close(); err != nil {
+			log.Warn("closing the gateway's sessions", zap.Error(err))
+		}
+		if err := convs.Close(); err != nil {
+			log.Warn("closing the gateway's conversation index", zap.Error(err))
+		}
+	}, nil
 }
 
 func isLoopback(host string) bool {

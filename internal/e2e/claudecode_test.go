@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,23 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		t.Errorf("the last request does not read the first file through its summary")
 	}
 	t.Logf("%d upstream requests, %d Claude Code turns; Compress answered in request %d (~%d -> ~%d tokens)", len(reqs), result.NumTurns, compressed+1, before, after)
+
+	// The conversation is a session on disk, listed with its block like an
+	// MCP client's, and its archive holds what the summary replaced.
+	code, list, errOut := runBinary(t, 60*time.Second, "sessions", "list", "--config", cfg)
+	if code != 0 || !regexp.MustCompile(`\t?\d+ +[1-9]\d* active / [1-9]`).MatchString(list) {
+		t.Errorf("mcproxy sessions list: exit %d, %s%s; want the conversation with an active block", code, list, errOut)
+	}
+	archives, _ := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "archive", "tier1", "*.md"))
+	found := false
+	for _, a := range archives {
+		if data, err := os.ReadFile(a); err == nil && bytes.Contains(data, []byte("note 1 line 050")) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no tier-1 archive under %s holds the first file's text (archives: %v)", filepath.Join(dir, "data", "sessions"), archives)
+	}
 }
 
 // answeredCompress reports whether a forwarded request holds a Compress

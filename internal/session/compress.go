@@ -68,12 +68,36 @@ type Panel struct {
 // be written, the host is closed, ctx ended); any archives it wrote have
 // been removed and nothing changed.
 func (h *Host) Compress(ctx context.Context, raw json.RawMessage) (Panel, error) {
+	return h.compress(ctx, noa.CoreMessage{Text: string(raw)}, "")
+}
+
+// CompressCall is Compress for a front that names the call itself: the
+// gateway records the model's own Compress tool call (call.ID, its
+// ToolCallID, call.Text the JSON arguments) so the provider's tool_use and
+// tool_result stay paired, and the result under resultID. An empty id is
+// numbered as Compress numbers it.
+func (h *Host) CompressCall(ctx context.Context, call noa.CoreMessage, resultID string) (Panel, error) {
+	return h.compress(ctx, call, resultID)
+}
+
+func (h *Host) compress(ctx context.Context, c noa.CoreMessage, resultID string) (Panel, error) {
 	if err := h.begin(ctx); err != nil {
 		return Panel{}, err
 	}
 	defer h.mu.Unlock()
-	msgID, callID := h.newIDs()
-	resultID, _ := h.newIDs()
+	raw := json.RawMessage(c.Text)
+	msgID, callID := c.ID, c.ToolCallID
+	if msgID == "" {
+		msgID, callID = h.newIDs()
+	} else if h.recorded(msgID) || h.recorded(resultID) {
+		return Panel{}, fmt.Errorf("recording Compress call %q: already recorded", msgID)
+	}
+	if callID == "" {
+		callID = msgID
+	}
+	if resultID == "" {
+		resultID, _ = h.newIDs()
+	}
 	call := noa.CoreMessage{ID: msgID, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName, ToolCallID: callID, Text: string(raw)}
 
 	before := h.eng.ProjectedTokens()

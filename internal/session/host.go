@@ -106,6 +106,11 @@ func (h *Host) State() noa.CompressionState {
 func (h *Host) Has(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.recorded(id)
+}
+
+// recorded is Has for a caller holding h.mu.
+func (h *Host) recorded(id string) bool {
 	_, ok := h.index[id]
 	return ok
 }

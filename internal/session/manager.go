@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -121,4 +123,20 @@ func NewSessionID(now time.Time) string {
 		binary.BigEndian.PutUint32(b[:], uint32(now.UnixNano()))
 	}
 	return "stdio-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Exists reports whether session id has been created: open in this manager,
+// or a directory under Options.Dir. It creates nothing.
+func (m *Manager) Exists(id string) bool {
+	if !ValidSessionID(id) {
+		return false
+	}
+	m.mu.Lock()
+	_, open := m.hosts[id]
+	m.mu.Unlock()
+	if open {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(m.opts.Dir, id))
+	return err == nil
 }
