@@ -22,7 +22,9 @@
 //
 //	transcript.jsonl   append-only, one record per message (and per turn
 //	                   that recorded none but moved noa's pacing), fsync'd
-//	                   before the front sees the answer
+//	                   before the front sees the answer; calls finishing
+//	                   together share one fsync (group commit), run
+//	                   outside the lock the session's other calls wait on
 //	state.json         the noa state, replaced atomically after each change
 //	archive/tier<N>/   one markdown file per block (noa.RenderArchive)
 //	archive/results/   originals of texts that were cut for size

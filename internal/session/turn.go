@@ -49,13 +49,28 @@ type MessageRef struct {
 // Nothing is recorded or changed when a message is invalid or the write
 // fails.
 func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
-	if err := h.begin(ctx); err != nil {
+	t, off, err := h.turn(ctx, msgs)
+	if err != nil {
 		return Turn{}, err
+	}
+	// The fsync, shared with the session's other calls finishing now, runs
+	// outside h.mu; the turn is answered only once its records are on disk.
+	if err := h.durable(off); err != nil {
+		return Turn{}, err
+	}
+	return t, nil
+}
+
+// turn is Turn up to the fsync, under the lock; it returns the transcript
+// offset that must be durable before the caller answers.
+func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
+	if err := h.begin(ctx); err != nil {
+		return Turn{}, 0, err
 	}
 	defer h.mu.Unlock()
 	b, err := h.stage(msgs, false)
 	if err != nil {
-		return Turn{}, err
+		return Turn{}, 0, err
 	}
 	before, vst := h.pacing(), h.verifyState()
 	h.eng.Append(h.msgs[b.n0:]...)
@@ -71,11 +86,12 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 	case !samePacing(before, pc):
 		b.recs = append(b.recs, record{Kind: kindTurn, Pacing: pc})
 	}
+	off := int64(0)
 	if len(b.recs) > 0 {
-		if err := h.appendRecords(b.recs...); err != nil {
+		if off, err = h.appendRecords(b.recs...); err != nil {
 			h.rewind(b.n0, before)
 			b.undo(h)
-			return Turn{}, err
+			return Turn{}, 0, err
 		}
 	}
 	b.commit(h)
@@ -96,7 +112,7 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 			h.log.Error("a cut result's pointer names a different ref than it was given", zap.String("pointer", b.predicted[i]), zap.String("ref", ref))
 		}
 	}
-	return t, nil
+	return t, off, nil
 }
 
 // Peek is what Turn(ctx, pending...) would return now, without recording
