@@ -42,7 +42,9 @@
 // This package does the I/O that noa must not: files, the clock and logging.
 // It never deletes or rewrites an archive or a transcript record (a record
 // whose write failed is cut off again, and the originals of a record never
-// written are removed). The `mcproxy sessions` command reads sessions
-// through List, Inspect, ReadOriginal and Rebuild and formats what they
-// return.
+// written are removed), except that whole sessions nothing has touched for
+// Options.Retention are removed (Prune; a Manager runs it at start and
+// daily, never on an open session). The `mcproxy sessions` command reads
+// sessions through List, Inspect, ReadOriginal and Rebuild, prunes them
+// through Prune, and formats what they return.
 package session
