@@ -194,9 +194,11 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args json.RawMessage, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
 	rctx := context.WithoutCancel(ctx)
+	// An oversize argument (a write_file's content) is cut like a result:
+	// archived once, and held head-and-tail in the session.
 	rec, err := h.Record(rctx, session.Message{CoreMessage: noa.CoreMessage{
 		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
-	}})
+	}, CutToSize: cut})
 	if err != nil {
 		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
 		return run(ctx)

@@ -17,19 +17,27 @@ type cutText struct {
 	text, rel, ref string
 }
 
-// cutOversize archives and cuts m.Text when it is above MaxResultTokens,
-// rewriting m.Text to what the model will hold. m is the last message of
-// the stream (its ref is the one noa gives it next). It returns nil when the
-// text fits, and also when archiving fails: then the text stays whole,
-// because cutting what cannot be recovered would lose it. A dry cut
-// (Peek) archives nothing and names the path the original would take.
-func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
+// cutOversize archives and cuts m's text when it is above MaxResultTokens,
+// returning what the model will hold. m is about to join the stream after
+// the batch's messages from n0 on (its ref is the one noa gives it next).
+// It returns nil when the text fits, and also when archiving fails: then
+// the text stays whole, because cutting what cannot be recovered would
+// lose it. A dry cut (Peek) archives nothing and names the path the
+// original would take.
+//
+// The whole text is tokenized at most once (a text of no more bytes than
+// the limit fits without it: a token is at least a byte); the cut is
+// measured on its own.
+func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
+	if len(m.Text) <= limit {
+		return nil
+	}
 	total := h.count.count(m.Text)
 	if total <= limit {
 		return nil
 	}
-	ref := h.nextRef(n0)
+	ref := h.nextRef(m, n0)
 	handle := ref
 	if ref == "" {
 		handle = m.ID // a protected tool's result has no ref
@@ -44,24 +52,22 @@ func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
 	}
 	// Leave room for the ref tag and the nudge's framing.
 	text := headTail(m.Text, total, max(limit-64, limit/2), h.opts.Count, handle)
-	m.Text = text
 	return &cutText{text: text, rel: rel, ref: ref}
 }
 
-// nextRef is the ref noa will give the last message of the stream, which
-// is being staged with the ones from n0 on: refs are given in order, one
-// to each message that is neither protected nor noa's own, so it follows
-// the last ref given before the batch, skipping the batch's messages
-// before it that take one. "" when the message will have none.
-func (h *Host) nextRef(n0 int) string {
+// nextRef is the ref noa will give m, about to join the stream after the
+// batch's messages from n0 on: refs are given in order, one to each
+// message that is neither protected nor noa's own, so it follows the last
+// ref given before the batch, skipping the batch's messages before it that
+// take one. "" when m will have none.
+func (h *Host) nextRef(m noa.CoreMessage, n0 int) string {
 	h.learnRefsUpTo(n0)
-	last := len(h.msgs) - 1
-	if noa.IsMessageProtected(h.msgs[last], h.cfg) {
+	if noa.IsMessageProtected(m, h.cfg) {
 		return ""
 	}
 	next := h.refNext
-	for _, m := range h.msgs[n0:last] {
-		if !noa.IsMessageProtected(m, h.cfg) && m.ID != noa.NudgeMessageID {
+	for _, p := range h.msgs[n0:] {
+		if !noa.IsMessageProtected(p, h.cfg) && p.ID != noa.NudgeMessageID {
 			next++
 		}
 	}

@@ -69,6 +69,7 @@ func (h *Host) record(ctx context.Context, msgs []Message) ([]Message, int64, er
 		return nil, 0, err
 	}
 	defer h.mu.Unlock()
+	defer h.count.release()
 	b, err := h.stage(msgs, false)
 	if err != nil {
 		return nil, 0, err
@@ -80,6 +81,9 @@ func (h *Host) record(ctx context.Context, msgs []Message) ([]Message, int64, er
 	}
 	h.eng.Append(h.msgs[b.n0:]...)
 	b.commit(h)
+	// The engine counts the new messages now, while this call's large
+	// texts are still counted (learnRefs syncs it: O(new messages)).
+	h.learnRefs()
 	return b.out, off, nil
 }
 
@@ -116,14 +120,15 @@ func (h *Host) stage(msgs []Message, dry bool) (*batch, error) {
 			b.reserved = append(b.reserved, m.ToolCallID)
 		}
 		seen[m.ID] = true
-		h.push(m.CoreMessage)
 		predicted := ""
 		if m.CutToSize {
-			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1], b.n0, dry); cut != nil {
-				h.total += h.count.message(h.msgs[len(h.msgs)-1]) - h.count.message(m.CoreMessage)
+			// Cut before the message joins the stream, so the stream (and
+			// the engine, and the transcript) only ever hold the cut text.
+			if cut := h.cutOversize(m.CoreMessage, b.n0, dry); cut != nil {
 				m.Text, m.Original, predicted = cut.text, cut.rel, cut.ref
 			}
 		}
+		h.push(m.CoreMessage)
 		rec := fromCore(m.CoreMessage)
 		rec.IsError, rec.Original = m.IsError, m.Original
 		b.out = append(b.out, m)

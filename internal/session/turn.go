@@ -68,6 +68,7 @@ func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
 		return Turn{}, 0, err
 	}
 	defer h.mu.Unlock()
+	defer h.count.release()
 	b, err := h.stage(msgs, false)
 	if err != nil {
 		return Turn{}, 0, err
@@ -130,6 +131,7 @@ func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
 		return Turn{}, err
 	}
 	defer h.mu.Unlock()
+	defer h.count.release()
 	nextID := h.nextID
 	b, err := h.stage(pending, true)
 	if err != nil {
@@ -240,28 +242,40 @@ func Instructions() string { return instructions() }
 
 var instructions = sync.OnceValue(func() string { return noa.BuildSystemPrompt(noa.Sections{}) })
 
-// memo caches token counts by text: noa measures every message of the view
-// on every turn, and a real BPE tokenizer is far too slow to run over the
-// whole session each time.
+// memo caches token counts by text: noa measures messages more than once
+// (the stream's total, the engine's count, a cut's size), and a real BPE
+// tokenizer is slow. A text of bigText bytes or more is cached only until
+// release, which the host calls at the end of each call: it is counted
+// once in that call, and the cache never keeps a large payload alive.
 type memo struct {
 	fn noa.TokenCountFn
 	mu sync.Mutex
 	m  map[string]int
+	// big holds this call's large texts.
+	big map[string]int
 }
 
 func newMemo(fn noa.TokenCountFn) *memo {
 	if fn == nil {
 		fn = noa.DefaultCountTokens
 	}
-	return &memo{fn: fn, m: map[string]int{}}
+	return &memo{fn: fn, m: map[string]int{}, big: map[string]int{}}
 }
 
 // memoLimit bounds the cache; when it is exceeded the cache starts over.
-const memoLimit = 1 << 17
+// bigText is the size from which a text is cached for one call only.
+const (
+	memoLimit = 1 << 17
+	bigText   = 64 << 10
+)
 
 func (c *memo) count(text string) int {
+	cache := c.m
+	if len(text) >= bigText {
+		cache = c.big
+	}
 	c.mu.Lock()
-	n, ok := c.m[text]
+	n, ok := cache[text]
 	c.mu.Unlock()
 	if ok {
 		return n
@@ -270,10 +284,22 @@ func (c *memo) count(text string) int {
 	c.mu.Lock()
 	if len(c.m) >= memoLimit {
 		c.m = map[string]int{}
+		if len(text) < bigText {
+			cache = c.m
+		}
 	}
-	c.m[text] = n
+	cache[text] = n
 	c.mu.Unlock()
 	return n
+}
+
+// release forgets the large texts counted so far.
+func (c *memo) release() {
+	c.mu.Lock()
+	if len(c.big) > 0 {
+		c.big = map[string]int{}
+	}
+	c.mu.Unlock()
 }
 
 func (c *memo) message(m noa.CoreMessage) int { return noa.CountMessageTokens(m, c.count) }
