@@ -196,7 +196,9 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 	rctx := context.WithoutCancel(ctx)
 	// An oversize argument (a write_file's content) is cut like a result:
 	// archived once, and held head-and-tail in the session.
-	rec, err := h.Record(rctx, session.Message{CoreMessage: noa.CoreMessage{
+	// The call's record reaches the disk with its result's (one fsync per
+	// call, before the answer).
+	rec, err := h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
 		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
 	}, CutToSize: cut})
 	if err != nil {

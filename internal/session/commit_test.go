@@ -138,3 +138,30 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("%d messages recorded, want %d", got, appends)
 	}
 }
+
+// A call recorded with RecordUnsynced costs no fsync of its own: the Turn
+// that records its result makes both durable with one.
+func TestRecordUnsyncedSharesTheResultsFsync(t *testing.T) {
+	opts := testOptions(t)
+	opts.StateEvery = 1 << 20
+	fs := &slowSyncFS{}
+	opts.FS = fs
+	h := openHost(t, opts, "s")
+	path := filepath.Join(h.Dir(), TranscriptFile)
+	for i := 0; i < 5; i++ {
+		rec, err := h.RecordUnsynced(context.Background(), toolCall("fs:read", []byte(`{}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn, err := h.Turn(context.Background(), toolResult(rec[0], "text"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fs.coveredBy(t, path, rec[0].ID) || !fs.coveredBy(t, path, turn.Recorded[0].ID) {
+			t.Fatalf("call %d answered before its records were fsync'd", i)
+		}
+	}
+	if fs.syncs != 5 {
+		t.Errorf("%d fsyncs for 5 calls, want 5 (one per call)", fs.syncs)
+	}
+}

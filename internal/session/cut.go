@@ -25,16 +25,12 @@ type cutText struct {
 // lose it. A dry cut (Peek) archives nothing and names the path the
 // original would take.
 //
-// The whole text is tokenized at most once (a text of no more bytes than
-// the limit fits without it: a token is at least a byte); the cut is
-// measured on its own.
+// The whole text is never tokenized when it is far over the limit (see
+// measure); the cut is found from byte offsets and counted exactly.
 func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
-	if len(m.Text) <= limit {
-		return nil
-	}
-	total := h.count.count(m.Text)
-	if total <= limit {
+	total, over := h.measure(m.Text, limit)
+	if !over {
 		return nil
 	}
 	ref := h.nextRef(m, n0)
@@ -51,7 +47,7 @@ func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 		return nil
 	}
 	// Leave room for the ref tag and the nudge's framing.
-	text := headTail(m.Text, total, max(limit-64, limit/2), h.opts.Count, handle)
+	text := headTail(m.Text, total, max(limit-64, limit/2), h.count.count, handle)
 	return &cutText{text: text, rel: rel, ref: ref}
 }
 
@@ -72,6 +68,43 @@ func (h *Host) nextRef(m noa.CoreMessage, n0 int) string {
 		}
 	}
 	return noa.IndexToRef(next)
+}
+
+// measureChunk is the size of the pieces measure counts a large text in.
+const measureChunk = 16 << 10
+
+// measure tells whether text is over limit tokens and gives its size in
+// tokens: exact when it is not over or is close to the limit, otherwise an
+// estimate from the part counted. A text of no more bytes than limit fits
+// uncounted (a token is at least one byte). A larger one is counted in
+// pieces split at line ends (where the tokenizer splits anyway), stopping
+// once the pieces hold clearly more than limit tokens (a twentieth more:
+// splitting moves a count by a token or two per piece), so a 5 MB payload
+// costs the tokenizer about limit tokens' worth of text, not 5 MB.
+func (h *Host) measure(text string, limit int) (tokens int, over bool) {
+	if len(text) <= limit {
+		return 0, false
+	}
+	sum, at := 0, 0
+	for at < len(text) {
+		end := len(text)
+		if at+measureChunk < len(text) {
+			if end = cutBack(text, at+measureChunk); end <= at {
+				end = at + measureChunk
+				for end < len(text) && !utf8.RuneStart(text[end]) {
+					end++
+				}
+			}
+		}
+		sum += h.opts.Count(text[at:end])
+		at = end
+		if sum > limit+limit/20 {
+			// The rest at the density of what was counted.
+			return int(int64(sum) * int64(len(text)) / int64(at)), true
+		}
+	}
+	n := h.count.count(text) // near the limit: count it whole, exactly
+	return n, n > limit
 }
 
 // headTail keeps the start and the end of text (about two thirds head, one

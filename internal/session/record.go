@@ -62,6 +62,19 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 	return out, nil
 }
 
+// RecordUnsynced is Record without waiting for the fsync: it returns once
+// the records are written, and they reach the disk with the session's next
+// fsync, at the latest that of the next Record, Turn or Compress (every
+// fsync covers all that was written before it). The MCP front records a
+// tool call this way: the call's result, recorded with a Turn after it,
+// makes both durable before the client is answered, for one fsync per
+// call. A crash before then loses the record of a call that was never
+// answered.
+func (h *Host) RecordUnsynced(ctx context.Context, msgs ...Message) ([]Message, error) {
+	out, _, err := h.record(ctx, msgs)
+	return out, err
+}
+
 // record is Record up to the fsync, under the lock; it returns the
 // transcript offset that must be durable before the caller answers.
 func (h *Host) record(ctx context.Context, msgs []Message) ([]Message, int64, error) {
