@@ -232,12 +232,15 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 }
 
 // meta records a retrieve_tools or describe_tool call and its result as
-// one append to the session (one write, its fsync shared with the calls
-// finishing with it) and returns the result untouched: no noa turn runs, so
-// no ref tag or nudge is added (the messages take their refs and count
-// toward the next call's turn). These calls are about the proxy's own
-// catalogue and must cost the session next to nothing. A Go error from run
-// is recorded and returned unchanged; a failed record is logged.
+// one append to the session, without an fsync of its own (it reaches the
+// disk with the session's next fsync, which covers everything written
+// before it), and returns the result untouched. No noa turn runs, so no
+// ref tag or nudge is added (the messages take their refs and count toward
+// the next call's turn): nothing the client is shown depends on the
+// record, so a crash that loses the last ones loses nothing the session
+// needs. These calls read the proxy's own catalogue and must cost the
+// session next to nothing. A Go error from run is recorded and returned
+// unchanged; a failed record is logged.
 func (n *noaFront) meta(ctx context.Context, h *session.Host, tool string, args json.RawMessage, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	res, runErr := run(ctx)
 	call := session.Message{CoreMessage: noa.CoreMessage{
@@ -252,7 +255,7 @@ func (n *noaFront) meta(ctx context.Context, h *session.Host, tool string, args 
 	default:
 		result.Text, result.IsError = resultText(res), res.IsError
 	}
-	if _, err := h.Record(context.WithoutCancel(ctx), call, result); err != nil {
+	if _, err := h.RecordUnsynced(context.WithoutCancel(ctx), call, result); err != nil {
 		n.log.Error("recording a tool call; returning its result unrecorded", zap.String("session_id", h.ID()), zap.String("tool", tool), zap.Error(err))
 	}
 	return res, runErr
