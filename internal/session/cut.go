@@ -112,7 +112,9 @@ func (h *Host) measure(text string, limit int) (tokens int, over bool) {
 // truncation marker and the read_archive call that returns the cut bytes.
 func headTail(text string, total, budget int, count noa.TokenCountFn, handle string) string {
 	n := len(text)
-	keep := int(int64(n) * int64(budget) / int64(max(total, 1)))
+	// A little under the proportion: total may be an estimate, and token
+	// density is uneven, and every overshoot costs a count of the cut.
+	keep := int(int64(n) * int64(budget) / int64(max(total, 1)) * 97 / 100)
 	var out string
 	for range 8 {
 		head := cutBack(text, keep*2/3)
