@@ -39,10 +39,10 @@ func benchHost(b *testing.B, n int, sync bool) *Host {
 	return h
 }
 
-// benchCall is one tools/call as the MCP front records it: the call, then
-// its result with a turn.
+// benchCall is one tools/call as the MCP front records it: the call
+// (written, its fsync left to the result's), then its result with a turn.
 func benchCall(b *testing.B, h *Host, args json.RawMessage, text string) {
-	rec, err := h.Record(context.Background(), toolCall("fs:read", args))
+	rec, err := h.RecordUnsynced(context.Background(), toolCall("fs:read", args))
 	if err != nil {
 		b.Fatal(err)
 	}

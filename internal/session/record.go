@@ -290,8 +290,8 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 // not. A failed fsync is kept: every later durable and append fails with
 // it, since what the kernel dropped cannot be known.
 func (h *Host) durable(off int64) error {
-	if h.opts.noSync {
-		return nil
+	if h.opts.noSync || off <= 0 {
+		return nil // nothing written (a turn that recorded nothing)
 	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
