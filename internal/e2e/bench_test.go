@@ -105,6 +105,7 @@ func BenchmarkNoaOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	content := repeat("line of a five megabyte file written through write_file, 0123456789.\n", 5<<20)
+	procs := map[bool]*proc{}
 	proxy := func(on bool) *client.Client {
 		dir := b.TempDir()
 		config := writeConfigFile(b, filepath.Join(dir, "config.json"), map[string]any{
@@ -116,7 +117,8 @@ func BenchmarkNoaOverhead(b *testing.B) {
 			"log_level": "warn",
 			"noa":       map[string]any{"enabled": on},
 		})
-		base, _ := serveHTTP(b, config)
+		base, p := serveHTTP(b, config)
+		procs[on] = p
 		c := startHTTP(b, base+"/mcp")
 		initialize(b, c)
 		return c
@@ -152,8 +154,34 @@ func BenchmarkNoaOverhead(b *testing.B) {
 				}
 				return d
 			}
+			call(on, 0) // warm-up, before the resident memory is read
+			warm := residentMB(procs[true])
 			alternate(b, func(i int) time.Duration { return call(off, i) }, func(i int) time.Duration { return call(on, i) },
 				"off-ns/call", "on-ns/call", "on/off")
+			if after := residentMB(procs[true]); warm > 0 && after > 0 {
+				// The noa-on proxy's resident memory after the calls, and
+				// against the figure after warm-up (issue 13: at most 2x
+				// after ten 5 MB calls).
+				b.ReportMetric(after, "on-rss-MB")
+				b.ReportMetric(after/warm, "on-rss/warm")
+			}
 		})
 	}
+}
+
+// residentMB is a process's resident memory in MB (VmRSS), 0 where /proc
+// cannot tell.
+func residentMB(p *proc) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var n float64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), &n)
+			return n / 1024
+		}
+	}
+	return 0
 }
