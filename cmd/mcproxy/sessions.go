@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -20,9 +21,10 @@ const sessionsUsage = `Usage:
   mcproxy sessions show ID              [--config F]
   mcproxy sessions archive ID BLOCK|REF [--config F]
   mcproxy sessions rebuild ID           [--config F]
+  mcproxy sessions prune [--older-than D] [--dry-run] [--config F]
 
 list     Every noa session under <data_dir>/sessions, most recent first, with
-         its messages, blocks and tokens saved.
+         its messages, blocks, tokens saved and size on disk, and the total.
 show     One session: its files, whether state.json matches the transcript,
          and every block with its tier, span, tokens and archive path.
 archive  Print the archived original of a block (e.g. b3) or of one message
@@ -30,6 +32,10 @@ archive  Print the archived original of a block (e.g. b3) or of one message
 rebuild  Rebuild a session's state from its transcript alone, recreate any
          missing block archive from it, and rewrite state.json. Run it while
          no mcproxy is serving that session.
+prune    Remove the sessions nothing has touched for --older-than (default:
+         noa.retention, 30 days unless configured; "30d", "36h"), never one
+         that a running mcproxy holds open. --dry-run lists what would go.
+         A running mcproxy does this itself at start-up and daily.
 
 Session ids are the directory names list prints: a client's Mcp-Session-Id
 over HTTP, stdio-<start time>-<random> for a stdio run.
@@ -86,6 +92,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		"show":    {"ID"},
 		"archive": {"ID", "BLOCK"},
 		"rebuild": {"ID"},
+		"prune":   nil,
 	}
 	names, ok := want[sub]
 	if !ok {
@@ -95,6 +102,12 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	synopsis := strings.TrimSpace("sessions " + sub + " " + strings.Join(names, " ") + " [flags]")
 	fs := newFlagSet("sessions "+sub, synopsis, stderr)
 	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file (for data_dir, tokenizer and noa settings)")
+	var olderThan *string
+	var dryRun *bool
+	if sub == "prune" {
+		olderThan = fs.String("older-than", "", `remove sessions untouched for this long ("30d", "36h"); default noa.retention`)
+		dryRun = fs.Bool("dry-run", false, "list what would be removed, remove nothing")
+	}
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return flagError(stderr, fs, err)
@@ -130,6 +143,8 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		}
 	case "rebuild":
 		err = rebuildSession(stdout, opts, pos[0])
+	case "prune":
+		err = pruneSessions(stdout, opts, *olderThan, *dryRun)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy sessions %s: %v\n", sub, err)
@@ -149,12 +164,50 @@ func listSessions(w io.Writer, opts session.Options) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tLAST ACTIVE (UTC)\tMESSAGES\tBLOCKS\tTOKENS SAVED\tTRANSCRIPT")
+	fmt.Fprintln(tw, "SESSION\tLAST ACTIVE (UTC)\tMESSAGES\tBLOCKS\tTOKENS SAVED\tTRANSCRIPT\tSIZE")
+	var total int64
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\n", s.ID, s.LastActive.UTC().Format("2006-01-02 15:04:05"), s.Messages,
-			s.ActiveBlocks, s.Blocks, noa.FormatTokens(s.TokensSaved), session.FormatBytes(s.TranscriptBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\t%s\n", s.ID, s.LastActive.UTC().Format("2006-01-02 15:04:05"), s.Messages,
+			s.ActiveBlocks, s.Blocks, noa.FormatTokens(s.TokensSaved), session.FormatBytes(s.TranscriptBytes), session.FormatBytes(s.Bytes))
+		total += s.Bytes
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%d session(s), %s in %s\n", len(list), session.FormatBytes(total), opts.Dir)
+	return err
+}
+
+// pruneSessions removes (or with dryRun lists) the sessions untouched for
+// olderThan, the configured retention when it is empty.
+func pruneSessions(w io.Writer, opts session.Options, olderThan string, dryRun bool) error {
+	age := opts.Retention
+	if olderThan != "" {
+		d, err := config.ParseRetention(olderThan)
+		if err != nil {
+			return fmt.Errorf("--older-than: %w", err)
+		}
+		age = d
+	}
+	if age <= 0 {
+		return fmt.Errorf("noa.retention is off, so nothing is old enough to prune; give --older-than (for example --older-than 30d)")
+	}
+	rep, err := session.Prune(opts, age, dryRun)
+	if err != nil {
+		return err
+	}
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	for _, p := range rep.Removed {
+		fmt.Fprintf(w, "%s %s (last touched %s UTC, %s)\n", verb, p.ID, p.LastTouched.UTC().Format("2006-01-02 15:04:05"), session.FormatBytes(p.Bytes))
+	}
+	for _, id := range rep.InUse {
+		fmt.Fprintf(w, "kept %s: a running mcproxy holds it open\n", id)
+	}
+	fmt.Fprintf(w, "%s %d session(s), %s, untouched for %s or longer\n", verb, len(rep.Removed), session.FormatBytes(rep.Bytes), age)
+	return errors.Join(rep.Errors...)
 }
 
 // stateText says how state.json relates to the transcript.

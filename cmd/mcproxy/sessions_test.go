@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/noa"
@@ -190,5 +191,53 @@ func TestSessionsShowsBlocks(t *testing.T) {
 		if !strings.Contains(rebuilt, want) {
 			t.Errorf("rebuild output lacks %q:\n%s", want, rebuilt)
 		}
+	}
+}
+
+// TestSessionsPrune runs `mcproxy sessions prune` and checks `list` shows
+// each session's size and the total.
+func TestSessionsPrune(t *testing.T) {
+	f := newSessionsFixture(t)
+	for _, id := range []string{"old-1", "new-1"} {
+		h, err := session.Open(f.opts, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recordRead(t, h, "/a", strings.Repeat("text ", 200))
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	dir := filepath.Join(f.opts.Dir, "old-1")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.Chtimes(filepath.Join(dir, e.Name()), old, old)
+	}
+	os.Chtimes(dir, old, old)
+
+	list := f.run(t, "sessions", "list")
+	if !strings.Contains(list, "SIZE") || !regexp.MustCompile(`2 session\(s\), [0-9.]+ (B|KiB) in `).MatchString(list) {
+		t.Errorf("list: got %q, want a SIZE column and a total for 2 sessions", list)
+	}
+	if got := f.run(t, "sessions", "prune", "--dry-run"); !strings.Contains(got, "would remove old-1") || strings.Contains(got, "new-1") {
+		t.Errorf("prune --dry-run: got %q, want old-1 listed and new-1 not", got)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the dry run removed old-1: %v", err)
+	}
+	if got := f.run(t, "sessions", "prune", "--older-than", "45d"); !strings.Contains(got, "removed 0 session(s)") {
+		t.Errorf("prune --older-than 45d: got %q, want nothing removed", got)
+	}
+	if got := f.run(t, "sessions", "prune"); !strings.Contains(got, "removed old-1") || !strings.Contains(got, "removed 1 session(s)") {
+		t.Errorf("prune: got %q, want old-1 removed", got)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("old-1 still there after prune: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sessions", "prune", "--older-than", "soon", "--config", f.config}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), `--older-than: invalid retention "soon"`) {
+		t.Errorf("prune --older-than soon: exit %d, stderr %q", code, stderr.String())
 	}
 }

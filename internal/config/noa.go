@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // NoaConfig is the "noa" object: model-driven context compression on every
@@ -49,6 +51,46 @@ type NoaConfig struct {
 	// ProtectedTools are never compressed: exact tool names (as recorded,
 	// "server:tool" for call_tool) or a prefix ending in "*".
 	ProtectedTools []string `json:"protected_tools,omitempty"`
+	// Retention is how long a session untouched is kept before mcproxy
+	// removes it (its transcript, state and archives): a number of days
+	// ("30d") or a Go duration ("36h"); "0" or "off" keeps every session.
+	// Empty means DefaultRetention. See RetentionPeriod.
+	Retention string `json:"retention,omitempty"`
+}
+
+// DefaultRetention is how long an untouched session is kept by default.
+const DefaultRetention = "30d"
+
+// RetentionPeriod is Retention as a duration; 0 means sessions are kept
+// forever. Call it on a validated config (an invalid value reads as 0).
+func (n NoaConfig) RetentionPeriod() time.Duration {
+	d, _ := ParseRetention(n.Retention)
+	return d
+}
+
+// ParseRetention reads a retention period: "" is DefaultRetention, "0" and
+// "off" keep everything (0), "<N>d" is N days, anything else a positive Go
+// duration such as "36h".
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "":
+		s = DefaultRetention
+	case "0", "off":
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("invalid retention %q: want a number of days such as \"30d\", a duration such as \"36h\", or \"off\"", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("invalid retention %q: want a number of days such as \"30d\", a duration such as \"36h\", or \"off\"", s)
+	}
+	return d, nil
 }
 
 // Noa defaults.
@@ -131,6 +173,9 @@ func (n NoaConfig) validate(path string) []error {
 	}
 	if n.MaxSummaryChars > 0 && n.MinSummaryChars > n.MaxSummaryChars {
 		add("min_summary_chars", "%d exceeds max_summary_chars (%d); every summary would be rejected", n.MinSummaryChars, n.MaxSummaryChars)
+	}
+	if _, err := ParseRetention(n.Retention); err != nil {
+		add("retention", "%v", err)
 	}
 	if n.MaxTier < 0 || n.MaxTier > 3 {
 		add("max_tier", "%d is not a tier: want 1 (no consolidation), 2 or 3", n.MaxTier)

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNoaConfigParse(t *testing.T) {
@@ -51,6 +52,11 @@ func TestNoaConfigValidate(t *testing.T) {
 		{"tier out of range", `{"max_tier": 4}`, []string{"noa.max_tier: 4 is not a tier"}},
 		{"bad pattern", `{"protected_tools": ["", "a*b*"]}`, []string{"noa.protected_tools[0]: is blank", `noa.protected_tools[1]: "a*b*"`}},
 		{"wrong type", `{"context_limit": "big"}`, []string{"noa.context_limit: want a whole number"}},
+		{"retention in days", `{"retention": "7d"}`, nil},
+		{"retention off", `{"retention": "off"}`, nil},
+		{"retention as a duration", `{"retention": "36h"}`, nil},
+		{"retention malformed", `{"retention": "a month"}`, []string{`noa.retention: invalid retention "a month"`, `"30d"`, `"off"`}},
+		{"retention negative", `{"retention": "-2d"}`, []string{`noa.retention: invalid retention "-2d"`}},
 		{"unknown key", `{"context_limt": 1}`, []string{"noa.context_limt: unknown key", `did you mean "context_limit"`}},
 	}
 	for _, tc := range tests {
@@ -77,6 +83,14 @@ func checkSection(t *testing.T, section, in string, want []string) {
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("got error %q, want it to contain %q", err, w)
+		}
+	}
+}
+
+func TestRetentionPeriod(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 30 * 24 * time.Hour, "0": 0, "off": 0, "OFF": 0, "7d": 7 * 24 * time.Hour, "36h": 36 * time.Hour} {
+		if got := (NoaConfig{Retention: in}).RetentionPeriod(); got != want {
+			t.Errorf("retention %q: got %v, want %v", in, got, want)
 		}
 	}
 }

@@ -120,9 +120,11 @@ func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHand
 		if h == nil {
 			return next(ctx, req)
 		}
-		return n.call(ctx, h, n.nameOf(req), rawArguments(req), true, func(ctx context.Context) (*mcp.CallToolResult, error) {
-			return next(ctx, req)
-		})
+		run := func(ctx context.Context) (*mcp.CallToolResult, error) { return next(ctx, req) }
+		if req.Params.Name == ToolRetrieve || req.Params.Name == ToolDescribe {
+			return n.meta(ctx, h, req.Params.Name, rawArguments(req), run)
+		}
+		return n.call(ctx, h, n.nameOf(req), rawArguments(req), true, run)
 	}
 }
 
@@ -192,9 +194,13 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args json.RawMessage, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
 	rctx := context.WithoutCancel(ctx)
-	rec, err := h.Record(rctx, session.Message{CoreMessage: noa.CoreMessage{
+	// An oversize argument (a write_file's content) is cut like a result:
+	// archived once, and held head-and-tail in the session.
+	// The call's record reaches the disk with its result's (one fsync per
+	// call, before the answer).
+	rec, err := h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
 		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
-	}})
+	}, CutToSize: cut})
 	if err != nil {
 		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
 		return run(ctx)
@@ -223,6 +229,36 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 	recorded := turn.Recorded[0]
 	ref, hasRef := h.Ref(recorded.ID)
 	return shape(shown, recorded, hasRef, ref, turn.Nudge), nil
+}
+
+// meta records a retrieve_tools or describe_tool call and its result as
+// one append to the session, without an fsync of its own (it reaches the
+// disk with the session's next fsync, which covers everything written
+// before it), and returns the result untouched. No noa turn runs, so no
+// ref tag or nudge is added (the messages take their refs and count toward
+// the next call's turn): nothing the client is shown depends on the
+// record, so a crash that loses the last ones loses nothing the session
+// needs. These calls read the proxy's own catalogue and must cost the
+// session next to nothing. A Go error from run is recorded and returned
+// unchanged; a failed record is logged.
+func (n *noaFront) meta(ctx context.Context, h *session.Host, tool string, args json.RawMessage, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	res, runErr := run(ctx)
+	call := session.Message{CoreMessage: noa.CoreMessage{
+		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
+	}}
+	result := session.Message{CoreMessage: noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: tool}, IsError: true}
+	switch {
+	case runErr != nil:
+		result.Text = "[error] " + runErr.Error()
+	case res == nil:
+		result.IsError = false
+	default:
+		result.Text, result.IsError = resultText(res), res.IsError
+	}
+	if _, err := h.RecordUnsynced(context.WithoutCancel(ctx), call, result); err != nil {
+		n.log.Error("recording a tool call; returning its result unrecorded", zap.String("session_id", h.ID()), zap.String("tool", tool), zap.Error(err))
+	}
+	return res, runErr
 }
 
 // shape builds what the client receives; res is not modified.

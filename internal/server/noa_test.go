@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,14 +104,7 @@ func TestNoaRetrieveMode(t *testing.T) {
 				t.Errorf("Compress of unknown refs: got %q (isError %v), want an error naming the ref", text(res), res.IsError)
 			}
 
-			sessions, _ := os.ReadDir(dir)
-			if len(sessions) != 1 {
-				t.Fatalf("got %d session directories, want 1", len(sessions))
-			}
-			tr, err := os.ReadFile(filepath.Join(dir, sessions[0].Name(), "transcript.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := onlyTranscript(t, dir)
 			if !bytes.Contains(tr, []byte(`"up:echo"`)) {
 				t.Errorf("transcript does not record the routed tool id up:echo:\n%s", tr)
 			}
@@ -224,4 +218,61 @@ func TestNoaReleasesEndedSession(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A retrieve_tools or describe_tool call costs its session one append (the
+// call and its result, paired) and no noa turn: the result comes back as
+// the meta tool gave it, with no ref tag or nudge.
+func TestNoaMetaCallsAppendOnly(t *testing.T) {
+	f, dir := startNoaFront(t, Options{})
+	c := connect(t, f, "streamable", nil)
+	res := callTool(t, c, ToolRetrieve, map[string]any{"query": "echo"})
+	if res.IsError || len(res.Content) == 0 {
+		t.Fatalf("retrieve_tools: %q (isError %v)", text(res), res.IsError)
+	}
+	for _, block := range res.Content {
+		if tc, _ := mcp.AsTextContent(block); tc != nil && refTag.MatchString(tc.Text) {
+			t.Errorf("retrieve_tools came back with a ref tag %q; a meta call runs no turn", tc.Text)
+		}
+	}
+	tr := onlyTranscript(t, dir)
+	type rec struct {
+		Seq     int64           `json:"seq"`
+		Time    int64           `json:"time"`
+		Pacing  json.RawMessage `json:"pacing"`
+		Message struct {
+			Type   string `json:"type"`
+			Tool   string `json:"tool"`
+			CallID string `json:"call_id"`
+		} `json:"message"`
+	}
+	var recs []rec
+	for _, line := range bytes.Split(bytes.TrimSpace(tr), []byte("\n")) {
+		var r rec
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 || recs[0].Message.Type != string(noa.CTToolCall) || recs[1].Message.Type != string(noa.CTToolResult) ||
+		recs[0].Message.Tool != ToolRetrieve || recs[1].Message.CallID == "" || recs[1].Message.CallID != recs[0].Message.CallID {
+		t.Fatalf("transcript: got %+v, want the retrieve_tools call and its paired result", recs)
+	}
+	if recs[1].Pacing != nil {
+		t.Errorf("the meta call's result carries pacing %s: a noa turn ran", recs[1].Pacing)
+	}
+}
+
+// onlyTranscript is the transcript of the one session under dir.
+func onlyTranscript(t *testing.T, dir string) []byte {
+	t.Helper()
+	sessions, _ := os.ReadDir(dir)
+	if len(sessions) != 1 {
+		t.Fatalf("got %d session directories, want 1", len(sessions))
+	}
+	tr, err := os.ReadFile(filepath.Join(dir, sessions[0].Name(), session.TranscriptFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

@@ -39,10 +39,10 @@ func benchHost(b *testing.B, n int, sync bool) *Host {
 	return h
 }
 
-// benchCall is one tools/call as the MCP front records it: the call, then
-// its result with a turn.
+// benchCall is one tools/call as the MCP front records it: the call
+// (written, its fsync left to the result's), then its result with a turn.
 func benchCall(b *testing.B, h *Host, args json.RawMessage, text string) {
-	rec, err := h.Record(context.Background(), toolCall("fs:read", args))
+	rec, err := h.RecordUnsynced(context.Background(), toolCall("fs:read", args))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,6 +103,59 @@ func BenchmarkHostCall(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: st, Config: h.cfg, CountTokens: h.count.count})
+			}
+		})
+	}
+}
+
+// BenchmarkHostPayload measures the host's share of a call carrying a
+// large payload, with the production tokenizer and fsync: a 200 KiB result
+// and a 5 MB write_file argument, each cut to size (archived once, held
+// head-and-tail). The baseline in the same run is tokenizing the payload
+// once, which the host must not exceed by much.
+func BenchmarkHostPayload(b *testing.B) {
+	counter, err := tokens.New("cl100k_base")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := newRand(9)
+	for _, tc := range []struct {
+		name string
+		size int
+		arg  bool
+	}{{"result=200KiB", 200 << 10, false}, {"write_file=5MB", 5 << 20, true}} {
+		payload := words(rng, tc.size/5)
+		for len(payload) < tc.size {
+			payload += payload
+		}
+		payload = payload[:tc.size]
+		b.Run(tc.name+"/host", func(b *testing.B) {
+			opts := testOptions(b)
+			opts.Noa = noa.DefaultConfig(DefaultContextLimit)
+			opts.MaxResultTokens = DefaultMaxResultTokens
+			opts.Count = counter.Count
+			h := openHost(b, opts, "payload")
+			args, _ := json.Marshal(map[string]any{"path": "/big.txt", "content": payload})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c := toolCall("fs:write_file", args)
+				result := "Successfully wrote to /big.txt"
+				if !tc.arg {
+					c, result = toolCall("fs:read_text_file", json.RawMessage(`{"path":"/big.txt"}`)), payload
+				}
+				c.CutToSize = true
+				rec, err := h.Record(context.Background(), c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.Turn(context.Background(), toolResult(rec[0], result)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/baseline=count-once", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				counter.Count(payload)
 			}
 		})
 	}

@@ -136,21 +136,27 @@ func (h *Host) compress(ctx context.Context, c noa.CoreMessage, resultID string)
 	result := noa.CoreMessage{ID: resultID, Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: noa.CompressToolName, ToolCallID: callID, Text: panel}
 	resRec := fromCore(result)
 	resRec.IsError = len(ar.BlocksCreated) == 0 && len(ar.Errors) > 0
-	if err := h.appendRecords(
+	off, err := h.appendRecords(
 		record{Kind: kindMessage, Message: fromCore(call)},
 		record{Kind: kindMessage, Message: resRec, Pacing: pacingOf(ar.State), Compress: meta},
-	); err != nil {
+	)
+	if err != nil {
 		for _, b := range ar.BlocksCreated {
 			_ = h.arch.Remove(b.ArchivePath)
 		}
 		h.eng.SetState(prev)
 		return Panel{}, fmt.Errorf("recording Compress call: %w", err)
 	}
-	h.hook("logged")
 	h.push(call)
 	h.push(result)
 	h.eng.Append(call, result)
 	h.blocks = ar.State.Blocks
+	// Compress keeps h.mu through its fsync: the order on disk is archives,
+	// transcript, state, and nothing else of the session moves meanwhile.
+	if err := h.durable(off); err != nil {
+		return Panel{}, fmt.Errorf("recording Compress call: %w", err)
+	}
+	h.hook("logged")
 	if err := h.saveState(); err != nil {
 		h.log.Warn("writing state.json after Compress; the transcript has it", zap.Error(err))
 	}

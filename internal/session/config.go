@@ -63,5 +63,6 @@ func OptionsFrom(cfg *config.Config, count noa.TokenCountFn) (Options, []string)
 		Noa:             ncfg,
 		MaxResultTokens: cfg.Noa.MaxResultTokens,
 		Count:           count,
+		Retention:       cfg.Noa.RetentionPeriod(),
 	}, warnings
 }

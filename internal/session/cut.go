@@ -17,19 +17,23 @@ type cutText struct {
 	text, rel, ref string
 }
 
-// cutOversize archives and cuts m.Text when it is above MaxResultTokens,
-// rewriting m.Text to what the model will hold. m is the last message of
-// the stream (its ref is the one noa gives it next). It returns nil when the
-// text fits, and also when archiving fails: then the text stays whole,
-// because cutting what cannot be recovered would lose it. A dry cut
-// (Peek) archives nothing and names the path the original would take.
-func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
+// cutOversize archives and cuts m's text when it is above MaxResultTokens,
+// returning what the model will hold. m is about to join the stream after
+// the batch's messages from n0 on (its ref is the one noa gives it next).
+// It returns nil when the text fits, and also when archiving fails: then
+// the text stays whole, because cutting what cannot be recovered would
+// lose it. A dry cut (Peek) archives nothing and names the path the
+// original would take.
+//
+// The whole text is never tokenized when it is far over the limit (see
+// measure); the cut is found from byte offsets and counted exactly.
+func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
-	total := h.count.count(m.Text)
-	if total <= limit {
+	total, over := h.measure(m.Text, limit)
+	if !over {
 		return nil
 	}
-	ref := h.nextRef(n0)
+	ref := h.nextRef(m, n0)
 	handle := ref
 	if ref == "" {
 		handle = m.ID // a protected tool's result has no ref
@@ -43,29 +47,64 @@ func (h *Host) cutOversize(m *noa.CoreMessage, n0 int, dry bool) *cutText {
 		return nil
 	}
 	// Leave room for the ref tag and the nudge's framing.
-	text := headTail(m.Text, total, max(limit-64, limit/2), h.opts.Count, handle)
-	m.Text = text
+	text := headTail(m.Text, total, max(limit-64, limit/2), h.count.count, handle)
 	return &cutText{text: text, rel: rel, ref: ref}
 }
 
-// nextRef is the ref noa will give the last message of the stream, which
-// is being staged with the ones from n0 on: refs are given in order, one
-// to each message that is neither protected nor noa's own, so it follows
-// the last ref given before the batch, skipping the batch's messages
-// before it that take one. "" when the message will have none.
-func (h *Host) nextRef(n0 int) string {
+// nextRef is the ref noa will give m, about to join the stream after the
+// batch's messages from n0 on: refs are given in order, one to each
+// message that is neither protected nor noa's own, so it follows the last
+// ref given before the batch, skipping the batch's messages before it that
+// take one. "" when m will have none.
+func (h *Host) nextRef(m noa.CoreMessage, n0 int) string {
 	h.learnRefsUpTo(n0)
-	last := len(h.msgs) - 1
-	if noa.IsMessageProtected(h.msgs[last], h.cfg) {
+	if noa.IsMessageProtected(m, h.cfg) {
 		return ""
 	}
 	next := h.refNext
-	for _, m := range h.msgs[n0:last] {
-		if !noa.IsMessageProtected(m, h.cfg) && m.ID != noa.NudgeMessageID {
+	for _, p := range h.msgs[n0:] {
+		if !noa.IsMessageProtected(p, h.cfg) && p.ID != noa.NudgeMessageID {
 			next++
 		}
 	}
 	return noa.IndexToRef(next)
+}
+
+// measureChunk is the size of the pieces measure counts a large text in.
+const measureChunk = 16 << 10
+
+// measure tells whether text is over limit tokens and gives its size in
+// tokens: exact when it is not over or is close to the limit, otherwise an
+// estimate from the part counted. A text of no more bytes than limit fits
+// uncounted (a token is at least one byte). A larger one is counted in
+// pieces split at line ends (where the tokenizer splits anyway), stopping
+// once the pieces hold clearly more than limit tokens (a twentieth more:
+// splitting moves a count by a token or two per piece), so a 5 MB payload
+// costs the tokenizer about limit tokens' worth of text, not 5 MB.
+func (h *Host) measure(text string, limit int) (tokens int, over bool) {
+	if len(text) <= limit {
+		return 0, false
+	}
+	sum, at := 0, 0
+	for at < len(text) {
+		end := len(text)
+		if at+measureChunk < len(text) {
+			if end = cutBack(text, at+measureChunk); end <= at {
+				end = at + measureChunk
+				for end < len(text) && !utf8.RuneStart(text[end]) {
+					end++
+				}
+			}
+		}
+		sum += h.opts.Count(text[at:end])
+		at = end
+		if sum > limit+limit/20 {
+			// The rest at the density of what was counted.
+			return int(int64(sum) * int64(len(text)) / int64(at)), true
+		}
+	}
+	n := h.count.count(text) // near the limit: count it whole, exactly
+	return n, n > limit
 }
 
 // headTail keeps the start and the end of text (about two thirds head, one
@@ -73,7 +112,9 @@ func (h *Host) nextRef(n0 int) string {
 // truncation marker and the read_archive call that returns the cut bytes.
 func headTail(text string, total, budget int, count noa.TokenCountFn, handle string) string {
 	n := len(text)
-	keep := int(int64(n) * int64(budget) / int64(max(total, 1)))
+	// A little under the proportion: total may be an estimate, and token
+	// density is uneven, and every overshoot costs a count of the cut.
+	keep := int(int64(n) * int64(budget) / int64(max(total, 1)) * 97 / 100)
 	var out string
 	for range 8 {
 		head := cutBack(text, keep*2/3)

@@ -22,7 +22,9 @@
 //
 //	transcript.jsonl   append-only, one record per message (and per turn
 //	                   that recorded none but moved noa's pacing), fsync'd
-//	                   before the front sees the answer
+//	                   before the front sees the answer; calls finishing
+//	                   together share one fsync (group commit), run
+//	                   outside the lock the session's other calls wait on
 //	state.json         the noa state, replaced atomically after each change
 //	archive/tier<N>/   one markdown file per block (noa.RenderArchive)
 //	archive/results/   originals of texts that were cut for size
@@ -40,7 +42,9 @@
 // This package does the I/O that noa must not: files, the clock and logging.
 // It never deletes or rewrites an archive or a transcript record (a record
 // whose write failed is cut off again, and the originals of a record never
-// written are removed). The `mcproxy sessions` command reads sessions
-// through List, Inspect, ReadOriginal and Rebuild and formats what they
-// return.
+// written are removed), except that whole sessions nothing has touched for
+// Options.Retention are removed (Prune; a Manager runs it at start and
+// daily, never on an open session). The `mcproxy sessions` command reads
+// sessions through List, Inspect, ReadOriginal and Rebuild, prunes them
+// through Prune, and formats what they return.
 package session

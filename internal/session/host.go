@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -54,8 +55,15 @@ type Host struct {
 	// drops them as a torn tail).
 	broken  error
 	unsaved int // turns since state.json was written
-	report  Report
-	closed  bool
+	// written is trSize, readable without h.mu. smu guards the group
+	// commit (durable): syncedTo is the transcript offset known to be on
+	// disk; syncErr a failed fsync, which stops the session's recording.
+	written  atomic.Int64
+	smu      sync.Mutex
+	syncedTo int64
+	syncErr  atomic.Pointer[error]
+	report   Report
+	closed   bool
 }
 
 // Report is what Open found and repaired.
@@ -137,7 +145,12 @@ func (h *Host) Close() error {
 		// came) get their refs as a rebuild gives them (State syncs).
 		errs = append(errs, h.saveState())
 	}
+	// Every record is on disk before the transcript closes; a call still
+	// waiting for its fsync then finds it done.
+	errs = append(errs, h.durable(h.trSize))
+	h.smu.Lock()
 	errs = append(errs, h.tr.Close())
+	h.smu.Unlock()
 	errs = append(errs, h.lock.release()) // last: every write is done
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closing session %s: %w", h.id, err)
@@ -161,6 +174,11 @@ func (h *Host) begin(ctx context.Context) error {
 
 // saveState writes state.json atomically.
 func (h *Host) saveState() error {
+	// Transcript, then state: state.json never reflects a record that is
+	// not on disk.
+	if err := h.durable(h.trSize); err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
 	b, err := encodeState(h.seq, h.eng.State())
 	if err != nil {
 		return err

@@ -27,8 +27,9 @@ type Summary struct {
 	// tier); TokensSaved what the active blocks save (see
 	// BlockInfo.CoveredTokens). All zero when state.json is unreadable.
 	Messages, Blocks, ActiveBlocks, TokensSaved int
-	// TranscriptBytes is the transcript's size.
-	TranscriptBytes int64
+	// TranscriptBytes is the transcript's size, Bytes the whole session
+	// directory's (transcript, state, archives).
+	TranscriptBytes, Bytes int64
 }
 
 // List returns every session under opts.Dir, most recent first; none (and
@@ -53,6 +54,7 @@ func List(opts Options) ([]Summary, error) {
 			continue
 		}
 		s := Summary{ID: e.Name(), LastActive: fi.ModTime(), TranscriptBytes: fi.Size()}
+		s.Bytes, _ = dirSize(dir) // a file removed meanwhile only makes it smaller
 		if saved, ok, err := readState(filepath.Join(dir, StateFile)); err == nil && ok {
 			st := saved.State
 			s.Messages, s.Blocks = len(st.MessageRefs.ByRaw), len(st.Blocks)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -59,6 +60,10 @@ var killFixtureArgs = compressArgs([][2]string{{"m00001", "m00008"}, {"m00009", 
 // killHelper records twelve calls, then compresses two ranges with a hook
 // that announces the stage on stdout and blocks, waiting for SIGKILL.
 func killHelper(dir, stage string) {
+	if stage == "concurrent" {
+		concurrentHelper(dir)
+		return
+	}
 	opts := testOptionsIn(dir)
 	opts.hook = func(s string) {
 		if s == stage {
@@ -103,6 +108,19 @@ func runUntilKilled(t *testing.T, dir, stage string) {
 // child is killed at cleanup if the test has not ended it.
 func startChild(t *testing.T, env ...string) (*exec.Cmd, string) {
 	t.Helper()
+	cmd, lines := startChildLines(t, env...)
+	select {
+	case l := <-lines:
+		return cmd, l
+	case <-time.After(60 * time.Second):
+		t.Fatal("the helper process printed nothing within 60s")
+		return nil, ""
+	}
+}
+
+// startChildLines is startChild returning every line the child prints.
+func startChildLines(t *testing.T, env ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
@@ -122,13 +140,7 @@ func startChild(t *testing.T, env ...string) (*exec.Cmd, string) {
 		}
 		close(lines)
 	}()
-	select {
-	case l := <-lines:
-		return cmd, l
-	case <-time.After(60 * time.Second):
-		t.Fatal("the helper process printed nothing within 60s")
-		return nil, ""
-	}
+	return cmd, lines
 }
 
 // killChild ends a child with SIGKILL and checks that is how it ended.
@@ -208,4 +220,79 @@ func TestSIGKILLMidCompress(t *testing.T) {
 			t.Errorf("second open reported %+v, want a current state.json", r)
 		}
 	})
+}
+
+// concurrentHelper runs calls from four goroutines on session "c" forever,
+// printing "ANSWERED <call id> <result id>" as each call's turn returns.
+func concurrentHelper(dir string) {
+	h, err := Open(testOptionsIn(dir), "c")
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(2)
+	}
+	fmt.Println("READY")
+	var out sync.Mutex
+	for w := 0; w < 4; w++ {
+		go func(w int) {
+			rng := newRand(int64(w))
+			for {
+				rec, err := h.Record(context.Background(), toolCall("fs:read", json.RawMessage(`{}`)))
+				var turn Turn
+				if err == nil {
+					turn, err = h.Turn(context.Background(), toolResult(rec[0], words(rng, 60)))
+				}
+				out.Lock()
+				if err != nil {
+					fmt.Println("ERROR", err)
+					os.Exit(2)
+				}
+				fmt.Println("ANSWERED", rec[0].ID, turn.Recorded[0].ID)
+				out.Unlock()
+			}
+		}(w)
+	}
+	select {}
+}
+
+// mcproxy killed with SIGKILL while calls of one session run concurrently
+// (their fsyncs shared): every call answered before the kill is in the
+// transcript after a restart, and the session opens consistent.
+func TestSIGKILLConcurrentCalls(t *testing.T) {
+	dir := t.TempDir()
+	cmd, lines := startChildLines(t, envHelperDir+"="+dir, envHelperStage+"=concurrent")
+	var answered []string
+	for len(answered) < 2*60 {
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the helper stopped after %d answers", len(answered)/2)
+			}
+			line = l
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the helper answered %d calls in 60s", len(answered)/2)
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 1 && f[0] == "READY":
+		case len(f) == 3 && f[0] == "ANSWERED":
+			answered = append(answered, f[1], f[2])
+		default:
+			t.Fatalf("helper said %q", line)
+		}
+	}
+	killChild(t, cmd)
+	h := openHost(t, testOptionsIn(dir), "c")
+	if r := h.Report(); r.StateMismatch || len(r.MissingArchives) > 0 {
+		t.Errorf("reopening reported %+v, want a consistent session", r)
+	}
+	have := map[string]bool{}
+	for _, m := range h.Messages() {
+		have[m.ID] = true
+	}
+	for _, id := range answered {
+		if !have[id] {
+			t.Errorf("message %s was answered before the kill but is not in the transcript", id)
+		}
+	}
 }

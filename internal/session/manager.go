@@ -23,6 +23,9 @@ type Manager struct {
 	mu     sync.Mutex
 	hosts  map[string]*entry
 	closed bool
+
+	// stop and done end the retention goroutine (nil without retention).
+	stop, done chan struct{}
 }
 
 // entry is one session's host, opened once.
@@ -32,9 +35,21 @@ type entry struct {
 	err   error
 }
 
-// NewManager returns a manager creating hosts with opts.
+// NewManager returns a manager creating hosts with opts. With a positive
+// opts.Retention it also removes old sessions (see Prune) at once and every
+// RetentionInterval, in a goroutine that Close stops; the sessions it holds
+// open are never removed.
 func NewManager(opts Options) *Manager {
-	return &Manager{opts: opts, hosts: map[string]*entry{}}
+	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}}
+	if m.opts.Retention > 0 {
+		every := RetentionInterval
+		if m.opts.pruneEvery > 0 {
+			every = m.opts.pruneEvery
+		}
+		m.stop, m.done = make(chan struct{}), make(chan struct{})
+		go m.retain(m.stop, m.done, every)
+	}
+	return m
 }
 
 // Host returns the host of session id, opening (or creating) it on first
@@ -99,8 +114,13 @@ func (m *Manager) Close() error {
 	m.mu.Lock()
 	entries := m.hosts
 	m.hosts = map[string]*entry{}
+	wasClosed := m.closed
 	m.closed = true
 	m.mu.Unlock()
+	if m.stop != nil && !wasClosed {
+		close(m.stop)
+		<-m.done
+	}
 	var errs []error
 	for _, e := range entries {
 		<-e.ready

@@ -110,7 +110,9 @@ func (h *Host) load() error {
 			return fmt.Errorf("dropping the torn last record: %w", err)
 		}
 	}
-	h.trSize = t.valid
+	// What was read is the transcript durable() starts from.
+	h.trSize, h.syncedTo = t.valid, t.valid
+	h.written.Store(t.valid)
 	saved, haveState, err := readState(h.path(StateFile))
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, err.Error())

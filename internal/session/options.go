@@ -52,6 +52,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Retention, when positive, makes a Manager remove the sessions nothing
+	// has touched for that long, when it starts and every
+	// RetentionInterval (see Prune); zero keeps every session.
+	Retention time.Duration
 
 	// hook, in tests, is called at named points of a Compress call
 	// ("archived": archives written, nothing recorded; "logged": transcript
@@ -59,6 +63,10 @@ type Options struct {
 	hook func(stage string)
 	// noSync skips fsync (benchmark set-up only).
 	noSync bool
+	// pruned, in tests, receives the report of each prune a Manager runs;
+	// pruneEvery replaces RetentionInterval.
+	pruned     func(PruneReport)
+	pruneEvery time.Duration
 	// verify checks every turn against noa.ProcessTurn (tests only; see
 	// verifier).
 	verify bool

@@ -33,34 +33,71 @@ type Message struct {
 }
 
 // Record appends msgs to the session's stream without running noa: one
-// transcript write, fsync'd before Record returns. It returns the messages
-// as recorded, in order:
+// transcript write, fsync'd before Record returns (an fsync shared with
+// the calls of the session that record at the same time; see durable).
+// It returns the messages as recorded, in order:
 //
 //   - a message without an ID is numbered (msg000001, ...); a tool call
 //     without a ToolCallID gets the matching call000001, and the number
 //     after it is kept for the call's result, so a result recorded later
 //     without an ID takes it (a call and its result read as a pair in the
 //     transcript however many calls run in between);
+//   - a tool result without a ToolCallID that follows a tool call in the
+//     same batch answers that call (a front recording a call and its
+//     result at once);
 //   - a message with an ID keeps it; the ID must be new to the session;
 //   - a CutToSize message over the size limit comes back cut (see Message).
 //
-// Nothing is recorded when any message is invalid or the write fails.
+// Nothing is recorded when any message is invalid or the write fails. When
+// the fsync fails the records stay written but the error is returned and
+// the session records nothing more until it is reopened.
 func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
-	if err := h.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer h.mu.Unlock()
-	b, err := h.stage(msgs, false)
+	out, off, err := h.record(ctx, msgs)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.appendRecords(b.recs...); err != nil {
-		b.undo(h)
+	if err := h.durable(off); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// RecordUnsynced is Record without waiting for the fsync: it returns once
+// the records are written, and they reach the disk with the session's next
+// fsync, at the latest that of the next Record, Turn or Compress (every
+// fsync covers all that was written before it). The MCP front records a
+// tool call this way: the call's result, recorded with a Turn after it,
+// makes both durable before the client is answered, for one fsync per
+// call. A crash before then loses the record of a call that was never
+// answered.
+func (h *Host) RecordUnsynced(ctx context.Context, msgs ...Message) ([]Message, error) {
+	out, _, err := h.record(ctx, msgs)
+	return out, err
+}
+
+// record is Record up to the fsync, under the lock; it returns the
+// transcript offset that must be durable before the caller answers.
+func (h *Host) record(ctx context.Context, msgs []Message) ([]Message, int64, error) {
+	if err := h.begin(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer h.mu.Unlock()
+	defer h.count.release()
+	b, err := h.stage(msgs, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	off, err := h.appendRecords(b.recs...)
+	if err != nil {
+		b.undo(h)
+		return nil, 0, err
 	}
 	h.eng.Append(h.msgs[b.n0:]...)
 	b.commit(h)
-	return b.out, nil
+	// The engine counts the new messages now, while this call's large
+	// texts are still counted (learnRefs syncs it: O(new messages)).
+	h.learnRefs()
+	return b.out, off, nil
 }
 
 // batch is messages pushed onto the stream and about to be recorded; undo
@@ -89,18 +126,22 @@ func (h *Host) stage(msgs []Message, dry bool) (*batch, error) {
 			h.nextID = nextID // a refused batch takes no numbers
 			return nil, fmt.Errorf("recording message %d of %d: %w", i+1, len(msgs), err)
 		}
+		if m.ContentType == noa.CTToolResult && m.ToolCallID == "" && i > 0 && b.out[i-1].ContentType == noa.CTToolCall {
+			m.ToolCallID = b.out[i-1].ToolCallID // the answer to the call before it
+		}
 		if h.number(&m.CoreMessage) {
 			b.reserved = append(b.reserved, m.ToolCallID)
 		}
 		seen[m.ID] = true
-		h.push(m.CoreMessage)
 		predicted := ""
 		if m.CutToSize {
-			if cut := h.cutOversize(&h.msgs[len(h.msgs)-1], b.n0, dry); cut != nil {
-				h.total += h.count.message(h.msgs[len(h.msgs)-1]) - h.count.message(m.CoreMessage)
+			// Cut before the message joins the stream, so the stream (and
+			// the engine, and the transcript) only ever hold the cut text.
+			if cut := h.cutOversize(m.CoreMessage, b.n0, dry); cut != nil {
 				m.Text, m.Original, predicted = cut.text, cut.rel, cut.ref
 			}
 		}
+		h.push(m.CoreMessage)
 		rec := fromCore(m.CoreMessage)
 		rec.IsError, rec.Original = m.IsError, m.Original
 		b.out = append(b.out, m)
@@ -206,12 +247,18 @@ func (h *Host) push(m noa.CoreMessage) {
 	h.total += h.count.message(m)
 }
 
-// appendRecords writes records to the transcript with one write and one
-// fsync, numbering them. On failure the transcript is cut back to where it
-// was, so a half-written batch never stays.
-func (h *Host) appendRecords(recs ...record) error {
+// appendRecords writes records to the transcript with one write,
+// numbering them, and returns the offset the transcript then reaches; the
+// caller makes it durable (durable) before it answers, after releasing
+// h.mu when it can, so other calls of the session are not held up by the
+// fsync. On a failed write the transcript is cut back to where it was, so
+// a half-written batch never stays.
+func (h *Host) appendRecords(recs ...record) (int64, error) {
 	if h.broken != nil {
-		return fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until the session is reopened", h.broken)
+		return 0, fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until the session is reopened", h.broken)
+	}
+	if err := h.syncError(); err != nil {
+		return 0, fmt.Errorf("writing the transcript: %w; nothing more is recorded until the session is reopened", err)
 	}
 	now := h.opts.Now().UnixMilli()
 	for i := range recs {
@@ -220,21 +267,56 @@ func (h *Host) appendRecords(recs ...record) error {
 	}
 	b, err := encodeRecords(recs)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = h.tr.Write(b)
-	if err == nil && !h.opts.noSync {
-		err = h.tr.Sync()
-	}
-	if err != nil {
+	if _, err = h.tr.Write(b); err != nil {
 		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); terr != nil {
 			h.broken = terr
 			err = errors.Join(err, fmt.Errorf("cutting the transcript back: %w", terr))
 		}
-		return fmt.Errorf("writing the transcript: %w", err)
+		return 0, fmt.Errorf("writing the transcript: %w", err)
 	}
 	h.trSize += int64(len(b))
 	h.seq += int64(len(recs))
+	h.written.Store(h.trSize)
+	return h.trSize, nil
+}
+
+// durable returns once the transcript is on disk up to offset off. It is
+// a group commit: the calls of a session that finish while an fsync runs
+// wait for it to end, and the first of them then runs one fsync for all
+// their records (one fsync covers every byte written before it started).
+// It takes h.smu only, never h.mu, so it may be called with h.mu held or
+// not. A failed fsync is kept: every later durable and append fails with
+// it, since what the kernel dropped cannot be known.
+func (h *Host) durable(off int64) error {
+	if h.opts.noSync || off <= 0 {
+		return nil // nothing written (a turn that recorded nothing)
+	}
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	if err := h.syncError(); err != nil {
+		return err
+	}
+	if h.syncedTo >= off {
+		return nil
+	}
+	upto := h.written.Load()
+	if err := h.tr.Sync(); err != nil {
+		err = fmt.Errorf("syncing the transcript: %w", err)
+		h.syncErr.Store(&err)
+		return err
+	}
+	h.syncedTo = upto
+	return nil
+}
+
+// syncError is the fsync failure that stopped the session, if any. It
+// takes no lock: appends under h.mu must not wait for an fsync running.
+func (h *Host) syncError() error {
+	if p := h.syncErr.Load(); p != nil {
+		return *p
+	}
 	return nil
 }
 

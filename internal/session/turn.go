@@ -49,13 +49,29 @@ type MessageRef struct {
 // Nothing is recorded or changed when a message is invalid or the write
 // fails.
 func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
-	if err := h.begin(ctx); err != nil {
-		return Turn{}, err
-	}
-	defer h.mu.Unlock()
-	b, err := h.stage(msgs, false)
+	t, off, err := h.turn(ctx, msgs)
 	if err != nil {
 		return Turn{}, err
+	}
+	// The fsync, shared with the session's other calls finishing now, runs
+	// outside h.mu; the turn is answered only once its records are on disk.
+	if err := h.durable(off); err != nil {
+		return Turn{}, err
+	}
+	return t, nil
+}
+
+// turn is Turn up to the fsync, under the lock; it returns the transcript
+// offset that must be durable before the caller answers.
+func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
+	if err := h.begin(ctx); err != nil {
+		return Turn{}, 0, err
+	}
+	defer h.mu.Unlock()
+	defer h.count.release()
+	b, err := h.stage(msgs, false)
+	if err != nil {
+		return Turn{}, 0, err
 	}
 	before, vst := h.pacing(), h.verifyState()
 	h.eng.Append(h.msgs[b.n0:]...)
@@ -71,11 +87,12 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 	case !samePacing(before, pc):
 		b.recs = append(b.recs, record{Kind: kindTurn, Pacing: pc})
 	}
+	off := int64(0)
 	if len(b.recs) > 0 {
-		if err := h.appendRecords(b.recs...); err != nil {
+		if off, err = h.appendRecords(b.recs...); err != nil {
 			h.rewind(b.n0, before)
 			b.undo(h)
-			return Turn{}, err
+			return Turn{}, 0, err
 		}
 	}
 	b.commit(h)
@@ -96,7 +113,7 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 			h.log.Error("a cut result's pointer names a different ref than it was given", zap.String("pointer", b.predicted[i]), zap.String("ref", ref))
 		}
 	}
-	return t, nil
+	return t, off, nil
 }
 
 // Peek is what Turn(ctx, pending...) would return now, without recording
@@ -114,6 +131,7 @@ func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
 		return Turn{}, err
 	}
 	defer h.mu.Unlock()
+	defer h.count.release()
 	nextID := h.nextID
 	b, err := h.stage(pending, true)
 	if err != nil {
@@ -224,28 +242,40 @@ func Instructions() string { return instructions() }
 
 var instructions = sync.OnceValue(func() string { return noa.BuildSystemPrompt(noa.Sections{}) })
 
-// memo caches token counts by text: noa measures every message of the view
-// on every turn, and a real BPE tokenizer is far too slow to run over the
-// whole session each time.
+// memo caches token counts by text: noa measures messages more than once
+// (the stream's total, the engine's count, a cut's size), and a real BPE
+// tokenizer is slow. A text of bigText bytes or more is cached only until
+// release, which the host calls at the end of each call: it is counted
+// once in that call, and the cache never keeps a large payload alive.
 type memo struct {
 	fn noa.TokenCountFn
 	mu sync.Mutex
 	m  map[string]int
+	// big holds this call's large texts.
+	big map[string]int
 }
 
 func newMemo(fn noa.TokenCountFn) *memo {
 	if fn == nil {
 		fn = noa.DefaultCountTokens
 	}
-	return &memo{fn: fn, m: map[string]int{}}
+	return &memo{fn: fn, m: map[string]int{}, big: map[string]int{}}
 }
 
 // memoLimit bounds the cache; when it is exceeded the cache starts over.
-const memoLimit = 1 << 17
+// bigText is the size from which a text is cached for one call only.
+const (
+	memoLimit = 1 << 17
+	bigText   = 64 << 10
+)
 
 func (c *memo) count(text string) int {
+	cache := c.m
+	if len(text) >= bigText {
+		cache = c.big
+	}
 	c.mu.Lock()
-	n, ok := c.m[text]
+	n, ok := cache[text]
 	c.mu.Unlock()
 	if ok {
 		return n
@@ -254,10 +284,22 @@ func (c *memo) count(text string) int {
 	c.mu.Lock()
 	if len(c.m) >= memoLimit {
 		c.m = map[string]int{}
+		if len(text) < bigText {
+			cache = c.m
+		}
 	}
-	c.m[text] = n
+	cache[text] = n
 	c.mu.Unlock()
 	return n
+}
+
+// release forgets the large texts counted so far.
+func (c *memo) release() {
+	c.mu.Lock()
+	if len(c.big) > 0 {
+		c.big = map[string]int{}
+	}
+	c.mu.Unlock()
 }
 
 func (c *memo) message(m noa.CoreMessage) int { return noa.CountMessageTokens(m, c.count) }

@@ -1,0 +1,167 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowSyncFS is the real file system with a transcript whose fsync takes
+// a while, as on a real disk (tmpfs syncs instantly, so no two calls would
+// ever meet at one). It counts the transcript's fsyncs and remembers how
+// many bytes the last completed one covered.
+type slowSyncFS struct {
+	OS
+	delay time.Duration
+
+	mu      sync.Mutex
+	syncs   int
+	written int64 // bytes written to the transcript
+	synced  int64 // bytes written before the last completed fsync began
+}
+
+func (f *slowSyncFS) OpenAppend(path string) (File, error) {
+	file, err := f.OS.OpenAppend(path)
+	if err != nil || filepath.Base(path) != TranscriptFile {
+		return file, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.written, f.synced = fi.Size(), fi.Size()
+	f.mu.Unlock()
+	return &slowSyncFile{File: file, fs: f}, nil
+}
+
+type slowSyncFile struct {
+	File
+	fs *slowSyncFS
+}
+
+func (f *slowSyncFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	f.fs.mu.Lock()
+	f.fs.written += int64(n)
+	f.fs.mu.Unlock()
+	return n, err
+}
+
+func (f *slowSyncFile) Sync() error {
+	f.fs.mu.Lock()
+	upto := f.fs.written
+	f.fs.syncs++
+	f.fs.mu.Unlock()
+	time.Sleep(f.fs.delay)
+	err := f.File.Sync()
+	f.fs.mu.Lock()
+	f.fs.synced = max(f.fs.synced, upto)
+	f.fs.mu.Unlock()
+	return err
+}
+
+// coveredBy reports whether the transcript line holding message id ends
+// within the bytes the last completed fsync covered.
+func (f *slowSyncFS) coveredBy(t *testing.T, path, id string) bool {
+	t.Helper()
+	f.mu.Lock()
+	synced := f.synced
+	f.mu.Unlock()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, []byte(`"id":"`+id+`"`))
+	if at < 0 {
+		return false
+	}
+	end := at + bytes.IndexByte(data[at:], '\n') + 1
+	return int64(end) <= synced
+}
+
+// Calls of one session that finish together share fsyncs (group commit),
+// and every call's records are on disk when it is answered.
+func TestGroupCommit(t *testing.T) {
+	opts := testOptions(t)
+	opts.StateEvery = 1 << 20 // state.json's own fsyncs aside
+	fs := &slowSyncFS{delay: 3 * time.Millisecond}
+	opts.FS = fs
+	h := openHost(t, opts, "s")
+	const workers, calls = 8, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*calls)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := newRand(int64(w))
+			for i := 0; i < calls; i++ {
+				rec, err := h.Record(context.Background(), toolCall(fmt.Sprintf("fs:read_%d", w), []byte(`{}`)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !fs.coveredBy(t, filepath.Join(h.Dir(), TranscriptFile), rec[0].ID) {
+					errs <- fmt.Errorf("worker %d call %d: the call %s was answered before its record was fsync'd", w, i, rec[0].ID)
+				}
+				turn, err := h.Turn(context.Background(), toolResult(rec[0], words(rng, 50)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if id := turn.Recorded[0].ID; !fs.coveredBy(t, filepath.Join(h.Dir(), TranscriptFile), id) {
+					errs <- fmt.Errorf("worker %d call %d: the result %s was answered before its record was fsync'd", w, i, id)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	fs.mu.Lock()
+	syncs := fs.syncs
+	fs.mu.Unlock()
+	appends := workers * calls * 2
+	t.Logf("%d appends, %d fsyncs", appends, syncs)
+	if syncs >= appends/2 {
+		t.Errorf("%d fsyncs for %d appends of %d concurrent callers; want them shared (fewer than %d)", syncs, appends, workers, appends/2)
+	}
+	if got := len(h.Messages()); got != appends {
+		t.Errorf("%d messages recorded, want %d", got, appends)
+	}
+}
+
+// A call recorded with RecordUnsynced costs no fsync of its own: the Turn
+// that records its result makes both durable with one.
+func TestRecordUnsyncedSharesTheResultsFsync(t *testing.T) {
+	opts := testOptions(t)
+	opts.StateEvery = 1 << 20
+	fs := &slowSyncFS{}
+	opts.FS = fs
+	h := openHost(t, opts, "s")
+	path := filepath.Join(h.Dir(), TranscriptFile)
+	for i := 0; i < 5; i++ {
+		rec, err := h.RecordUnsynced(context.Background(), toolCall("fs:read", []byte(`{}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn, err := h.Turn(context.Background(), toolResult(rec[0], "text"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fs.coveredBy(t, path, rec[0].ID) || !fs.coveredBy(t, path, turn.Recorded[0].ID) {
+			t.Fatalf("call %d answered before its records were fsync'd", i)
+		}
+	}
+	if fs.syncs != 5 {
+		t.Errorf("%d fsyncs for 5 calls, want 5 (one per call)", fs.syncs)
+	}
+}
