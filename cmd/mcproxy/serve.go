@@ -236,6 +236,9 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 		_ = convs.Close()
 		return nil, nothing, err
 	}
+	if cfg.Noa.IsEnabled() && !cfg.Noa.RecallOnly() {
+		log.Warn(`noa runs over MCP too: an agent that uses mcproxy as its MCP server and its model endpoint gets two sets of refs, nudges and Compress; set noa.mcp to "recall" so the gateway alone compresses (keep "full" for MCP-only clients such as Claude Desktop)`)
+	}
 	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
 		zap.Bool("projection", cfg.Gateway.ProjectEnabled()), zap.String("sessions", opts.Dir))
 	return g, func() {

@@ -56,7 +56,23 @@ type NoaConfig struct {
 	// ("30d") or a Go duration ("36h"); "0" or "off" keeps every session.
 	// Empty means DefaultRetention. See RetentionPeriod.
 	Retention string `json:"retention,omitempty"`
+	// MCP is what noa does over MCP: NoaMCPFull (the default when empty)
+	// tags results with refs, nudges and offers Compress; NoaMCPRecall
+	// keeps only the size cuts and read_archive, for an agent whose model
+	// requests also go through the gateway, which does the compressing
+	// (one set of refs, nudges and Compress, not two).
+	MCP string `json:"mcp,omitempty"`
 }
+
+// What noa does over MCP (NoaConfig.MCP).
+const (
+	NoaMCPFull   = "full"
+	NoaMCPRecall = "recall"
+)
+
+// RecallOnly reports whether noa keeps only size cuts and read_archive over
+// MCP.
+func (n NoaConfig) RecallOnly() bool { return n.MCP == NoaMCPRecall }
 
 // DefaultRetention is how long an untouched session is kept by default.
 const DefaultRetention = "30d"
@@ -128,6 +144,11 @@ func (n NoaConfig) validate(path string) []error {
 	var errs []error
 	add := func(field, format string, args ...any) {
 		errs = append(errs, fieldErr(joinPath(path, field), format, args...))
+	}
+	switch n.MCP {
+	case "", NoaMCPFull, NoaMCPRecall:
+	default:
+		add("mcp", "%q: want %q (refs, nudges and Compress over MCP) or %q (only size cuts and read_archive, when the gateway compresses)", n.MCP, NoaMCPFull, NoaMCPRecall)
 	}
 	limit := n.ContextLimit
 	limitBad := limit != 0 && (limit < MinNoaContextLimit || limit > MaxNoaContextLimit)

@@ -57,6 +57,9 @@ func TestNoaConfigValidate(t *testing.T) {
 		{"retention as a duration", `{"retention": "36h"}`, nil},
 		{"retention malformed", `{"retention": "a month"}`, []string{`noa.retention: invalid retention "a month"`, `"30d"`, `"off"`}},
 		{"retention negative", `{"retention": "-2d"}`, []string{`noa.retention: invalid retention "-2d"`}},
+		{"mcp recall", `{"mcp": "recall"}`, nil},
+		{"mcp full", `{"mcp": "full"}`, nil},
+		{"mcp unknown", `{"mcp": "off"}`, []string{`noa.mcp: "off": want "full"`, `"recall"`}},
 		{"unknown key", `{"context_limt": 1}`, []string{"noa.context_limt: unknown key", `did you mean "context_limit"`}},
 	}
 	for _, tc := range tests {

@@ -70,7 +70,7 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		"mcpServers": map[string]any{"filesystem": map[string]any{"command": testenv.NodeBin(t, "mcp-server-filesystem"), "args": []string{root}}},
 		"data_dir":   filepath.Join(dir, "data"),
 		// The gateway compresses; the MCP side passes results through.
-		"noa": map[string]any{"enabled": false},
+		"noa": map[string]any{"mcp": "recall"},
 		"gateway": map[string]any{"enabled": true, "anthropic": map[string]any{"base_url": up.URL},
 			// Claude Code's system prompt and tools take about 9K tokens of
 			// it; the files, about 1.3K tokens each, outgrow the rest.

@@ -94,6 +94,15 @@ func readArchiveTool() mcp.Tool {
 	return t
 }
 
+// readResultTool is read_archive as a front that keeps only size cuts and
+// recall offers it (session.Options.RecallOnly).
+func readResultTool() mcp.Tool {
+	schema, _ := json.Marshal(session.ReadArchiveSchema())
+	t := mcp.NewToolWithRawSchema(session.ReadResultToolName, session.ReadResultDescription, schema)
+	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+	return t
+}
+
 // noaFront runs every tools/call of a client session through that
 // session's host.
 type noaFront struct {
@@ -105,6 +114,9 @@ type noaFront struct {
 	// one name whatever the mode.
 	nameOf func(mcp.CallToolRequest) string
 	log    *zap.Logger
+	// recallOnly shapes results with their size cuts only: no ref tag and
+	// no nudge (Options.NoaRecallOnly).
+	recallOnly bool
 }
 
 // middleware records and shapes every tools/call through the session's
@@ -113,7 +125,7 @@ type noaFront struct {
 // whose host cannot be opened, passes through untouched.
 func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Params.Name == noa.CompressToolName || req.Params.Name == session.ReadArchiveToolName {
+		if req.Params.Name == noa.CompressToolName || req.Params.Name == n.recallTool() {
 			return next(ctx, req)
 		}
 		h := n.host(ctx)
@@ -143,6 +155,14 @@ func (n *noaFront) host(ctx context.Context) *session.Host {
 	return h
 }
 
+// recallTool is the name of the tool that returns archived originals.
+func (n *noaFront) recallTool() string {
+	if n.recallOnly {
+		return session.ReadResultToolName
+	}
+	return session.ReadArchiveToolName
+}
+
 // compress handles the Compress tool.
 func (n *noaFront) compress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	h := n.host(ctx)
@@ -166,7 +186,7 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 		return mcp.NewToolResultError("read_archive is unavailable: this connection has no session."), nil
 	}
 	raw := rawArguments(req)
-	return n.call(ctx, h, session.ReadArchiveToolName, raw, false, func(ctx context.Context) (*mcp.CallToolResult, error) {
+	return n.call(ctx, h, n.recallTool(), raw, false, func(ctx context.Context) (*mcp.CallToolResult, error) {
 		a, err := session.ParseReadArchiveArgs(raw)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -227,6 +247,9 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 		return res, runErr
 	}
 	recorded := turn.Recorded[0]
+	if n.recallOnly {
+		return shape(shown, recorded, false, session.MessageRef{}, ""), nil
+	}
 	ref, hasRef := h.Ref(recorded.ID)
 	return shape(shown, recorded, hasRef, ref, turn.Nudge), nil
 }

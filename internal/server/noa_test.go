@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,8 +32,16 @@ func startNoaFront(t *testing.T, opts Options) (*front, string) {
 
 func startNoaFrontLog(t *testing.T, opts Options, log *zap.Logger) (*front, string) {
 	t.Helper()
+	return startNoaFrontWith(t, opts, log, session.Options{})
+}
+
+// startNoaFrontWith is startNoaFront with the sessions' options so (Dir, Noa
+// and MaxResultTokens are the test's own).
+func startNoaFrontWith(t *testing.T, opts Options, log *zap.Logger, so session.Options) (*front, string) {
+	t.Helper()
 	dir := t.TempDir()
-	m := session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
+	so.Dir, so.Noa, so.MaxResultTokens = dir, noa.DefaultConfig(20000), 4000
+	m := session.NewManager(so)
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": newUpstreamServer()})
 	var ix Index
 	if opts.Mode != config.ModeDirect {
@@ -114,21 +122,7 @@ func TestNoaRetrieveMode(t *testing.T) {
 
 func TestNoaInstructions(t *testing.T) {
 	f, _ := startNoaFront(t, Options{})
-	c, err := client.NewStreamableHttpClient(f.base + PathStreamable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "0"}
-	res, err := c.Initialize(context.Background(), init)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := connectURL(t, f.base+PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	for _, want := range []string{"retrieve_tools", session.Instructions()} {
 		if !strings.Contains(res.Instructions, want) {
 			t.Errorf("instructions: got %q, want them to contain %q", res.Instructions, want)
@@ -275,4 +269,62 @@ func onlyTranscript(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// With NoaRecallOnly (noa.mcp "recall": the agent's model requests go through
+// the gateway, which compresses) the MCP side keeps its size cuts and
+// read_archive but offers no Compress, says nothing of compression in its
+// instructions, and adds no ref tag or nudge; the same calls in full mode
+// do get a nudge, so the absence is not for lack of pressure.
+func TestNoaRecallOnly(t *testing.T) {
+	big := strings.Repeat("a line of a long log file, with words in it. ", 700) // ~32K bytes: cut at 4000 tokens
+	nudged := func(so session.Options) (c *client.Client, names []string, instructions string, results []*mcp.CallToolResult) {
+		f, _ := startNoaFrontWith(t, Options{}, nil, so)
+		c, res := connectURL(t, f.base+PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+		for i := 0; i < 8; i++ {
+			results = append(results, callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": fmt.Sprint(i, " ", big)}}))
+		}
+		return c, toolNames(t, c), res.Instructions, results
+	}
+	hasNudge := func(results []*mcp.CallToolResult) bool {
+		for _, r := range results {
+			for _, s := range textBlocks(r) {
+				if strings.HasPrefix(s, "[noa]") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if _, _, _, full := nudged(session.Options{}); !hasNudge(full) {
+		t.Fatalf("full mode: eight cut results gave no nudge; the recall-only check below would prove nothing")
+	}
+
+	c, names, instructions, results := nudged(session.Options{RecallOnly: true})
+	if want := []string{ToolCall, ToolDescribe, session.ReadResultToolName, ToolRetrieve}; !slices.Equal(names, want) {
+		t.Errorf("tools/list: got %v, want %v (no Compress; recall under its own name, apart from the gateway's read_archive)", names, want)
+	}
+	if strings.Contains(instructions, noa.SystemPromptHeader) {
+		t.Errorf("instructions carry noa's compression prompt: %q", instructions)
+	}
+	if hasNudge(results) {
+		t.Errorf("a result carries a nudge")
+	}
+	for i, r := range results {
+		blocks := textBlocks(r)
+		if len(blocks) != 1 || refTag.MatchString(blocks[len(blocks)-1]) {
+			t.Fatalf("result %d: got blocks %q, want the cut text alone, no ref tag", i, blocks)
+		}
+		m := regexp.MustCompile(`read_result \{"ref":"(m\d+)"`).FindStringSubmatch(blocks[0])
+		if !strings.Contains(blocks[0], noa.TruncationMarker) || m == nil {
+			t.Fatalf("result %d is not cut with a pointer to its original through read_result: %.200q", i, blocks[0])
+		}
+		if i > 0 {
+			continue
+		}
+		page := callTool(t, c, session.ReadResultToolName, map[string]any{"ref": m[1]})
+		if got := textBlocks(page); page.IsError || len(got) == 0 || !strings.HasPrefix("Echo: 0 "+big, got[0]) || !strings.Contains(got[1], `more follows: read_result {"ref":"`+m[1]+`"`) {
+			t.Errorf("read_result %s: got %.200q (isError %v), want the original's first page", m[1], got, page.IsError)
+		}
+	}
 }

@@ -109,7 +109,10 @@ type Deps struct {
 	Logger *zap.Logger
 	// Sessions runs noa on every client session: each tools/call is
 	// recorded and its result shaped (ref tag, nudge, size cut), and the
-	// Compress and read_archive tools are exposed. nil means noa is off.
+	// Compress and read_archive tools are exposed. With its RecallOnly set
+	// (config noa.mcp "recall": the gateway compresses), only the size
+	// cuts and their recall tool, read_result, are kept. nil means noa is
+	// off.
 	Sessions *session.Manager
 }
 
@@ -244,9 +247,11 @@ func New(deps Deps, opts Options) (*Server, error) {
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
-		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log}
+		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log, recallOnly: deps.Sessions.RecallOnly()}
 		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(nf.middleware))
-		instructions += "\n\n" + session.Instructions()
+		if !nf.recallOnly {
+			instructions += "\n\n" + session.Instructions()
+		}
 		// A client session that ends releases its host; its files stay and
 		// the CLI (or a reconnect with the same id) reads them later.
 		sessions, stdioID := deps.Sessions, opts.StdioSessionID
@@ -269,8 +274,12 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// noa's tools are the same in both modes: in direct mode they sit
 		// beside the upstream tools, whose server__tool names cannot clash
 		// with them (an exposed upstream name always contains "__").
-		s.mcp.AddTool(compressTool(), nf.compress)
-		s.mcp.AddTool(readArchiveTool(), nf.readArchive)
+		if nf.recallOnly {
+			s.mcp.AddTool(readResultTool(), nf.readArchive)
+		} else {
+			s.mcp.AddTool(compressTool(), nf.compress)
+			s.mcp.AddTool(readArchiveTool(), nf.readArchive)
+		}
 	}
 	return s, nil
 }

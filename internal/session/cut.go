@@ -47,7 +47,7 @@ func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 		return nil
 	}
 	// Leave room for the ref tag and the nudge's framing.
-	text := headTail(m.Text, total, max(limit-64, limit/2), h.count.count, handle)
+	text := headTail(m.Text, total, max(limit-64, limit/2), h.count.count, h.opts.RecallTool(), handle)
 	return &cutText{text: text, rel: rel, ref: ref}
 }
 
@@ -110,7 +110,7 @@ func (h *Host) measure(text string, limit int) (tokens int, over bool) {
 // headTail keeps the start and the end of text (about two thirds head, one
 // third tail) within budget tokens, joined by a line carrying noa's
 // truncation marker and the read_archive call that returns the cut bytes.
-func headTail(text string, total, budget int, count noa.TokenCountFn, handle string) string {
+func headTail(text string, total, budget int, count noa.TokenCountFn, tool, handle string) string {
 	n := len(text)
 	// A little under the proportion: total may be an estimate, and token
 	// density is uneven, and every overshoot costs a count of the cut.
@@ -122,7 +122,7 @@ func headTail(text string, total, budget int, count noa.TokenCountFn, handle str
 		if tail < head {
 			tail = head
 		}
-		out = text[:head] + cutNote(head, tail, n, handle) + text[tail:]
+		out = text[:head] + cutNote(head, tail, n, tool, handle) + text[tail:]
 		got := count(out)
 		if got <= budget || keep == 0 {
 			return out
@@ -133,10 +133,10 @@ func headTail(text string, total, budget int, count noa.TokenCountFn, handle str
 	return out
 }
 
-func cutNote(from, to, size int, handle string) string {
+func cutNote(from, to, size int, tool, handle string) string {
 	return fmt.Sprintf("\n\n%s: bytes %d-%d of %d were cut from the middle of this result. The original is archived verbatim; "+
-		"read the cut part with read_archive {\"ref\":%q,\"offset\":%d,\"limit\":%d}; if the answer comes in pages, continue from the offset each page names until byte %d.]\n\n",
-		noa.TruncationMarker, from, to, size, handle, from, to-from, to)
+		"read the cut part with %s {\"ref\":%q,\"offset\":%d,\"limit\":%d}; if the answer comes in pages, continue from the offset each page names until byte %d.]\n\n",
+		noa.TruncationMarker, from, to, size, tool, handle, from, to-from, to)
 }
 
 // cutBack returns a cut position at or before i on a rune boundary,

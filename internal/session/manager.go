@@ -145,6 +145,10 @@ func NewSessionID(now time.Time) string {
 	return "stdio-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
+// RecallOnly reports whether the manager's hosts serve a front that keeps
+// only size cuts and recall (Options.RecallOnly).
+func (m *Manager) RecallOnly() bool { return m.opts.RecallOnly }
+
 // Exists reports whether session id has been created: open in this manager,
 // or a directory under Options.Dir. It creates nothing.
 func (m *Manager) Exists(id string) bool {

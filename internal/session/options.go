@@ -24,6 +24,17 @@ const (
 // originals (see Host.ReadArchive).
 const ReadArchiveToolName = "read_archive"
 
+// ReadResultToolName is the name the same tool takes with
+// Options.RecallOnly, when it returns only the originals of results cut for
+// size: the gateway offers the model a read_archive of its own, whose refs
+// are the gateway conversation's, so the MCP side's must not share its name.
+const ReadResultToolName = "read_result"
+
+// ReadResultDescription is what the model reads next to read_result.
+const ReadResultDescription = "Return the original of a tool result that came back cut for size, verbatim " +
+	"(ref: as the cut result names it). Long originals come in pages: pass the offset the previous page reports " +
+	"as next to continue."
+
 // Options configure hosts. The zero value is usable except for Dir.
 type Options struct {
 	// Dir is the sessions directory, <data_dir>/sessions. Required.
@@ -52,6 +63,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// RecallOnly marks hosts whose front keeps only size cuts and recall
+	// (config noa.mcp "recall"): a cut result points to ReadResultToolName
+	// instead of ReadArchiveToolName. The front offers no Compress then.
+	RecallOnly bool
 	// Retention, when positive, makes a Manager remove the sessions nothing
 	// has touched for that long, when it starts and every
 	// RetentionInterval (see Prune); zero keeps every session.
@@ -70,6 +85,14 @@ type Options struct {
 	// verify checks every turn against noa.ProcessTurn (tests only; see
 	// verifier).
 	verify bool
+}
+
+// RecallTool is the tool a cut result points to for its original.
+func (o Options) RecallTool() string {
+	if o.RecallOnly {
+		return ReadResultToolName
+	}
+	return ReadArchiveToolName
 }
 
 func (o Options) withDefaults() Options {

@@ -156,9 +156,10 @@ func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) (Page, error)
 		}
 		end = pageEnd(data, start, max(1, int(float64(end-start)*float64(budget)/float64(n)*0.95)))
 	}
-	note := fmt.Sprintf("[read_archive %s: bytes %d-%d of %d", name, start, end, size)
+	tool := h.opts.RecallTool()
+	note := fmt.Sprintf("[%s %s: bytes %d-%d of %d", tool, name, start, end, size)
 	if end < size {
-		note += fmt.Sprintf(`; more follows: read_archive {%s,"offset":%d}]`, key, end)
+		note += fmt.Sprintf(`; more follows: %s {%s,"offset":%d}]`, tool, key, end)
 	} else {
 		note += "; end of the archive]"
 	}
