@@ -9,24 +9,26 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// stack is a wired proxy: upstream manager, index and MCP front.
+// stack is a wired proxy: upstream manager, tool ranking and MCP front.
 type stack struct {
 	mgr   *upstream.Manager
-	ix    *index.Index
-	dense *embed.Dense // nil when no embeddings provider is configured
+	rank  *retrieval.Pipeline // owns the index and dense
+	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
 }
 
@@ -67,6 +69,12 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		_ = ix.Close()
 		return nil, err
 	}
+	rank, err := retrieval.New(ix, dense, retrieval.Options{})
+	if err != nil {
+		_ = dense.Close()
+		_ = ix.Close()
+		return nil, err
+	}
 
 	// The manager reports tool changes to the front, which exists only
 	// after the manager does; nothing is reported before start.
@@ -81,7 +89,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	f, err := server.New(server.Deps{
 		Upstreams: upstreams{mgr},
-		Index:     searchIndex{ix, dense},
+		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
 	}, server.Options{
@@ -95,12 +103,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
-		_ = dense.Close()
-		_ = ix.Close()
+		_ = rank.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, ix: ix, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, rank: rank, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -113,9 +120,10 @@ func (s *stack) start(ctx context.Context) {
 // status reports every configured upstream.
 func (s *stack) status() []server.UpstreamStatus { return upstreams{s.mgr}.Status() }
 
-// close stops the upstreams (children stop in stages) and the index.
+// close stops the upstreams (children stop in stages), then the ranking's
+// dense worker and index.
 func (s *stack) close() error {
-	return errors.Join(s.mgr.Close(), s.dense.Close(), s.ix.Close())
+	return errors.Join(s.mgr.Close(), s.rank.Close())
 }
 
 // openIndex opens the on-disk index in opts.Dir, falling back to memory when

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
@@ -111,7 +112,7 @@ type doc struct {
 // their vectors (shared with Dense.vecs, never written after storing).
 type snapshot struct {
 	dim  int
-	hits []Hit
+	hits []index.Hit
 	vecs [][]float32
 }
 
@@ -305,7 +306,7 @@ func (d *Dense) Stats() Stats {
 // while the provider rests after a failure, and the provider's error when
 // the query embedding fails or takes longer than the query timeout; the
 // caller then answers from BM25 alone (Hybrid does exactly that).
-func (d *Dense) Search(ctx context.Context, query string, k int) ([]Hit, error) {
+func (d *Dense) Search(ctx context.Context, query string, k int) ([]index.Hit, error) {
 	if d == nil || k <= 0 || strings.TrimSpace(query) == "" {
 		return nil, nil
 	}
@@ -358,27 +359,47 @@ func (d *Dense) Search(ctx context.Context, query string, k int) ([]Hit, error) 
 	return snap.topK(q, k), nil
 }
 
-// Hybrid answers a search with both rankings: lexical is the BM25 ranking
-// for query (fetch Depth() hits, or limit if larger), fused with the dense
-// ranking by reciprocal rank fusion and cut to limit (limit <= 0 keeps
-// all). Whenever dense search cannot answer, for any reason, the result is
-// lexical cut to limit: a failing provider never fails a search. The
-// returned slice is new; lexical is not modified.
-func (d *Dense) Hybrid(ctx context.Context, query string, lexical []Hit, limit int) []Hit {
-	clip := func(h []Hit) []Hit {
+// Hybrid answers a search with both rankings. lexical is the BM25 ranking
+// for query, at least Depth() hits long (or limit, if larger): its first
+// Depth() hits are fused with the Depth() best dense hits by reciprocal rank
+// fusion, and the rest of lexical follows in its own order. The fused part
+// never depends on limit, so the answer for one limit is the start of the
+// answer for any larger one: what the profiler measures over a whole
+// ranking is what retrieve_tools returns at its limit. The result is cut to
+// limit (limit <= 0 keeps all).
+//
+// Whenever dense search cannot answer, the hits are lexical cut to limit
+// and the error says why (nil when nothing is embedded yet): a failing
+// provider never fails a search, and a caller that must not fall back (the
+// profiler) can tell. The returned slice is new; lexical is not modified.
+func (d *Dense) Hybrid(ctx context.Context, query string, lexical []index.Hit, limit int) ([]index.Hit, error) {
+	clip := func(h []index.Hit) []index.Hit {
 		if limit > 0 && len(h) > limit {
 			h = h[:limit]
 		}
 		return slices.Clone(h)
 	}
 	if d == nil {
-		return clip(lexical)
+		return clip(lexical), nil
 	}
 	dense, err := d.Search(ctx, query, d.opts.Depth)
 	if err != nil || len(dense) == 0 {
-		return clip(lexical)
+		return clip(lexical), err
 	}
-	return clip(FuseWeighted(lexical, dense, d.opts.RRFK, d.opts.DenseWeight))
+	head := lexical[:min(len(lexical), d.opts.Depth)]
+	fused := FuseWeighted(head, dense, d.opts.RRFK, d.opts.DenseWeight)
+	if tail := lexical[len(head):]; len(tail) > 0 && (limit <= 0 || len(fused) < limit) {
+		in := make(map[string]bool, len(fused))
+		for _, h := range fused {
+			in[h.ID] = true
+		}
+		for _, h := range tail {
+			if !in[h.ID] {
+				fused = append(fused, h)
+			}
+		}
+	}
+	return clip(fused), nil
 }
 
 // Close stops the worker and waits for it. Searches still answer from what
@@ -718,7 +739,7 @@ func (d *Dense) snapshot() *snapshot {
 	for _, docs := range d.servers {
 		for _, dc := range docs {
 			if v := d.vecs[dc.key]; len(v) == s.dim && s.dim > 0 {
-				s.hits = append(s.hits, Hit{ID: dc.id, Server: dc.server, Name: dc.name})
+				s.hits = append(s.hits, index.Hit{ID: dc.id, Server: dc.server, Name: dc.name})
 				s.vecs = append(s.vecs, v)
 			}
 		}
@@ -728,7 +749,7 @@ func (d *Dense) snapshot() *snapshot {
 		idx[i] = i
 	}
 	sort.Slice(idx, func(a, b int) bool { return s.hits[idx[a]].ID < s.hits[idx[b]].ID })
-	hits, vecs := make([]Hit, len(idx)), make([][]float32, len(idx))
+	hits, vecs := make([]index.Hit, len(idx)), make([][]float32, len(idx))
 	for i, j := range idx {
 		hits[i], vecs[i] = s.hits[j], s.vecs[j]
 	}
@@ -740,7 +761,7 @@ func (d *Dense) snapshot() *snapshot {
 // topK returns the k best hits for unit vector q: a bounded min-heap over
 // all rows (the rows are in ID order, so a lower row wins a tie), then
 // sorted by score descending, ties by ID.
-func (s *snapshot) topK(q []float32, k int) []Hit {
+func (s *snapshot) topK(q []float32, k int) []index.Hit {
 	k = min(k, len(s.vecs))
 	type cand struct {
 		score float32
@@ -793,7 +814,7 @@ func (s *snapshot) topK(q []float32, k int) []Hit {
 		}
 		return 0
 	})
-	out := make([]Hit, len(heap))
+	out := make([]index.Hit, len(heap))
 	for i, c := range heap {
 		out[i] = s.hits[c.row]
 		out[i].Score = float64(c.score)

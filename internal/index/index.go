@@ -617,8 +617,11 @@ func document(t config.ToolMetadata, withParams bool) map[string]any {
 }
 
 // Search returns up to limit tools matching query, best first; equal scores
-// are ordered by ID so the answer is deterministic. A query that yields no
-// searchable words (only stop words, say) matches nothing.
+// are ordered by ID so the answer is deterministic, and the answer at one
+// limit is the start of the answer at any larger one (the production
+// features keep this exactly; the server prior, an ablation lever, looks
+// priorDepth hits further). A query that yields no searchable words (only
+// stop words, say) matches nothing.
 func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
 	if strings.TrimSpace(q) == "" {
 		return nil, errors.New(`empty query: pass a few words describing the tool you need, e.g. "read the contents of a file"`)
@@ -696,7 +699,9 @@ func (ix *Index) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 		tq.SetField(fieldServer)
 		within := query.NewBooleanQuery([]query.Query{bq}, nil, nil)
 		within.AddFilter(tq)
-		res, err := ix.search(ctx, within, min(ix.stats[server].Docs, limit+len(quoted)))
+		// Each deprecated tool demoted out of the first limit lets one
+		// more of the server's tools in, as above.
+		res, err := ix.search(ctx, within, min(ix.stats[server].Docs, limit+len(quoted)+ix.lookup.deprecated))
 		if err != nil {
 			return nil, fmt.Errorf("searching %q: %w", q, err)
 		}
@@ -879,10 +884,13 @@ func coverage(terms []string, idf []float64, syns map[string][]string, have []st
 	return got / total
 }
 
-// search runs q with BM25 statistics that match the index exactly. The
-// caller holds statsMu for reading.
+// search runs q with BM25 statistics that match the index exactly. Equal
+// scores are cut by id, as Search orders them, so that the first limit hits
+// are the start of the ranking at any larger limit (Bleve's own order among
+// equals is its internal one). The caller holds statsMu for reading.
 func (ix *Index) search(ctx context.Context, q query.Query, limit int) (*bleve.SearchResult, error) {
 	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
 	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: ix.bm25}
 	return ix.bleve.SearchInContext(ctx, req)
 }

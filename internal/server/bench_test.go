@@ -12,6 +12,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/testenv/corpora"
 )
@@ -38,8 +39,12 @@ func BenchmarkRetrieveTools(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { ix.Close() })
-			s, err := New(Deps{Upstreams: catalogUpstreams(tools), Index: benchIndex{ix}}, Options{
+			p, err := retrieval.New(ix, nil, retrieval.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { p.Close() })
+			s, err := New(Deps{Upstreams: catalogUpstreams(tools), Index: p}, Options{
 				Render:        ArmRenderer(arm.EncodeListing),
 				IndexMetadata: arm.EncodeIndexMetadata,
 			})
@@ -93,18 +98,6 @@ func BenchmarkRetrieveTools(b *testing.B) {
 			b.ReportMetric(float64(resync.Milliseconds()), "resync-ms")
 		})
 	}
-}
-
-// benchIndex adapts *index.Index to Index, as cmd/mcproxy does.
-type benchIndex struct{ *index.Index }
-
-func (x benchIndex) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
-	hits, err := x.Index.Search(ctx, q, limit)
-	out := make([]Hit, len(hits))
-	for i, h := range hits {
-		out[i] = Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
-	}
-	return out, err
 }
 
 // catalogUpstreams serves a fixed tool list; the benchmark never calls a tool.
