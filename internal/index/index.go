@@ -12,8 +12,10 @@
 // a cache that New rebuilds from scratch when it is stale or damaged, which
 // is safe because upstream servers are the source of truth.
 //
-// The package starts no goroutines of its own, does no logging and knows
-// nothing about MCP.
+// The package starts one goroutine of its own: with an Expander, the
+// builder of the expansion function (see vocabularyChanged), which Close
+// waits for. It logs only a panic of the Expander (Options.Logger), and
+// knows nothing about MCP.
 package index
 
 import (
@@ -21,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,6 +40,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -60,6 +64,10 @@ type Options struct {
 	// returns serves searches until the next change. It must be safe to
 	// call from any goroutine.
 	Expander func(vocab []string) ExpandFunc
+	// Logger receives the one thing the index logs: an Expander that
+	// panicked (searches then run without expansion until the tools
+	// change). nil means no logging.
+	Logger *zap.Logger
 	// Synonyms are groups of words a query may use interchangeably, added
 	// to the built-in lexicon (synonyms.txt) when Features.Synonyms is
 	// on: {"k8s", "kubernetes"} lets "k8s" find tools that say
@@ -102,6 +110,7 @@ type Index struct {
 	plan     queryPlan
 	features Features
 	expander func(vocab []string) ExpandFunc
+	log      *zap.Logger
 	lex      *lexicon // nil when Features.Synonyms is off
 	skipped  []string // words of Options.Synonyms that take no part
 
@@ -256,7 +265,11 @@ func New(opts Options) (*Index, error) {
 	if a == nil {
 		return nil, fmt.Errorf("analyzer %q is not registered", textAnalyzer)
 	}
-	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, expVersion: -1, stats: map[string]serverStats{}}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, log: log, expVersion: -1, stats: map[string]serverStats{}}
 	content := fmt.Sprintf("params=%v", f.Params)
 	if f.Synonyms {
 		for i, g := range opts.Synonyms {
@@ -518,12 +531,12 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 			return fmt.Errorf("indexing %q: %w", id, err)
 		}
 		st.Tools = append(st.Tools, name)
-		st.ToolTerms[name] = sortedKeys(own)
+		st.ToolTerms[name] = slices.Sorted(maps.Keys(own))
 		if deprecated(doc[fieldDescription].(string)) {
 			st.Deprecated = append(st.Deprecated, name)
 		}
 	}
-	st.Terms = sortedKeys(terms)
+	st.Terms = slices.Sorted(maps.Keys(terms))
 	slices.Sort(st.Tools)
 	slices.Sort(st.Deprecated)
 	if batch.Size() == 0 {
@@ -555,15 +568,6 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 	ix.bm25 = bm25
 	changed = true
 	return nil
-}
-
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // adjust returns t with one server's statistics old replaced by new.
@@ -785,12 +789,22 @@ func (ix *Index) installExpand(version int, vocab []string, fn ExpandFunc) {
 	ix.expand, ix.expVersion, ix.expVocab = fn, version, vocab
 }
 
-// newExpandFunc calls Options.Expander, never returning nil.
-func (ix *Index) newExpandFunc(vocab []string) ExpandFunc {
+// newExpandFunc calls Options.Expander, never returning nil. An Expander
+// that panics is logged and replaced by no expansion for this vocabulary,
+// whether a search or the background builder called it.
+func (ix *Index) newExpandFunc(vocab []string) (fn ExpandFunc) {
+	none := func([]string, func(string) bool) []WeightedTerm { return nil }
+	defer func() {
+		if p := recover(); p != nil {
+			ix.log.Error("query expansion panicked while building; searching without it until the tools change",
+				zap.Any("panic", p), zap.Stack("stack"))
+			fn = none
+		}
+	}()
 	if fn := ix.expander(vocab); fn != nil {
 		return fn
 	}
-	return func([]string, func(string) bool) []WeightedTerm { return nil }
+	return none
 }
 
 // vocabularyChanged starts building the expansion function of the new
@@ -817,7 +831,8 @@ func (ix *Index) vocabularyChanged() {
 
 // buildExpanders builds expansion functions until it has built one for the
 // latest vocabulary. It never holds expMu and statsMu together, and holds
-// neither while building.
+// neither while building. The only code it runs that is not this
+// package's, the Expander, is recovered (and logged) in newExpandFunc.
 func (ix *Index) buildExpanders() {
 	defer ix.expWG.Done()
 	for {

@@ -17,6 +17,9 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -611,4 +614,25 @@ func newTFIDFIndex(t testing.TB) *Index {
 	ix.bm25 = totals(ix.stats)
 	t.Cleanup(func() { _ = ix.Close() })
 	return ix
+}
+
+// TestExpanderPanics: an Expander that panics, in the background builder
+// or in a search, is logged and searches go on without expansion; the
+// process survives.
+func TestExpanderPanics(t *testing.T) {
+	core, logs := observer.New(zapcore.ErrorLevel)
+	ix := newIndex(t, Options{
+		Expander: func([]string) ExpandFunc { panic("expander bug") },
+		Logger:   zap.New(core),
+	})
+	if err := ix.Upsert("fs", []config.ToolMetadata{tool("fs", "read_file", "Read a file.", "")}); err != nil {
+		t.Fatal(err)
+	}
+	WaitExpanderForTest(ix)
+	if got := ids(mustSearch(t, ix, "read file", 5)); len(got) != 1 || got[0] != "fs:read_file" {
+		t.Errorf("got %v, want fs:read_file found without expansion", got)
+	}
+	if n := logs.FilterMessageSnippet("query expansion panicked").Len(); n < 1 {
+		t.Errorf("got %d log entries for the panic, want at least 1", n)
+	}
 }
