@@ -14,6 +14,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // ServerFront is the FrontFactory the profiler uses: the production MCP front
@@ -131,7 +132,7 @@ func (c *catalog) Call(ctx context.Context, srv, tool string, args map[string]an
 	return nil, fmt.Errorf("%s:%s: a frozen corpus cannot run tools", srv, tool)
 }
 
-func (c *catalog) Status() []server.UpstreamStatus {
+func (c *catalog) Status() []upstream.Status {
 	counts := map[string]int{}
 	var names []string
 	for _, t := range c.tools {
@@ -140,9 +141,9 @@ func (c *catalog) Status() []server.UpstreamStatus {
 		}
 		counts[t.Server]++
 	}
-	out := make([]server.UpstreamStatus, 0, len(names))
+	out := make([]upstream.Status, 0, len(names))
 	for _, n := range names {
-		out = append(out, server.UpstreamStatus{Server: n, Transport: "corpus", State: server.StateReady, Tools: counts[n]})
+		out = append(out, upstream.Status{Server: n, Transport: "corpus", State: upstream.StateReady, Tools: counts[n]})
 	}
 	return out
 }

@@ -12,8 +12,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
@@ -56,7 +54,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
 	}
-	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms}, log)
+	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms, Logger: log.Named("index")}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +86,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		},
 	})
 	f, err := server.New(server.Deps{
-		Upstreams: upstreams{mgr},
+		Upstreams: mgr,
 		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
@@ -118,7 +116,7 @@ func (s *stack) start(ctx context.Context) {
 }
 
 // status reports every configured upstream.
-func (s *stack) status() []server.UpstreamStatus { return upstreams{s.mgr}.Status() }
+func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 
 // close stops the upstreams (children stop in stages), then the ranking's
 // dense worker and index.
@@ -137,34 +135,6 @@ func openIndex(opts index.Options, log *zap.Logger) (*index.Index, error) {
 	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", opts.Dir), zap.Error(err))
 	opts.Dir = ""
 	return index.New(opts)
-}
-
-// upstreams adapts *upstream.Manager to server.Upstreams; its errors pass
-// through unchanged (the front knows upstream's error types).
-type upstreams struct{ m *upstream.Manager }
-
-func (u upstreams) Tools() []config.Tool { return u.m.Tools() }
-
-func (u upstreams) MCPTool(server, name string) (mcp.Tool, bool) { return u.m.MCPTool(server, name) }
-
-func (u upstreams) Call(ctx context.Context, srv, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return u.m.Call(ctx, srv, tool, args)
-}
-
-func (u upstreams) Status() []server.UpstreamStatus {
-	sts := u.m.Status()
-	out := make([]server.UpstreamStatus, len(sts))
-	for i, st := range sts {
-		out[i] = server.UpstreamStatus{
-			Server:    st.Server,
-			Transport: st.Transport,
-			State:     string(st.State),
-			LastError: st.LastError,
-			Tools:     st.Tools,
-			RetryAt:   st.RetryAt,
-		}
-	}
-	return out
 }
 
 // newLogger builds the process logger: human-readable lines on stderr, or

@@ -15,6 +15,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/testenv/corpora"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // BenchmarkRetrieveTools measures a retrieve_tools call (MCP request
@@ -105,7 +106,7 @@ type catalogUpstreams []config.Tool
 
 func (u catalogUpstreams) Tools() []config.Tool                    { return u }
 func (u catalogUpstreams) MCPTool(string, string) (mcp.Tool, bool) { return mcp.Tool{}, false }
-func (u catalogUpstreams) Status() []UpstreamStatus                { return nil }
+func (u catalogUpstreams) Status() []upstream.Status               { return nil }
 func (u catalogUpstreams) Call(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("benchmark catalog: calls are not supported")
 }

@@ -196,18 +196,18 @@ func (u *testUpstreams) Call(ctx context.Context, server, tool string, args map[
 	return res, err
 }
 
-func (u *testUpstreams) Status() []UpstreamStatus {
+func (u *testUpstreams) Status() []upstream.Status {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	var out []UpstreamStatus
+	var out []upstream.Status
 	for name := range u.clients {
-		st := UpstreamStatus{Server: name, Transport: "inprocess", State: StateReady, Tools: len(u.tools[name])}
+		st := upstream.Status{Server: name, Transport: "inprocess", State: upstream.StateReady, Tools: len(u.tools[name])}
 		if d := u.down[name]; d != nil {
-			st.State, st.LastError, st.RetryAt, st.Tools = string(d.State), d.LastError, d.RetryAt, 0
+			st.State, st.LastError, st.RetryAt, st.Tools = d.State, d.LastError, d.RetryAt, 0
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b UpstreamStatus) int { return strings.Compare(a.Server, b.Server) })
+	slices.SortFunc(out, func(a, b upstream.Status) int { return strings.Compare(a.Server, b.Server) })
 	return out
 }
 

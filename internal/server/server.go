@@ -9,9 +9,10 @@
 // tagged, nudged or cut by the session's host, and the Compress and
 // read_archive tools sit beside the others in both modes.
 //
-// It depends only on the small interfaces it declares (Upstreams, Index) and
-// on internal/session; cmd/mcproxy wires the real upstream manager and Bleve
-// index behind them. It
+// It reaches the upstreams and the tool ranking through the small interfaces
+// it declares (Upstreams, Index), speaking their types (upstream's status
+// and errors, retrieval's ranking), and runs noa through internal/session;
+// cmd/mcproxy wires *upstream.Manager and *retrieval.Pipeline behind them. It
 // never decides where logs go and never writes to stdout on its own.
 package server
 
@@ -32,6 +33,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/session"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // Upstreams is what the front needs from the upstream manager.
@@ -46,24 +48,8 @@ type Upstreams interface {
 	// protocol failure (*upstream.Manager's errors, passed through).
 	Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 	// Status reports every configured server, sorted by name.
-	Status() []UpstreamStatus
+	Status() []upstream.Status
 }
-
-// UpstreamStatus is one configured upstream's health as the front reports it.
-type UpstreamStatus struct {
-	Server    string
-	Transport string
-	// State is "connecting", "ready", "down" or "disabled".
-	State     string
-	LastError string
-	Tools     int
-	// RetryAt is when the next reconnect attempt happens; zero when none is
-	// scheduled.
-	RetryAt time.Time
-}
-
-// StateReady is the UpstreamStatus.State of a connected server.
-const StateReady = "ready"
 
 // Index is the search index the front keeps in sync and queries.
 type Index interface {
