@@ -16,6 +16,8 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
 // HTTP paths the front serves.
@@ -57,7 +59,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // at /sse + /message, behind the safety checks of Guard, and a function that
 // closes every open session (streams) for shutdown.
 func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
-	slogger := newSlog(s.log.Named("http"))
+	slogger := zapslog.New(s.log.Named("http"), zapslog.Options{Source: "mcp-go"})
 	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
 	// accepts the configured listen host and checks Origin.
 	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
