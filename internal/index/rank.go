@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -51,11 +52,8 @@ func (ix *Index) rank(r request, m matches, limit int) []Hit {
 			Coverage: coverage(r.terms, idf, r.syns, ix.stats[server].ToolTerms[name])})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
