@@ -151,7 +151,7 @@ func BenchmarkExpand(b *testing.B) {
 //
 //	go test -run '^$' -bench Convert -benchtime 1x ./internal/expand
 func BenchmarkConvert(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join(sourceDir(b), sourceJSON))
+	data, err := os.ReadFile(filepath.Join(sourceDir(b), SourceFile))
 	if err != nil {
 		b.Fatal(err)
 	}
