@@ -14,9 +14,9 @@ type DenseSetup struct {
 	Config *config.Config
 }
 
-// denseFrom returns the DenseSetup of cfg, the config loaded from --config
+// DenseFrom returns the DenseSetup of cfg, the config loaded from --config
 // (nil when none was given), or why the dense rows cannot be measured.
-func denseFrom(cfg *config.Config, path string) (*DenseSetup, string) {
+func DenseFrom(cfg *config.Config, path string) (*DenseSetup, string) {
 	switch {
 	case cfg == nil:
 		return nil, "needs an embeddings provider: pass --config with a config.json whose \"embeddings\" section names one"

@@ -32,7 +32,7 @@ func TestRankingIsRetrieveTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, err := attachQuerySets([]*Corpus{c}, nil)
+	sets, err := AttachQuerySets([]*Corpus{c}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func denseSetup(t *testing.T, url string) *DenseSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, why := denseFrom(cfg, path)
+	s, why := DenseFrom(cfg, path)
 	if s == nil {
 		t.Fatal(why)
 	}
