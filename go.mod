@@ -11,6 +11,7 @@ require (
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
 	go.etcd.io/bbolt v1.4.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/tools v0.44.0
 )
 
 require (

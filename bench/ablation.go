@@ -143,23 +143,20 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 		f := base
 		f.Fields = append([]index.FieldBoost(nil), base.Fields...)
 		v.features(&f)
-		opts := index.Options{Features: &f, Expander: p.Index.Expander, Synonyms: p.Index.Synonyms}
+		setup := rankingSetup{index: index.Options{Features: &f, Expander: p.Index.Expander, Synonyms: p.Index.Synonyms}}
 		if v.noExpand {
-			opts.Expander = nil
+			setup.index.Expander = nil
 		}
-		var rq retrieval
-		var err error
 		if v.dense != 0 {
-			rq, err = measureDense(ctx, a, c, qs, opts, p.Dense, v.dense)
-			if err != nil && ctx.Err() == nil {
-				// A provider failing is a fact about this run, not a
-				// reason to lose the rest of the report.
-				row.Status, row.UnavailableReason = StatusUnavailable, "embeddings provider failed: "+err.Error()
-				rows = append(rows, row)
-				continue
-			}
-		} else {
-			rq, err = measureWithBM25(ctx, a, c, qs, opts, v.k1, v.b)
+			setup.dense, setup.denseOnly = p.Dense, v.dense == denseOnly
+		}
+		rq, err := measureWithBM25(ctx, a, c, qs, setup, v.k1, v.b)
+		if err != nil && v.dense != 0 && ctx.Err() == nil {
+			// A provider failing is a fact about this run, not a reason to
+			// lose the rest of the report.
+			row.Status, row.UnavailableReason = StatusUnavailable, "embeddings provider failed: "+err.Error()
+			rows = append(rows, row)
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.name, err)
@@ -174,11 +171,11 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 
 // measureWithBM25 is measureRetrieval with Bleve's BM25 parameters set to
 // k1 and b (when k1 is non-zero) for its duration.
-func measureWithBM25(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, opts index.Options, k1, b float64) (retrieval, error) {
+func measureWithBM25(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, setup rankingSetup, k1, b float64) (scored, error) {
 	if k1 != 0 {
 		oldK1, oldB := search.BM25_k1, search.BM25_b
 		search.BM25_k1, search.BM25_b = k1, b
 		defer func() { search.BM25_k1, search.BM25_b = oldK1, oldB }()
 	}
-	return measureRetrieval(ctx, a, c, qs, opts)
+	return measureRetrieval(ctx, a, c, qs, setup)
 }

@@ -2,50 +2,30 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/arms"
 )
 
 // TestAblation runs the retrieval ablation twice on corpus_v2 and checks
 // that it is deterministic, complete and rendered.
 func TestAblation(t *testing.T) {
-	ds := testDatasets(t)
-	var outs [2]string
-	for i := range outs {
-		outs[i] = filepath.Join(t.TempDir(), "r")
-		code, _, stderr := runMain(t, "run", "--corpus", "corpus_v2="+filepath.Join(ds, CorpusV2File), "--arms", "baseline_json",
-			"--fixtures", "none", "--no-discovery", "--expansion", "none", "--ablation", "--out", outs[i])
-		if code != 0 {
-			t.Fatalf("run %d: exit %d\nstderr: %s", i, code, stderr)
-		}
-	}
-	read := func(dir, name string) []byte {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	if !bytes.Equal(dropTimestamp(read(outs[0], "report.json")), dropTimestamp(read(outs[1], "report.json"))) {
+	profile := Profile{Arms: []string{arms.BaselineName}, Ablation: true, ExpandUnavailable: "turned off by the test"}
+	rep, raw := runProfile(t, profile)
+	_, again := runProfile(t, profile)
+	if !bytes.Equal(raw, again) {
 		t.Error("report.json differs between two ablation runs")
-	}
-
-	var rep Report
-	if err := json.Unmarshal(read(outs[0], "report.json"), &rep); err != nil {
-		t.Fatal(err)
 	}
 	p := &Profile{}
 	want := p.variants()
 	if len(rep.Ablation) != len(want) {
 		t.Fatalf("got %d ablation rows, want one per variant (%d)", len(rep.Ablation), len(want))
 	}
-	if rep.QueryExpansion != "off: turned off with --expansion none" {
+	if rep.QueryExpansion != "off: turned off by the test" {
 		t.Errorf("got query_expansion %q, want it off with the reason", rep.QueryExpansion)
 	}
-	prod, ok := rep.row("corpus_v2", "baseline_json")
+	prod, ok := rep.Row("corpus_v2", "baseline_json")
 	if !ok || prod.Quality == nil {
 		t.Fatal("no baseline_json quality row")
 	}
@@ -79,7 +59,7 @@ func TestAblation(t *testing.T) {
 			t.Error("-params scored exactly like production: the variant did not reach the index")
 		}
 	}
-	md := string(read(outs[0], "report.md"))
+	md := rep.Markdown()
 	for _, s := range []string{"## Retrieval ablation: corpus_v2", "| -server-mention |", "| bm25 k1=2 b=0.75 |", "Query expansion: off"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("report.md lacks %q", s)

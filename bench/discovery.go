@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 )
 
 // Front is mcproxy's MCP front as the discovery measurement sees it: what a
@@ -22,17 +23,24 @@ type Front interface {
 }
 
 // FrontFactory starts a front serving tools, indexed and rendered under arm
-// a, the way mcproxy does when a is its configured listing arm.
-type FrontFactory func(ctx context.Context, a arms.Arm, tools []config.Tool) (Front, error)
+// a, the way mcproxy does when a is its configured listing arm, ranking with
+// rank (empty: the front feeds it the tools). The front owns rank: its Close
+// closes it, also when starting fails.
+type FrontFactory func(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline) (Front, error)
 
 // DiscoveryLimits are the retrieve_tools limits the answers are measured at.
 var DiscoveryLimits = []int{5, 15}
 
-// measureDiscovery prices discovery under arm a: the standing cost of the
+// measureDiscovery prices discovery under arm a, ranked as the retrieval
+// quality rows rank (setup): the standing cost of the
 // menu, the per-call cost of retrieve_tools answers, and how many calls it
 // takes before discovery costs more than loading every tool up front.
-func measureDiscovery(ctx context.Context, newFront FrontFactory, tk arms.TokenCounter, a arms.Arm, c *Corpus, queries []Query) (DiscoveryRow, error) {
-	f, err := newFront(ctx, a, c.Tools)
+func measureDiscovery(ctx context.Context, newFront FrontFactory, setup rankingSetup, tk arms.TokenCounter, a arms.Arm, c *Corpus, queries []Query) (DiscoveryRow, error) {
+	rank, err := setup.pipeline()
+	if err != nil {
+		return DiscoveryRow{}, err
+	}
+	f, err := newFront(ctx, a, c.Tools, rank)
 	if err != nil {
 		return DiscoveryRow{}, fmt.Errorf("starting front: %w", err)
 	}

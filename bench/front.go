@@ -12,36 +12,38 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // ServerFront is the FrontFactory the profiler uses: the production MCP front
-// (internal/server) in retrieve mode over the production index, with arm a as
-// both its retrieve_tools renderer and its index mapping, reached through
-// mcp-go's in-process client. The menu and the answers are therefore exactly
-// what an MCP client of mcproxy receives.
-func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool) (Front, error) {
-	ix, err := index.New(index.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("creating index: %w", err)
-	}
+// (internal/server) in retrieve mode over the production ranking (rank),
+// with arm a as both its retrieve_tools renderer and its index mapping,
+// reached through mcp-go's in-process client. The menu and the answers are
+// therefore exactly what an MCP client of mcproxy receives. With dense
+// retrieval, it waits for every tool's vector before it answers.
+func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline) (Front, error) {
 	cat := &catalog{tools: tools}
-	srv, err := server.New(server.Deps{Upstreams: cat, Index: indexAdapter{ix}}, server.Options{
+	srv, err := server.New(server.Deps{Upstreams: cat, Index: rank}, server.Options{
 		Render:        server.ArmRenderer(a.EncodeListing),
 		IndexMetadata: a.EncodeIndexMetadata,
 	})
 	if err != nil {
-		ix.Close()
+		rank.Close()
 		return nil, fmt.Errorf("creating front: %w", err)
 	}
 	srv.Resync()
+	if err := rank.Sync(ctx); err != nil {
+		rank.Close()
+		return nil, fmt.Errorf("embedding the tools: %w", err)
+	}
 	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {
-		ix.Close()
+		rank.Close()
 		return nil, fmt.Errorf("creating in-process client: %w", err)
 	}
-	f := &serverFront{ix: ix, client: c}
+	f := &serverFront{rank: rank, client: c}
 	if err := c.Start(ctx); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting in-process client: %w", err)
@@ -59,7 +61,7 @@ func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool) (Front, e
 }
 
 type serverFront struct {
-	ix           *index.Index
+	rank         *retrieval.Pipeline
 	client       *client.Client
 	instructions string
 }
@@ -108,7 +110,7 @@ func (f *serverFront) Retrieve(ctx context.Context, query string, limit int) (st
 }
 
 func (f *serverFront) Close() error {
-	return errors.Join(f.client.Close(), f.ix.Close())
+	return errors.Join(f.client.Close(), f.rank.Close())
 }
 
 // catalog serves a frozen corpus as the front's upstreams: every server is
@@ -130,7 +132,7 @@ func (c *catalog) Call(ctx context.Context, srv, tool string, args map[string]an
 	return nil, fmt.Errorf("%s:%s: a frozen corpus cannot run tools", srv, tool)
 }
 
-func (c *catalog) Status() []server.UpstreamStatus {
+func (c *catalog) Status() []upstream.Status {
 	counts := map[string]int{}
 	var names []string
 	for _, t := range c.tools {
@@ -139,30 +141,9 @@ func (c *catalog) Status() []server.UpstreamStatus {
 		}
 		counts[t.Server]++
 	}
-	out := make([]server.UpstreamStatus, 0, len(names))
+	out := make([]upstream.Status, 0, len(names))
 	for _, n := range names {
-		out = append(out, server.UpstreamStatus{Server: n, Transport: "corpus", State: server.StateReady, Tools: counts[n]})
+		out = append(out, upstream.Status{Server: n, Transport: "corpus", State: upstream.StateReady, Tools: counts[n]})
 	}
 	return out
-}
-
-// indexAdapter gives the production index the shape internal/server asks for.
-type indexAdapter struct{ ix *index.Index }
-
-func (a indexAdapter) Upsert(srv string, tools []config.ToolMetadata) error {
-	return a.ix.Upsert(srv, tools)
-}
-
-func (a indexAdapter) Remove(srv string) error { return a.ix.Remove(srv) }
-
-func (a indexAdapter) Search(ctx context.Context, query string, limit int) ([]server.Hit, error) {
-	hits, err := a.ix.Search(ctx, query, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]server.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
-	}
-	return out, nil
 }

@@ -1,27 +1,39 @@
 package bench
 
 import (
-	"encoding/json"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
-// runReport runs the profiler with args plus --out, fails the test unless it
-// succeeds, and returns the report and its raw JSON.
-func runReport(t *testing.T, args ...string) (Report, []byte) {
+// runProfile runs the profiler, as p says, on corpus_v2 of the frozen
+// datasets with its query set, the cl100k_base tokenizer and the built-in
+// arms, and returns the report and its JSON.
+func runProfile(t *testing.T, p Profile) (*Report, []byte) {
 	t.Helper()
-	out := t.TempDir()
-	code, _, stderr := runMain(t, append(args, "--out", out)...)
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, stderr)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	c, err := LoadCorpus(filepath.Join(testDatasets(t), CorpusV2File), "corpus_v2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
+	p.Corpora = []*Corpus{c}
+	if p.QuerySets, err = AttachQuerySets(p.Corpora, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Registry = Registry()
+	tk, err := tokens.New("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Counter, p.TokenizerName = tk, tk.Name()
+	rep, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rep.JSON()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return rep, raw

@@ -1,15 +1,11 @@
 package bench
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/mcproxy/mcproxy/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // sampleReport is a small hand-made report covering every section: a
 // measured arm, a skipped arm, quality with splits and misses, discovery and
@@ -58,19 +54,7 @@ func TestRenderGolden(t *testing.T) {
 		{"sample.report.svg", rep.SVG()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.WriteFile(path, []byte(tc.got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./bench/ -run TestRenderGolden -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), tc.got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", tc.file, diff)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.file), []byte(tc.got))
 		})
 	}
 }

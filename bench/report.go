@@ -188,8 +188,8 @@ func (r *Report) JSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// row finds the arm row for corpus and arm name.
-func (r *Report) row(corpus, arm string) (ArmRow, bool) {
+// Row finds the arm row for corpus and arm name.
+func (r *Report) Row(corpus, arm string) (ArmRow, bool) {
 	for _, a := range r.Arms {
 		if a.Corpus == corpus && a.Name == arm {
 			return a, true

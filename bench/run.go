@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
-	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
 )
 
@@ -112,7 +110,7 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 			row := armRow(c.Name, res)
 			if hasQueries && (a.IndexAltering() || name == arms.BaselineName) {
 				fmt.Fprintf(progress, "bench: %s: %s: retrieval quality over %d queries\n", c.Name, name, len(qs.Set.Queries))
-				rq, err := measureRetrieval(ctx, a, c, qs, p.Index)
+				rq, err := measureRetrieval(ctx, a, c, qs, rankingSetup{index: p.Index})
 				if err != nil {
 					return nil, fmt.Errorf("corpus %s: arm %s: %w", c.Name, name, err)
 				}
@@ -141,7 +139,7 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 		default:
 			for _, a := range listingArms {
 				fmt.Fprintf(progress, "bench: %s: %s: retrieve_tools answers\n", c.Name, a.Name())
-				d, err := measureDiscovery(ctx, p.Front, p.Counter, a, c, qs.Set.Queries)
+				d, err := measureDiscovery(ctx, p.Front, rankingSetup{index: p.Index}, p.Counter, a, c, qs.Set.Queries)
 				if err != nil {
 					return nil, fmt.Errorf("corpus %s: discovery under %s: %w", c.Name, a.Name(), err)
 				}
@@ -200,67 +198,32 @@ func armRow(corpus string, r arms.Result) ArmRow {
 	return row
 }
 
-type retrieval struct {
+// scored is one ranking setup scored on a query set.
+type scored struct {
 	all     Quality
 	bySplit map[string]Quality
 	misses  []Miss
 	skipped []SkippedTool
 }
 
-// buildIndex builds an in-memory production index (internal/index) holding
-// each tool's metadata under arm a, one Upsert per server as the proxy does.
-// Tools whose metadata a cannot produce are left out and returned as skips.
-func buildIndex(a arms.Arm, tools []config.Tool, opts index.Options) (*index.Index, []SkippedTool, error) {
-	if opts.Dir != "" {
-		return nil, nil, errors.New("profiler indexes live in memory: Options.Dir must be empty")
-	}
-	ix, err := index.New(opts)
+// measureRetrieval scores c's queries on the production ranking under
+// setup, its index fed each tool's metadata under arm a.
+func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, setup rankingSetup) (scored, error) {
+	p, err := setup.pipeline()
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating index: %w", err)
+		return scored{}, err
 	}
-	byServer := map[string][]config.ToolMetadata{}
-	var servers []string
-	var skipped []SkippedTool
-	for _, t := range tools {
-		m, err := a.EncodeIndexMetadata(t)
-		if err != nil {
-			skipped = append(skipped, SkippedTool{ToolID: t.ID, Reason: err.Error()})
-			continue
-		}
-		if _, ok := byServer[t.Server]; !ok {
-			servers = append(servers, t.Server)
-		}
-		byServer[t.Server] = append(byServer[t.Server], m)
-	}
-	sort.Strings(servers)
-	for _, s := range servers {
-		if err := ix.Upsert(s, byServer[s]); err != nil {
-			ix.Close()
-			return nil, nil, fmt.Errorf("indexing server %s: %w", s, err)
-		}
-	}
-	return ix, skipped, nil
-}
-
-func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQuerySet, opts index.Options) (retrieval, error) {
-	ix, skipped, err := buildIndex(a, c.Tools, opts)
+	defer p.Close()
+	skipped, err := ingest(ctx, p, a, c.Tools)
 	if err != nil {
-		return retrieval{}, err
+		return scored{}, err
 	}
-	defer ix.Close()
 	queries := qs.Set.Queries
-	rankings := make([][]string, len(queries))
-	for i, q := range queries {
-		// The whole corpus as the limit gives a complete ranking for MAP.
-		hits, err := ix.Search(ctx, q.Query, len(c.Tools))
-		if err != nil {
-			return retrieval{}, fmt.Errorf("query %s: %w", q.ID, err)
-		}
-		ranked := make([]string, len(hits))
-		for j, h := range hits {
-			ranked[j] = h.ID
-		}
-		rankings[i] = ranked
+	// The whole corpus as the limit gives a complete ranking for MAP; its
+	// start is what retrieve_tools returns at a smaller limit.
+	rankings, err := rankAll(ctx, p, queries, len(c.Tools))
+	if err != nil {
+		return scored{}, err
 	}
 	r := scoreRankings(queries, rankings)
 	r.skipped = skipped
@@ -269,8 +232,8 @@ func measureRetrieval(ctx context.Context, a arms.Arm, c *Corpus, qs NamedQueryS
 
 // scoreRankings scores each query's ranking (rankings[i] for queries[i]):
 // over all queries, per split, and the misses.
-func scoreRankings(queries []Query, rankings [][]string) retrieval {
-	r := retrieval{all: Score(queries, rankings), bySplit: map[string]Quality{}}
+func scoreRankings(queries []Query, rankings [][]string) scored {
+	r := scored{all: Score(queries, rankings), bySplit: map[string]Quality{}}
 	for _, split := range []string{SplitTune, SplitHeldout} {
 		var sq []Query
 		var sr [][]string

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/expand"
 	"github.com/mcproxy/mcproxy/internal/index"
-	"github.com/mcproxy/mcproxy/internal/server"
 )
 
 // indexExpander loads the word embeddings `mcproxy embeddings build` wrote
@@ -22,9 +20,9 @@ func indexExpander(dataDir string, log *zap.Logger) func([]string) index.ExpandF
 		return nil
 	}
 	path := expand.DefaultPath(dataDir)
-	v, err := expand.Load(path)
+	fn, notBuilt, err := loadExpander(path)
 	switch {
-	case errors.Is(err, expand.ErrNotBuilt):
+	case notBuilt:
 		log.Info("query expansion off: run `mcproxy embeddings build` to turn it on", zap.String("path", path))
 		return nil
 	case err != nil:
@@ -32,53 +30,40 @@ func indexExpander(dataDir string, log *zap.Logger) func([]string) index.ExpandF
 		return nil
 	}
 	log.Info("query expansion on", zap.String("path", path))
-	return expand.ForIndex(v, expand.Options{})
+	return fn
 }
 
-// searchIndex adapts the index, and dense retrieval when configured, to
-// server.Index: tools go to both; a search fuses the BM25 ranking with the
-// dense one (embed.Dense.Hybrid), and falls back to BM25 alone whenever
-// the embeddings provider cannot answer.
-type searchIndex struct {
-	ix    *index.Index
-	dense *embed.Dense // nil = lexical only
-}
-
-func (x searchIndex) Upsert(server string, tools []config.ToolMetadata) error {
-	if err := x.ix.Upsert(server, tools); err != nil {
-		return err
-	}
-	// Embedding happens in the background; a refusal here (a closed Dense)
-	// leaves lexical search complete.
-	_ = x.dense.Upsert(server, tools)
-	return nil
-}
-
-func (x searchIndex) Remove(server string) error {
-	x.dense.Remove(server)
-	return x.ix.Remove(server)
-}
-
-func (x searchIndex) Search(ctx context.Context, query string, limit int) ([]server.Hit, error) {
-	hits, err := x.ix.Search(ctx, query, max(limit, x.dense.Depth()))
+// loadExpander loads the word-embeddings file at path as the index's
+// expander; notBuilt reports a file that does not exist (expansion is
+// optional, so the callers decide whether that is an error).
+func loadExpander(path string) (fn func([]string) index.ExpandFunc, notBuilt bool, err error) {
+	v, err := expand.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, errors.Is(err, expand.ErrNotBuilt), err
 	}
-	// Weak describes the query's wording against the tools; with dense
-	// retrieval it is judged on the lexical ranking, as dense-only hits
-	// carry no coverage.
-	weak := len(hits) == 0 || hits[0].Weak()
-	if x.dense != nil {
-		hits = x.dense.Hybrid(ctx, query, hits, limit)
-	} else if len(hits) > limit {
-		hits = hits[:limit]
+	return expand.ForIndex(v, expand.Options{}), false, nil
+}
+
+// loadExpansion is `mcproxy bench --expansion`: the index expander for the
+// word-embeddings file at path ("" = the default location, "none" = off),
+// or why there is none. A missing default file is not an error: expansion
+// is optional, as in mcproxy itself, and the report says it was off. A file
+// named explicitly must load.
+func loadExpansion(path string) (func([]string) index.ExpandFunc, string, error) {
+	explicit := path != ""
+	switch path {
+	case "none":
+		return nil, "turned off with --expansion none", nil
+	case "":
+		path = expand.DefaultPath(config.ExpandHome(config.DefaultDataDir))
 	}
-	out := make([]server.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = server.Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
-		if x.dense != nil {
-			out[i].Weak = weak
-		}
+	fn, notBuilt, err := loadExpander(path)
+	switch {
+	case err == nil:
+		return fn, "", nil
+	case notBuilt && !explicit:
+		return nil, "no embeddings file (run `mcproxy embeddings build`, or pass --expansion FILE)", nil
+	default:
+		return nil, "", fmt.Errorf("--expansion: %w", err)
 	}
-	return out, nil
 }

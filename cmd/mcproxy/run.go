@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-
-	"github.com/mcproxy/mcproxy/internal/expand"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3"; when
@@ -80,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "embeddings":
-		return expand.Main(ctx, rest, stdout, stderr)
+		return runEmbeddings(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcproxy", versionString())
 		return exitOK

@@ -11,6 +11,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,7 +73,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	statuses := st.status()
 	ready, tools := 0, 0
 	for _, s := range statuses {
-		if s.State == server.StateReady {
+		if s.State == upstream.StateReady {
 			ready++
 			tools += s.Tools
 		}
@@ -132,10 +133,10 @@ func denseStatus(e config.EmbeddingsConfig, syncErr error, st embed.Stats) strin
 }
 
 // printBroken writes one line per server that is not working.
-func printBroken(w io.Writer, statuses []server.UpstreamStatus, now time.Time) {
+func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) {
 	n := 0
 	for _, s := range statuses {
-		if s.State == server.StateReady || s.State == "disabled" {
+		if s.State == upstream.StateReady || s.State == upstream.StateDisabled {
 			continue
 		}
 		if n == 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -166,9 +167,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 // logStatus logs every upstream's state after start-up.
-func logStatus(log *zap.Logger, statuses []server.UpstreamStatus) {
+func logStatus(log *zap.Logger, statuses []upstream.Status) {
 	for _, s := range statuses {
-		fields := []zap.Field{zap.String("upstream", s.Server), zap.String("transport", s.Transport), zap.String("state", s.State), zap.Int("tools", s.Tools)}
+		fields := []zap.Field{zap.String("upstream", s.Server), zap.String("transport", s.Transport), zap.String("state", string(s.State)), zap.Int("tools", s.Tools)}
 		if s.LastError != "" {
 			fields = append(fields, zap.String("last_error", oneLine(s.LastError)))
 			log.Warn("upstream status: not ready", fields...)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -17,16 +16,17 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// stack is a wired proxy: upstream manager, index and MCP front.
+// stack is a wired proxy: upstream manager, tool ranking and MCP front.
 type stack struct {
 	mgr   *upstream.Manager
-	ix    *index.Index
-	dense *embed.Dense // nil when no embeddings provider is configured
+	rank  *retrieval.Pipeline // owns the index and dense
+	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
 }
 
@@ -54,7 +54,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
 	}
-	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms}, log)
+	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms, Logger: log.Named("index")}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +64,12 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	}
 	dense, err := embed.FromConfig(cfg, log.Named("embed"))
 	if err != nil {
+		_ = ix.Close()
+		return nil, err
+	}
+	rank, err := retrieval.New(ix, dense, retrieval.Options{})
+	if err != nil {
+		_ = dense.Close()
 		_ = ix.Close()
 		return nil, err
 	}
@@ -80,8 +86,8 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		},
 	})
 	f, err := server.New(server.Deps{
-		Upstreams: upstreams{mgr},
-		Index:     searchIndex{ix, dense},
+		Upstreams: mgr,
+		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
 	}, server.Options{
@@ -95,12 +101,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
-		_ = dense.Close()
-		_ = ix.Close()
+		_ = rank.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, ix: ix, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, rank: rank, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -111,11 +116,12 @@ func (s *stack) start(ctx context.Context) {
 }
 
 // status reports every configured upstream.
-func (s *stack) status() []server.UpstreamStatus { return upstreams{s.mgr}.Status() }
+func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 
-// close stops the upstreams (children stop in stages) and the index.
+// close stops the upstreams (children stop in stages), then the ranking's
+// dense worker and index.
 func (s *stack) close() error {
-	return errors.Join(s.mgr.Close(), s.dense.Close(), s.ix.Close())
+	return errors.Join(s.mgr.Close(), s.rank.Close())
 }
 
 // openIndex opens the on-disk index in opts.Dir, falling back to memory when
@@ -129,34 +135,6 @@ func openIndex(opts index.Options, log *zap.Logger) (*index.Index, error) {
 	log.Warn("on-disk index unavailable; using an in-memory index", zap.String("dir", opts.Dir), zap.Error(err))
 	opts.Dir = ""
 	return index.New(opts)
-}
-
-// upstreams adapts *upstream.Manager to server.Upstreams; its errors pass
-// through unchanged (the front knows upstream's error types).
-type upstreams struct{ m *upstream.Manager }
-
-func (u upstreams) Tools() []config.Tool { return u.m.Tools() }
-
-func (u upstreams) MCPTool(server, name string) (mcp.Tool, bool) { return u.m.MCPTool(server, name) }
-
-func (u upstreams) Call(ctx context.Context, srv, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return u.m.Call(ctx, srv, tool, args)
-}
-
-func (u upstreams) Status() []server.UpstreamStatus {
-	sts := u.m.Status()
-	out := make([]server.UpstreamStatus, len(sts))
-	for i, st := range sts {
-		out[i] = server.UpstreamStatus{
-			Server:    st.Server,
-			Transport: st.Transport,
-			State:     string(st.State),
-			LastError: st.LastError,
-			Tools:     st.Tools,
-			RetryAt:   st.RetryAt,
-		}
-	}
-	return out
 }
 
 // newLogger builds the process logger: human-readable lines on stderr, or

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -222,7 +223,7 @@ func (s ServerConfig) validate(path string) []error {
 		add("headers", "only an HTTP server (url) takes headers; pass values to a stdio server with env")
 	}
 
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			add("env", "invalid variable name %q: it must be non-empty, without = or NUL", k)
 		}
@@ -236,7 +237,7 @@ func (s ServerConfig) validate(path string) []error {
 		}
 	}
 	folded := map[string]string{}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		if !validHeaderName(k) {
 			add("headers", "invalid header name %q", k)
 		}
@@ -408,13 +409,4 @@ func checkURL(raw string) string {
 		return "the URL has no host"
 	}
 	return ""
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

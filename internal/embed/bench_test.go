@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/vec"
 )
 
@@ -35,7 +36,7 @@ func randomSnapshot(n, dim int) (*snapshot, []float32) {
 	}
 	s := &snapshot{dim: dim}
 	for i := range n {
-		s.hits = append(s.hits, Hit{ID: fmt.Sprintf("s%04d:tool%05d", i%1330, i)})
+		s.hits = append(s.hits, index.Hit{ID: fmt.Sprintf("s%04d:tool%05d", i%1330, i)})
 		s.vecs = append(s.vecs, vec())
 	}
 	return s, vec()
@@ -61,13 +62,13 @@ func BenchmarkTopK(b *testing.B) {
 }
 
 // sortAll is the baseline: every score, a full sort, the first k.
-func sortAll(s *snapshot, q []float32, k int) []Hit {
-	all := make([]Hit, len(s.vecs))
+func sortAll(s *snapshot, q []float32, k int) []index.Hit {
+	all := make([]index.Hit, len(s.vecs))
 	for i, v := range s.vecs {
 		all[i] = s.hits[i]
 		all[i].Score = float64(vec.Dot(q, v))
 	}
-	slices.SortFunc(all, func(a, b Hit) int {
+	slices.SortFunc(all, func(a, b index.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
@@ -78,9 +79,9 @@ func sortAll(s *snapshot, q []float32, k int) []Hit {
 
 func BenchmarkFuse(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
-	pool := make([]Hit, 100)
+	pool := make([]index.Hit, 100)
 	for i := range pool {
-		pool[i] = Hit{ID: fmt.Sprintf("s:t%03d", i), Server: "s", Name: fmt.Sprintf("t%03d", i), Score: r.Float64()}
+		pool[i] = index.Hit{ID: fmt.Sprintf("s:t%03d", i), Server: "s", Name: fmt.Sprintf("t%03d", i), Score: r.Float64()}
 	}
 	// Two 50-hit rankings drawn from 100 tools: about half shared.
 	lexical := slices.Clone(pool[:50])
@@ -96,7 +97,7 @@ func BenchmarkFuse(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			all := append(slices.Clone(lexical), dense...)
-			slices.SortFunc(all, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+			slices.SortFunc(all, func(a, b index.Hit) int { return cmp.Compare(b.Score, a.Score) })
 		}
 	})
 }

@@ -114,7 +114,7 @@ func newIndex(t *testing.T) *index.Index {
 	return ix
 }
 
-func ids(hits []Hit) []string {
+func ids(hits []index.Hit) []string {
 	out := make([]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.ID
@@ -156,7 +156,10 @@ func TestParaphraseBridged(t *testing.T) {
 			if len(dense) == 0 || dense[0].ID != tc.want {
 				t.Errorf("dense: got %v, want %s first", ids(dense), tc.want)
 			}
-			fused := f.dense.Hybrid(ctx, tc.query, lexical, 3)
+			fused, err := f.dense.Hybrid(ctx, tc.query, lexical, 3)
+			if err != nil {
+				t.Fatalf("hybrid: %v", err)
+			}
 			if len(fused) == 0 || fused[0].ID != tc.want {
 				t.Errorf("hybrid: got %v, want %s first (BM25 alone: %v)", ids(fused), tc.want, ids(lexical))
 			}
@@ -194,7 +197,7 @@ func TestTopK(t *testing.T) {
 	s := &snapshot{dim: 2}
 	vecs := map[string][]float32{"s:a": {0, 1}, "s:b": {1, 0}, "s:c": {0.6, 0.8}, "s:d": {1, 0}, "s:e": {-1, 0}}
 	for _, id := range []string{"s:a", "s:b", "s:c", "s:d", "s:e"} {
-		s.hits = append(s.hits, Hit{ID: id})
+		s.hits = append(s.hits, index.Hit{ID: id})
 		s.vecs = append(s.vecs, vecs[id])
 	}
 	q := []float32{1, 0}
@@ -313,15 +316,18 @@ func TestOutageFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	healthy := f.dense.Hybrid(ctx, query, lexical, 5)
+	healthy, err := f.dense.Hybrid(ctx, query, lexical, 5)
+	if err != nil {
+		t.Fatalf("healthy provider: %v", err)
+	}
 	if cmp.Equal(ids(healthy), ids(lexical[:min(5, len(lexical))])) {
 		t.Fatalf("with a healthy provider the fused answer %v equals BM25's; the test needs one that differs", ids(healthy))
 	}
 
 	srv.SetFault(embedtest.Hang)
 	warnings := func() int { return f.logs.FilterLevelExact(zapcore.WarnLevel).Len() }
-	if got := f.dense.Hybrid(ctx, query, lexical, 5); !cmp.Equal(ids(got), ids(lexical[:min(5, len(lexical))])) {
-		t.Errorf("provider hangs: got %v, want BM25's answer %v", ids(got), ids(lexical))
+	if got, err := f.dense.Hybrid(ctx, query, lexical, 5); !cmp.Equal(ids(got), ids(lexical[:min(5, len(lexical))])) || err == nil {
+		t.Errorf("provider hangs: got %v, %v; want BM25's answer %v and the provider's error", ids(got), err, ids(lexical))
 	}
 	if warnings() != 1 {
 		t.Errorf("got %d warnings, want 1 for the outage", warnings())
@@ -331,7 +337,9 @@ func TestOutageFallsBack(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("while resting: got %v, want ErrUnavailable", err)
 	}
-	f.dense.Hybrid(ctx, query, lexical, 5)
+	if _, err := f.dense.Hybrid(ctx, query, lexical, 5); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("hybrid while resting: got %v, want ErrUnavailable", err)
+	}
 	if got := srv.Requests() - reqs; got != 0 {
 		t.Errorf("while resting: got %d requests, want none", got)
 	}
@@ -340,7 +348,7 @@ func TestOutageFallsBack(t *testing.T) {
 	}
 
 	f.clock.advance(time.Minute)
-	f.dense.Hybrid(ctx, query, lexical, 5) // the probe, still hanging
+	_, _ = f.dense.Hybrid(ctx, query, lexical, 5) // the probe, still hanging
 	if got := srv.Requests() - reqs; got != 1 {
 		t.Errorf("after the retry interval: got %d requests, want 1 probe", got)
 	}
@@ -350,8 +358,8 @@ func TestOutageFallsBack(t *testing.T) {
 
 	srv.SetFault(embedtest.None)
 	f.clock.advance(time.Minute)
-	if got := f.dense.Hybrid(ctx, query, lexical, 5); !cmp.Equal(ids(got), ids(healthy)) {
-		t.Errorf("provider back: got %v, want the fused answer %v", ids(got), ids(healthy))
+	if got, err := f.dense.Hybrid(ctx, query, lexical, 5); !cmp.Equal(ids(got), ids(healthy)) || err != nil {
+		t.Errorf("provider back: got %v, %v; want the fused answer %v", ids(got), err, ids(healthy))
 	}
 	if n := f.logs.FilterMessageSnippet("dense search resumed").Len(); n != 1 {
 		t.Errorf("got %d recovery messages, want 1", n)
@@ -478,8 +486,11 @@ func TestEmptyAndNil(t *testing.T) {
 	}
 
 	var d *Dense
-	lexical := []Hit{{ID: "a:x"}, {ID: "a:y"}, {ID: "a:z"}}
-	out := d.Hybrid(context.Background(), "q", lexical, 2)
+	lexical := []index.Hit{{ID: "a:x"}, {ID: "a:y"}, {ID: "a:z"}}
+	out, err := d.Hybrid(context.Background(), "q", lexical, 2)
+	if err != nil {
+		t.Errorf("nil Dense Hybrid: %v", err)
+	}
 	if diff := cmp.Diff(lexical[:2], out); diff != "" {
 		t.Errorf("nil Dense Hybrid mismatch (-want +got):\n%s", diff)
 	}

@@ -29,13 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/index"
 )
-
-// Hit is one ranked tool. It is the index's hit type, so BM25 hits and dense
-// hits fuse without conversion. A dense hit's Score is the cosine similarity
-// (-1..1); a fused hit's Score is its reciprocal-rank-fusion score.
-type Hit = index.Hit
 
 // ErrUnavailable means the embedding provider failed recently and is not
 // being tried again until its retry interval has passed; search falls back

@@ -7,6 +7,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/embed/embedtest"
+	"github.com/mcproxy/mcproxy/internal/index"
 )
 
 // Example shows the whole cycle against the toy test server: index a
@@ -33,8 +34,13 @@ func Example() {
 		return
 	}
 
-	var lexical []embed.Hit // what BM25 found for the query: nothing
-	for _, h := range dense.Hybrid(context.Background(), "will I need an umbrella", lexical, 1) {
+	var lexical []index.Hit // what BM25 found for the query: nothing
+	hits, err := dense.Hybrid(context.Background(), "will I need an umbrella", lexical, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, h := range hits {
 		fmt.Println(h.ID)
 	}
 	// Output: weather:get_forecast

@@ -5,11 +5,12 @@ import (
 	"slices"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
 )
 
 // Fuse merges a BM25 ranking and a dense ranking by reciprocal rank fusion
 // with equal weights; see FuseWeighted.
-func Fuse(lexical, dense []Hit, k int) []Hit {
+func Fuse(lexical, dense []index.Hit, k int) []index.Hit {
 	return FuseWeighted(lexical, dense, k, 1)
 }
 
@@ -23,15 +24,15 @@ func Fuse(lexical, dense []Hit, k int) []Hit {
 // the tool's first appearance (lexical first, so BM25's match details such
 // as its query coverage survive) with Score replaced by the fused score.
 // The result holds every tool of either list; the inputs are not modified.
-func FuseWeighted(lexical, dense []Hit, k int, denseWeight float64) []Hit {
+func FuseWeighted(lexical, dense []index.Hit, k int, denseWeight float64) []index.Hit {
 	if k <= 0 {
 		k = config.DefaultRRFK
 	}
 	denseWeight = max(denseWeight, 0)
-	out := make([]Hit, 0, len(lexical)+len(dense))
+	out := make([]index.Hit, 0, len(lexical)+len(dense))
 	at := make(map[string]int, len(lexical)+len(dense))
 	for _, list := range []struct {
-		hits   []Hit
+		hits   []index.Hit
 		weight float64
 	}{{lexical, 1}, {dense, denseWeight}} {
 		seen := make(map[string]bool, len(list.hits))
@@ -50,7 +51,7 @@ func FuseWeighted(lexical, dense []Hit, k int, denseWeight float64) []Hit {
 			out[i].Score += list.weight / float64(k+r+1)
 		}
 	}
-	slices.SortFunc(out, func(a, b Hit) int {
+	slices.SortFunc(out, func(a, b index.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}

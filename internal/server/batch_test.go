@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batcher","version":"0"}}}`
@@ -207,45 +208,8 @@ func TestBatchStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Resync()
-	s.Started()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.ServeStdio(ctx, inR, outW) }()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// next skips notifications the server may send on its own (a
-	// list_changed, a log message): the test is about responses.
-	next := func() string {
-		t.Helper()
-		for {
-			l := receive(t, lines, "stdio output line")
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal([]byte(l), &m) == nil && m.Method != "" && m.ID == nil {
-				continue
-			}
-			return l
-		}
-	}
+	c := startStdio(t, s)
+	send, next := c.send, c.next
 	send(initBody)
 	if got := next(); !strings.Contains(got, `"serverInfo"`) {
 		t.Fatalf("initialize: got %s", got)
@@ -274,14 +238,78 @@ func TestBatchStdio(t *testing.T) {
 	if line != `{"jsonrpc":"2.0","id":7,"result":{}}` {
 		t.Errorf("ping after the batches: got %s", line)
 	}
-	inW.Close()
+	c.close()
+}
+
+// stdioConn is a front served over a pair of pipes, as a client that
+// launched it sees it.
+type stdioConn struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines chan string
+	done  chan error
+}
+
+// startStdio resyncs and starts s, and serves it over stdio until the test
+// ends (or close).
+func startStdio(t *testing.T, s *Server) *stdioConn {
+	t.Helper()
+	s.Resync()
+	s.Started()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := &stdioConn{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1)}
+	go func() { c.done <- s.ServeStdio(ctx, inR, outW) }()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	return c
+}
+
+// send writes one input line.
+func (c *stdioConn) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next returns the next output line, skipping notifications the server may
+// send on its own (a list_changed, a log message): the tests are about
+// responses.
+func (c *stdioConn) next() string {
+	c.t.Helper()
+	for {
+		l := receive(c.t, c.lines, "stdio output line")
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.Method != "" && m.ID == nil {
+			continue
+		}
+		return l
+	}
+}
+
+// close ends the input and checks that ServeStdio returns cleanly.
+func (c *stdioConn) close() {
+	c.t.Helper()
+	c.in.Close()
 	select {
-	case err := <-done:
+	case err := <-c.done:
 		if err != nil {
-			t.Errorf("ServeStdio at end of input: %v", err)
+			c.t.Errorf("ServeStdio at end of input: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return at the end of its input")
+		c.t.Fatal("ServeStdio did not return at the end of its input")
 	}
 }
 
@@ -406,7 +434,7 @@ func TestBatchForwardAnswers(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PathStreamable, strings.NewReader(body)))
 		return rec
 	}
-	rec := post(batchHTTP(stub, true), `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	rec := post(batchHTTP(stub, true, zap.NewNop()), `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
 	got, nulls := byID(t, rec.Body.String())
 	if rec.Code != http.StatusOK || len(got) != 4 || len(nulls) != 0 {
 		t.Fatalf("got %d %s, want 200 and one response for each of the four requests", rec.Code, rec.Body)
@@ -417,7 +445,7 @@ func TestBatchForwardAnswers(t *testing.T) {
 		}
 	}
 	// Over legacy SSE answers travel on the stream: a 202 is no failure.
-	if rec := post(batchHTTP(stub, false), `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); rec.Code != http.StatusAccepted {
+	if rec := post(batchHTTP(stub, false, zap.NewNop()), `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); rec.Code != http.StatusAccepted {
 		t.Errorf("/message batch answered on the stream: got %d %s, want 202", rec.Code, rec.Body)
 	}
 }
@@ -426,7 +454,7 @@ func TestBatchForwardAnswers(t *testing.T) {
 // batch is waiting for responses.
 func TestStdioBatchesWritePieces(t *testing.T) {
 	var out strings.Builder
-	s := newStdioBatches(&out)
+	s := newStdioBatches(&out, zap.NewNop())
 	write := func(p string) {
 		t.Helper()
 		if n, err := s.Write([]byte(p)); err != nil || n != len(p) {

@@ -12,8 +12,10 @@ import (
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/testenv/corpora"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // BenchmarkRetrieveTools measures a retrieve_tools call (MCP request
@@ -38,8 +40,12 @@ func BenchmarkRetrieveTools(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { ix.Close() })
-			s, err := New(Deps{Upstreams: catalogUpstreams(tools), Index: benchIndex{ix}}, Options{
+			p, err := retrieval.New(ix, nil, retrieval.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { p.Close() })
+			s, err := New(Deps{Upstreams: catalogUpstreams(tools), Index: p}, Options{
 				Render:        ArmRenderer(arm.EncodeListing),
 				IndexMetadata: arm.EncodeIndexMetadata,
 			})
@@ -95,24 +101,12 @@ func BenchmarkRetrieveTools(b *testing.B) {
 	}
 }
 
-// benchIndex adapts *index.Index to Index, as cmd/mcproxy does.
-type benchIndex struct{ *index.Index }
-
-func (x benchIndex) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
-	hits, err := x.Index.Search(ctx, q, limit)
-	out := make([]Hit, len(hits))
-	for i, h := range hits {
-		out[i] = Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score}
-	}
-	return out, err
-}
-
 // catalogUpstreams serves a fixed tool list; the benchmark never calls a tool.
 type catalogUpstreams []config.Tool
 
 func (u catalogUpstreams) Tools() []config.Tool                    { return u }
 func (u catalogUpstreams) MCPTool(string, string) (mcp.Tool, bool) { return mcp.Tool{}, false }
-func (u catalogUpstreams) Status() []UpstreamStatus                { return nil }
+func (u catalogUpstreams) Status() []upstream.Status               { return nil }
 func (u catalogUpstreams) Call(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("benchmark catalog: calls are not supported")
 }

@@ -3,17 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+	"github.com/mcproxy/mcproxy/internal/testenv/golden"
+)
 
 // TestMetaToolsGolden pins the model-facing definitions of the meta tools
 // (tools/list in retrieve mode): every wording change shows up in review.
@@ -33,21 +30,5 @@ func TestMetaToolsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "meta_tools.golden.json")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("meta tool definitions changed (-want +got); review, then run with -update:\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "meta_tools.golden.json"), append(got, '\n'))
 }

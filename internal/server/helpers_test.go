@@ -19,6 +19,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -194,18 +196,18 @@ func (u *testUpstreams) Call(ctx context.Context, server, tool string, args map[
 	return res, err
 }
 
-func (u *testUpstreams) Status() []UpstreamStatus {
+func (u *testUpstreams) Status() []upstream.Status {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	var out []UpstreamStatus
+	var out []upstream.Status
 	for name := range u.clients {
-		st := UpstreamStatus{Server: name, Transport: "inprocess", State: StateReady, Tools: len(u.tools[name])}
+		st := upstream.Status{Server: name, Transport: "inprocess", State: upstream.StateReady, Tools: len(u.tools[name])}
 		if d := u.down[name]; d != nil {
-			st.State, st.LastError, st.RetryAt, st.Tools = string(d.State), d.LastError, d.RetryAt, 0
+			st.State, st.LastError, st.RetryAt, st.Tools = d.State, d.LastError, d.RetryAt, 0
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b UpstreamStatus) int { return strings.Compare(a.Server, b.Server) })
+	slices.SortFunc(out, func(a, b upstream.Status) int { return strings.Compare(a.Server, b.Server) })
 	return out
 }
 
@@ -236,11 +238,11 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-func (x *wordIndex) Search(_ context.Context, query string, limit int) ([]Hit, error) {
+func (x *wordIndex) Search(_ context.Context, query string, limit int) (retrieval.Ranking, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	q := words(query)
-	var hits []Hit
+	var hits []index.Hit
 	for _, docs := range x.docs {
 		for _, d := range docs {
 			text := words(d.Name + " " + d.Description)
@@ -251,11 +253,11 @@ func (x *wordIndex) Search(_ context.Context, query string, limit int) ([]Hit, e
 				}
 			}
 			if score > 0 {
-				hits = append(hits, Hit{ID: d.ID(), Server: d.ServerName, Name: d.Name, Score: score})
+				hits = append(hits, index.Hit{ID: d.ID(), Server: d.ServerName, Name: d.Name, Score: score})
 			}
 		}
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
+	slices.SortFunc(hits, func(a, b index.Hit) int {
 		if a.Score != b.Score {
 			if a.Score > b.Score {
 				return -1
@@ -267,7 +269,7 @@ func (x *wordIndex) Search(_ context.Context, query string, limit int) ([]Hit, e
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
-	return hits, nil
+	return retrieval.Ranking{Hits: hits}, nil
 }
 
 // front is a Server serving HTTP on a loopback port for one test.

