@@ -79,4 +79,3 @@ func benchGateway(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return exitOK
 }
-
