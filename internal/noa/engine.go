@@ -5,6 +5,13 @@ import (
 	"unicode/utf8"
 )
 
+// This file is one piece on purpose: the Engine's caches (per-message counts
+// and protection, refs, the projected view with its running totals, the
+// range pass's checkpoint, block costs) must change together on every
+// Append, Compress and SetState, and their invariants are easier to check
+// side by side than across files. The stages it shares with ProcessTurn
+// live in their own files (ranges.go, protect.go, nudge.go, prune.go).
+
 // Engine runs ProcessTurn over one session incrementally. A host keeps one
 // per session, appends each message once and asks for a turn; the engine
 // keeps what ProcessTurn would recompute from the whole history every time:

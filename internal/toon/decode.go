@@ -10,6 +10,11 @@ import (
 	"unicode/utf8"
 )
 
+// This file is one piece on purpose: the decoder is one recursive-descent
+// parser over the TOON grammar (key paths, array headers, tabular rows, list
+// items, folded keys), whose functions call one another throughout and share
+// the line cursor and strict-mode checks.
+
 // SyntaxError reports input that is not valid TOON (in strict mode, also the
 // violations of spec §14). Line is 1-based; 0 when no single line is at fault.
 type SyntaxError struct {
