@@ -54,45 +54,54 @@ func post(b *testing.B, c *http.Client, url string, body []byte) {
 }
 
 // BenchmarkGatewayOverhead sends the same request straight to the scripted
-// upstream and through the gateway (projection on, MemoryHosts, a 1M-token
-// window so nothing is compressed), alternately in one loop, and reports
+// upstream and through the gateway (projection on, with the on-disk
+// SessionHosts serve uses and with MemoryHosts, a 1M-token window so
+// nothing is compressed), alternately in one loop, and reports
 // both times, the gateway's overhead per request and the ratio. The
 // conversation is known from the first request on, as an agent's is after
 // its first turn.
 func BenchmarkGatewayOverhead(b *testing.B) {
-	for _, tokens := range []int{10_000, 100_000, 500_000} {
-		b.Run(fmt.Sprintf("%dK", tokens/1000), func(b *testing.B) {
-			body := overheadBody(tokens)
-			up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("the third") })
-			defer up.Close()
-			gw, err := New(Options{Hosts: &MemoryHosts{}, Config: config.GatewayConfig{Enabled: true,
-				Anthropic: config.GatewayProvider{BaseURL: up.URL},
-				Models:    map[string]config.GatewayModel{agentModel: {ContextWindow: 1_000_000}}}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			front := httptest.NewServer(server.Guard(gw, server.HTTPOptions{}))
-			defer front.Close()
-			c := &http.Client{}
-			post(b, c, front.URL+"/v1/messages", body) // the conversation's first request
-			up.Drain()
-			var direct, through time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				start := time.Now()
-				post(b, c, up.URL+"/v1/messages", body)
-				mid := time.Now()
-				post(b, c, front.URL+"/v1/messages", body)
-				through += time.Since(mid)
-				direct += mid.Sub(start)
-				up.Drain()
-			}
-			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(float64(direct.Nanoseconds())/n, "direct-ns/op")
-			b.ReportMetric(float64(through.Nanoseconds())/n, "gateway-ns/op")
-			b.ReportMetric(float64((through-direct).Nanoseconds())/n/1e6, "overhead-ms/op")
-			b.ReportMetric(float64(through)/float64(direct), "ratio")
-		})
+	hosts := map[string]func(b *testing.B) Hosts{
+		"session": func(b *testing.B) Hosts { return sessionHosts(b, b.TempDir()) },
+		"memory":  func(*testing.B) Hosts { return &MemoryHosts{} },
 	}
+	for _, kind := range []string{"session", "memory"} {
+		for _, tokens := range []int{10_000, 100_000, 500_000} {
+			b.Run(fmt.Sprintf("%s/%dK", kind, tokens/1000), func(b *testing.B) { benchmarkOverhead(b, hosts[kind](b), tokens) })
+		}
+	}
+}
+
+func benchmarkOverhead(b *testing.B, hosts Hosts, tokens int) {
+	body := overheadBody(tokens)
+	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("the third") })
+	defer up.Close()
+	gw, err := New(Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
+		Anthropic: config.GatewayProvider{BaseURL: up.URL},
+		Models:    map[string]config.GatewayModel{agentModel: {ContextWindow: 1_000_000}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(server.Guard(gw, server.HTTPOptions{}))
+	defer front.Close()
+	c := &http.Client{}
+	post(b, c, front.URL+"/v1/messages", body) // the conversation's first request
+	up.Drain()
+	var direct, through time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		post(b, c, up.URL+"/v1/messages", body)
+		mid := time.Now()
+		post(b, c, front.URL+"/v1/messages", body)
+		through += time.Since(mid)
+		direct += mid.Sub(start)
+		up.Drain()
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(direct.Nanoseconds())/n, "direct-ns/op")
+	b.ReportMetric(float64(through.Nanoseconds())/n, "gateway-ns/op")
+	b.ReportMetric(float64((through-direct).Nanoseconds())/n/1e6, "overhead-ms/op")
+	b.ReportMetric(float64(through)/float64(direct), "ratio")
 }

@@ -14,7 +14,7 @@ import (
 
 // sessionHosts is SessionHosts over a session manager in dir, closed when
 // the test ends.
-func sessionHosts(t *testing.T, dir string) *SessionHosts {
+func sessionHosts(t testing.TB, dir string) *SessionHosts {
 	t.Helper()
 	count := CountTokens(nil)
 	m := session.NewManager(session.Options{Dir: dir, Count: count, StateEvery: 1})
