@@ -17,7 +17,7 @@ import (
 func sessionHosts(t testing.TB, dir string) *SessionHosts {
 	t.Helper()
 	count := CountTokens(nil)
-	m := session.NewManager(session.Options{Dir: dir, Count: count, StateEvery: 1})
+	m := session.NewManager(session.Options{Dir: dir, Count: count})
 	t.Cleanup(func() { _ = m.Close() })
 	return &SessionHosts{Sessions: m, Count: count}
 }
