@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -298,14 +299,23 @@ func TestTiesAreOrderedByID(t *testing.T) {
 			ix := newIndex(t, Options{Dir: tc.dir})
 			// Identical tools on servers added out of order score the same (the
 			// server names are one word each, so the documents have equal lengths).
-			for _, s := range []string{"mike", "bravo", "zulu", "alfa"} {
+			// More tied tools than a search looks past the cut (tieSlack), in
+			// an order unlike their ids.
+			var added []string
+			for i := range tieSlack + 8 {
+				added = append(added, fmt.Sprintf("s%02d", (i*17)%(tieSlack+8)))
+			}
+			for _, s := range added {
 				if err := ix.Upsert(s, []config.ToolMetadata{tool(s, "echo", "Echo a message back.", "")}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want := []string{"alfa:echo", "bravo:echo", "mike:echo", "zulu:echo"}
+			var want []string
+			for _, s := range slices.Sorted(slices.Values(added)) {
+				want = append(want, s+":echo")
+			}
 			for range 5 {
-				hits := mustSearch(t, ix, "echo message", 10)
+				hits := mustSearch(t, ix, "echo message", len(want))
 				if diff := cmp.Diff(want, ids(hits)); diff != "" {
 					t.Fatalf("order mismatch (-want +got):\n%s", diff)
 				}
@@ -317,7 +327,7 @@ func TestTiesAreOrderedByID(t *testing.T) {
 			}
 			// The cut at limit is by the same order: the answer at a limit is
 			// the start of the answer at a larger one.
-			for limit := 1; limit <= len(want); limit++ {
+			for _, limit := range []int{1, 2, 3, 5, 8, len(want) - 1, len(want)} {
 				if diff := cmp.Diff(want[:limit], ids(mustSearch(t, ix, "echo", limit))); diff != "" {
 					t.Errorf("limit %d: order mismatch (-want +got):\n%s", limit, diff)
 				}

@@ -1,9 +1,11 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
@@ -171,13 +173,45 @@ func (ix *Index) match(ctx context.Context, r request, limit int) (matches, erro
 	return m, nil
 }
 
-// search runs q with BM25 statistics that match the index exactly. Equal
-// scores are cut by id, as Search orders them, so that the first limit hits
-// are the start of the ranking at any larger limit (Bleve's own order among
-// equals is its internal one). The caller holds statsMu for reading.
+// search runs q with BM25 statistics that match the index exactly and
+// returns its best limit hits, equal scores ordered by id as Search orders
+// them, so that the first limit hits are the start of the ranking at any
+// larger limit. Bleve's own order among equals is its internal one (on
+// disk, the order tools were added), and asking it to order by id costs an
+// id lookup per matching tool; instead the search looks tieSlack hits past
+// the cut and, when the last of them still ties with the last one kept, is
+// repeated deeper until the tie is whole; the cut is made here. The caller holds statsMu for reading.
 func (ix *Index) search(ctx context.Context, q query.Query, limit int) (*bleve.SearchResult, error) {
+	if limit < 1 {
+		return ix.searchTop(ctx, q, limit)
+	}
+	for size := limit + tieSlack; ; size *= 2 {
+		res, err := ix.searchTop(ctx, q, size)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Hits) < size || res.Hits[size-1].Score != res.Hits[limit-1].Score {
+			// Every hit that ties with the last one kept is in hand.
+			slices.SortStableFunc(res.Hits, func(a, b *search.DocumentMatch) int {
+				if c := cmp.Compare(b.Score, a.Score); c != 0 {
+					return c
+				}
+				return strings.Compare(a.ID, b.ID)
+			})
+			res.Hits = res.Hits[:min(limit, len(res.Hits))]
+			return res, nil
+		}
+	}
+}
+
+// tieSlack is how many hits past the cut the first search looks at: a
+// tie across the cut is usually whole within it (a tool offered by several
+// servers, say), so one search does.
+const tieSlack = 32
+
+// searchTop runs q for its best limit hits by score.
+func (ix *Index) searchTop(ctx context.Context, q query.Query, limit int) (*bleve.SearchResult, error) {
 	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
 	req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: ix.bm25}
 	return ix.bleve.SearchInContext(ctx, req)
 }
