@@ -18,6 +18,7 @@
 // the views it shares instead of copying). ProcessTurn stays the reference
 // the Engine is tested against.
 //
-// The behaviour follows ../shared/seeds/noa-package.txt; comments citing
+// The behaviour follows the project's noa specification (seeds/noa-package.txt,
+// kept beside the repository, not in it); comments citing
 // "spec" refer to that document.
 package noa
