@@ -13,14 +13,9 @@ import (
 // request is not shaped like one (then it is forwarded as it came and the
 // provider answers it).
 func parseAnthropic(body []byte) (*request, error) {
-	top, keys, err := decodeTop(body)
+	q, raws, err := newRequest(anthropicAPI, body)
 	if err != nil {
 		return nil, err
-	}
-	q := &request{api: anthropicAPI, top: top, keys: keys, byID: map[string]int{}}
-	raws, ok := splitArray(top["messages"])
-	if !ok {
-		return nil, fmt.Errorf(`"messages" is not an array of messages`)
 	}
 	names := map[string]string{} // tool_use id -> tool name
 	for i, raw := range raws {

@@ -113,6 +113,21 @@ func envelope(obj fields, partFields ...string) []byte {
 }
 
 // decodeTop splits a JSON object into its members and its keys in order.
+// newRequest starts taking a request of the kind api apart: its top-level fields and
+// its messages, each still raw. Both providers put the conversation in
+// "messages".
+func newRequest(kind api, body []byte) (*request, []json.RawMessage, error) {
+	top, keys, err := decodeTop(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	raws, ok := splitArray(top["messages"])
+	if !ok {
+		return nil, nil, fmt.Errorf(`"messages" is not an array of messages`)
+	}
+	return &request{api: kind, top: top, keys: keys, byID: map[string]int{}}, raws, nil
+}
+
 func decodeTop(body []byte) (map[string]json.RawMessage, []string, error) {
 	f, ok := objectFields(body)
 	if !ok {

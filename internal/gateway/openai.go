@@ -13,14 +13,9 @@ import (
 // parseOpenAI takes a Chat Completions request apart. The leading system
 // and developer messages stay out of noa (request.head).
 func parseOpenAI(body []byte) (*request, error) {
-	top, keys, err := decodeTop(body)
+	q, raws, err := newRequest(openaiAPI, body)
 	if err != nil {
 		return nil, err
-	}
-	q := &request{api: openaiAPI, top: top, keys: keys, byID: map[string]int{}}
-	raws, ok := splitArray(top["messages"])
-	if !ok {
-		return nil, fmt.Errorf(`"messages" is not an array of messages`)
 	}
 	names := map[string]string{} // tool call id -> function name
 	inHead := true
