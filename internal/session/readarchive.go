@@ -223,7 +223,7 @@ func (h *Host) archived(a ReadArchiveArgs) (string, []byte, error) {
 		}
 		return name, []byte(h.msgs[h.index[id]].Text), nil
 	default:
-		return "", nil, fmt.Errorf(`read_archive needs "block" (a block id such as "b3", from a summary's archive line) or "ref" (a message ref such as "m00042"). %s`, h.blockList())
+		return "", nil, fmt.Errorf(`%s needs "block" (a block id such as "b3", from a summary's archive line) or "ref" (a message ref such as "m00042"). %s`, h.opts.RecallTool(), h.blockList())
 	}
 }
 
