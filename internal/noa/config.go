@@ -76,7 +76,7 @@ type Config struct {
 	ProtectedTools []string
 	// IsToolProtected lets the host protect more tools by its own rule;
 	// nil adds none.
-	IsToolProtected func(toolName string) bool
+	IsToolProtected func(toolName string) bool `json:"-"`
 	// PreserveRecentMessages and PreserveRecentTokens size the newest stretch
 	// of the conversation, left alone because the current step likely still
 	// needs it.

@@ -163,6 +163,8 @@ type inspected struct {
 	rp        replay
 	arch      *Archiver
 	trBytes   int64
+	// cfg is the configuration the transcript is replayed with.
+	cfg noa.Config
 }
 
 // sessionDir is the directory of the existing session id.
@@ -192,7 +194,14 @@ func inspect(opts Options, id string) (*inspected, error) {
 		in.trBytes = fi.Size()
 	}
 	in.saved, in.haveState, in.stateErr = readState(filepath.Join(dir, StateFile))
-	in.rp = replayTranscript(in.tr.records, -1, id, in.arch, opts.Noa, newMemo(opts.Count).count, false)
+	cfg := opts.Noa
+	if saved, err := readHostConfig(dir); err != nil {
+		return nil, err
+	} else if saved != nil {
+		cfg = *saved
+	}
+	in.cfg = cfg
+	in.rp = replayTranscript(in.tr.records, -1, id, in.arch, cfg, newMemo(opts.Count).count, false)
 	if len(in.tr.records) == 0 {
 		in.rp.state = noa.CreateInitialState(id, in.arch.Root)
 	}
@@ -370,7 +379,7 @@ func Rebuild(opts Options, id string) (rep RebuildReport, err error) {
 		return rep, errors.New("the transcript is empty; there is nothing to rebuild")
 	}
 	before := in.stateStatus()
-	rp := replayTranscript(in.tr.records, -1, id, in.arch, opts.Noa, newMemo(opts.Count).count, true)
+	rp := replayTranscript(in.tr.records, -1, id, in.arch, in.cfg, newMemo(opts.Count).count, true)
 	b, err := encodeState(rp.seq, rp.state)
 	if err != nil {
 		return rep, err

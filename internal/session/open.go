@@ -76,6 +76,18 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 		}
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
+	cfg, changed, err := hostConfig(opts.FS, dir, ho.Noa)
+	if err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	if cfg != nil {
+		if changed {
+			h.log.Info("session keeps the noa configuration it was created with",
+				zap.Int("context_limit", cfg.ModelContextLimit), zap.Int("asked_context_limit", ho.Noa.ModelContextLimit))
+		}
+		h.opts.Noa, h.cfg = *cfg, *cfg
+	}
 	if err := h.load(); err != nil {
 		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
