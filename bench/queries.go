@@ -13,6 +13,11 @@ import (
 const (
 	SplitTune    = "tune"
 	SplitHeldout = "heldout"
+	// SplitFirst and SplitLater are the two phrasings of one need in a pair
+	// set (`mcproxy bench --learn`): what the user says the first time, and
+	// on a later occasion.
+	SplitFirst = "first"
+	SplitLater = "later"
 )
 
 // Label grades one tool for a query: 2 = the tool the user needs, 1 = an
@@ -24,9 +29,12 @@ type Label struct {
 
 // Query is one graded retrieval query.
 type Query struct {
-	ID     string  `json:"id"`
-	Query  string  `json:"query"`
-	Split  string  `json:"split,omitempty"`
+	ID    string `json:"id"`
+	Query string `json:"query"`
+	Split string `json:"split,omitempty"`
+	// Pair joins the first and later phrasing of one need (pair sets
+	// only; their split is first or later).
+	Pair   string  `json:"pair,omitempty"`
 	Labels []Label `json:"labels"`
 }
 
@@ -87,8 +95,11 @@ func (q Query) validate() error {
 	if q.Query == "" {
 		return errors.New("empty query text")
 	}
-	switch q.Split {
-	case "", SplitTune, SplitHeldout:
+	switch {
+	case q.Pair != "" && q.Split != SplitFirst && q.Split != SplitLater:
+		return fmt.Errorf("pair %s: split %q, want %q or %q", q.Pair, q.Split, SplitFirst, SplitLater)
+	case q.Pair != "":
+	case q.Split == "", q.Split == SplitTune, q.Split == SplitHeldout:
 	default:
 		return fmt.Errorf("split %q: want %q, %q or none", q.Split, SplitTune, SplitHeldout)
 	}

@@ -29,6 +29,7 @@ Usage:
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
+  mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
   mcproxy version
@@ -48,6 +49,9 @@ sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
          (mcproxy sessions help).
+learned  Shows and edits what retrieve_tools learned from use: the words of
+         searches that led the agent to a tool it then called successfully
+         (<data_dir>/learned.json; "learn": false turns learning off).
 
 noa (on unless "noa": {"enabled": false}) tags every tool result with a ref,
 asks the model to Compress old results when they fill noa.context_limit, and
@@ -75,6 +79,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSearch(ctx, rest, stdout, stderr)
 	case "sessions":
 		return runSessions(rest, stdout, stderr)
+	case "learned":
+		return runLearned(rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "embeddings":

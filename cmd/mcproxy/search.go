@@ -18,6 +18,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("search", `search "QUERY" [flags]`, stderr)
 	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file")
 	limit := fs.Int("limit", 0, "how many matches to print (default: the config's retrieve_limit)")
+	explain := fs.Bool("explain", false, "say which matches were found through words learned from use")
 	logLevel := fs.String("log-level", "error", "log level for connection messages on stderr: debug, info, warn or error")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -50,7 +51,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	// An in-memory index: a one-shot search must not contend with a running
 	// mcproxy for the on-disk one.
-	st, err := newStack(cfg, stackOptions{Version: versionString(), Logger: log})
+	st, err := newStack(cfg, stackOptions{Version: versionString(), Logger: log, LearnFile: learnFile(cfg)})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -83,7 +84,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	printMatches(stdout, query, matches, tools, ready)
+	printMatches(stdout, query, matches, tools, ready, *explain)
 	if st.dense != nil {
 		fmt.Fprintln(stdout, denseStatus(cfg.Embeddings, syncErr, st.dense.Stats()))
 	}
@@ -99,7 +100,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 //
 //  1. 12.41  filesystem:read_text_file(path: string, head?: number)
 //     Read the complete contents of a file from the file system as text.
-func printMatches(w io.Writer, query string, matches []server.Match, tools, servers int) {
+//
+// With explain, a match found through words it learned from use says which.
+func printMatches(w io.Writer, query string, matches []server.Match, tools, servers int, explain bool) {
 	fmt.Fprintf(w, "%d match(es) for %q among %d tools on %d server(s):\n", len(matches), query, tools, servers)
 	if len(matches) == 0 {
 		fmt.Fprintln(w, "  (none: try other words, e.g. the object the tool acts on)")
@@ -110,6 +113,9 @@ func printMatches(w io.Writer, query string, matches []server.Match, tools, serv
 		fmt.Fprintf(tw, "%2d.\t%.2f\t%s(%s)\n", i+1, m.Score, m.Tool.ID, server.Signature(m.Tool.Schema))
 		if d := firstLine(m.Tool.Description, 100); d != "" {
 			fmt.Fprintf(tw, "\t\t%s\n", d)
+		}
+		if explain && len(m.Learned) > 0 {
+			fmt.Fprintf(tw, "\t\tlearned from use: %s (mcproxy learned list %s)\n", strings.Join(m.Learned, ", "), m.Tool.ID)
 		}
 	}
 	tw.Flush()

@@ -92,6 +92,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		WaitForStart:   true,
 		Sessions:       sessions,
 		StdioSessionID: stdioID,
+		LearnFile:      learnFile(cfg),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -44,6 +45,9 @@ type stackOptions struct {
 	Sessions *session.Manager
 	// StdioSessionID is the noa session id of a stdio connection.
 	StdioSessionID string
+	// LearnFile is the store of words learned from use; "" learns
+	// nothing (config "learn": false, or a run that keeps nothing).
+	LearnFile string
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -54,9 +58,22 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	if err != nil {
 		return nil, &config.FieldError{Path: "arm", Message: err.Error()}
 	}
-	ix, err := openIndex(index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms, Logger: log.Named("index")}, log)
+	var learner *learn.Learner
+	ixOpts := index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms, Logger: log.Named("index")}
+	if opts.LearnFile != "" {
+		store, err := learn.Open(learn.Options{Path: opts.LearnFile})
+		if err != nil {
+			return nil, &config.FieldError{Path: "learn", Message: err.Error()}
+		}
+		ixOpts.Learned = store.Terms
+		learner = &learn.Learner{Store: store, Log: log.Named("learn")}
+	}
+	ix, err := openIndex(ixOpts, log)
 	if err != nil {
 		return nil, err
+	}
+	if learner != nil {
+		learner.Index = ix
 	}
 	if skipped := ix.SkippedSynonyms(); len(skipped) > 0 {
 		log.Warn("synonyms: these words are not single words once analyzed (a phrase, an identifier or a stop word) and are ignored",
@@ -90,6 +107,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
+		Learner:   learner,
 	}, server.Options{
 		Version:        opts.Version,
 		Mode:           cfg.Mode,

@@ -76,7 +76,16 @@ type Config struct {
 	// words or more; each word must be one word (a phrase or a code-style
 	// identifier is ignored, with a warning in the log).
 	Synonyms [][]string `json:"synonyms,omitempty"`
+	// Learn, when true (the default), lets retrieve_tools learn from use:
+	// the words of searches that led the agent to a tool it then called
+	// successfully are kept in <data_dir>/learned.json and searched for
+	// that tool (see `mcproxy learned`). false learns nothing and ignores
+	// what was learned.
+	Learn *bool `json:"learn,omitempty"`
 }
+
+// LearnEnabled reports whether retrieve_tools learns from use.
+func (c *Config) LearnEnabled() bool { return c.Learn == nil || *c.Learn }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to
 // launch (stdio) or a URL (streamable HTTP or legacy SSE).

@@ -63,6 +63,10 @@ type Features struct {
 	// combined field alone.
 	Synonyms      bool
 	SynonymWeight float64
+	// LearnedWeight is the boost of words tools learned from use
+	// (Options.Learned) when a query word matches them; 0 leaves them
+	// unsearched.
+	LearnedWeight float64
 	// ExpansionGrouped searches each expansion inside the clause of the
 	// query word it came from (WeightedTerm.From), so a tool matching a
 	// word or its neighbors counts as matching that word once; otherwise
@@ -98,6 +102,7 @@ func DefaultFeatures() Features {
 		ExpansionWeight:     1,
 		Synonyms:            true,
 		SynonymWeight:       1,
+		LearnedWeight:       DefaultLearnedWeight,
 		DeprecatedWeight:    0.5,
 	}
 }
@@ -124,9 +129,9 @@ func (f Features) validate() error {
 	if f.DeprecatedWeight <= 0 || f.DeprecatedWeight > 1 {
 		return fmt.Errorf("deprecated weight %v: want more than 0 and at most 1 (1: no demotion)", f.DeprecatedWeight)
 	}
-	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 || f.SynonymWeight < 0 {
-		return fmt.Errorf("negative weight (server mention %v, expansion %v, server prior %v, synonym %v)",
-			f.ServerMentionWeight, f.ExpansionWeight, f.ServerPrior, f.SynonymWeight)
+	if f.ServerMentionWeight < 0 || f.ExpansionWeight < 0 || f.ServerPrior < 0 || f.SynonymWeight < 0 || f.LearnedWeight < 0 {
+		return fmt.Errorf("negative weight (server mention %v, expansion %v, server prior %v, synonym %v, learned %v)",
+			f.ServerMentionWeight, f.ExpansionWeight, f.ServerPrior, f.SynonymWeight, f.LearnedWeight)
 	}
 	return nil
 }
@@ -235,3 +240,9 @@ func quotedTools(q string, names map[string][]string, ids map[string]string) []s
 func codeStyle(tok string) bool {
 	return len(splitIdentifier([]byte(tok))) > 1
 }
+
+// DefaultLearnedWeight is Features.LearnedWeight by default: a word a tool
+// learned counts a little under the same word in the tool's own combined
+// text, so a tool that uses the word itself ranks above one that learned it.
+// Chosen with `mcproxy bench --learn` (docs/retrieval.md).
+const DefaultLearnedWeight = 0.6

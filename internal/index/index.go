@@ -29,6 +29,8 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
 )
 
 // Options configures New.
@@ -59,6 +61,12 @@ type Options struct {
 	// on: {"k8s", "kubernetes"} lets "k8s" find tools that say
 	// "kubernetes". Each group needs two words or more.
 	Synonyms [][]string
+	// Learned, when set, gives a tool's learned words (by tool id): query
+	// words that led the agent to the tool, already analyzed, each
+	// repeated by its weight (see package learn). They are indexed in a
+	// field of their own and searched like synonyms, below the tool's own
+	// words (Features.LearnedWeight). Relearn re-reads them for one tool.
+	Learned func(id string) []string
 }
 
 // Index is a searchable set of tools. All methods are safe for concurrent
@@ -72,7 +80,11 @@ type Index struct {
 	expander func(vocab []string) ExpandFunc
 	log      *zap.Logger
 	lex      *lexicon // nil when Features.Synonyms is off
-	skipped  []string // words of Options.Synonyms that take no part
+	learned  func(id string) []string
+	// sources holds each server's last upserted tools, so Relearn can
+	// rebuild their documents; written only under wmu.
+	sources map[string][]config.ToolMetadata
+	skipped []string // words of Options.Synonyms that take no part
 
 	expMu       sync.Mutex // guards the five below
 	expand      ExpandFunc // built by expander for vocabulary version expVersion
@@ -124,7 +136,8 @@ func New(opts Options) (*Index, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, log: log, expVersion: -1, stats: map[string]serverStats{}}
+	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, log: log, expVersion: -1,
+		stats: map[string]serverStats{}, learned: opts.Learned, sources: map[string][]config.ToolMetadata{}}
 	content := fmt.Sprintf("params=%v", f.Params)
 	if f.Synonyms {
 		for i, g := range opts.Synonyms {

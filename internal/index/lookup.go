@@ -18,10 +18,11 @@ type lookup struct {
 	names      map[string][]string // lower-cased tool name → ids
 	ids        map[string]string   // lower-cased id → id
 	deprecated int                 // number of deprecated tools
+	learned    map[string]int      // learned term → number of tools that learned it
 }
 
 func newLookup() *lookup {
-	return &lookup{vocab: map[string]int{}, serverKeys: map[string][]string{}, names: map[string][]string{}, ids: map[string]string{}}
+	return &lookup{vocab: map[string]int{}, learned: map[string]int{}, serverKeys: map[string][]string{}, names: map[string][]string{}, ids: map[string]string{}}
 }
 
 // update replaces server's entries: old out, new in.
@@ -34,6 +35,13 @@ func (l *lookup) update(server string, old, new serverStats, hadOld bool) {
 			for _, t := range terms {
 				if l.vocab[t]--; l.vocab[t] <= 0 {
 					delete(l.vocab, t)
+				}
+			}
+		}
+		for _, terms := range old.Learned {
+			for _, t := range terms {
+				if l.learned[t]--; l.learned[t] <= 0 {
+					delete(l.learned, t)
 				}
 			}
 		}
@@ -61,6 +69,11 @@ func (l *lookup) update(server string, old, new serverStats, hadOld bool) {
 	for _, terms := range new.ToolTerms {
 		for _, t := range terms {
 			l.vocab[t]++
+		}
+	}
+	for _, terms := range new.Learned {
+		for _, t := range terms {
+			l.learned[t]++
 		}
 	}
 	for _, name := range new.Tools {

@@ -23,7 +23,7 @@ import (
 // JSON does not show (the code of identifierFilter, what goes into a field
 // or into the persisted statistics). An on-disk index stamped with another
 // version is rebuilt.
-const mappingVersion = 5
+const mappingVersion = 6
 
 // Field names. Every text field uses textAnalyzer, so one analysis of the
 // query serves all of them.
@@ -34,6 +34,7 @@ const (
 	fieldParams      = "params"      // parameter names and descriptions (see paramsText)
 	fieldAll         = "all"         // server, name, description and params together
 	fieldSyn         = "syn"         // synonym group ids of the "all" terms (see lexicon.synText)
+	fieldLearned     = "learned"     // words learned from use (Options.Learned), already analyzed
 )
 
 // textFields are the analyzed fields, in a fixed order.
@@ -86,7 +87,8 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding analyzer: %w", err)
 	}
-	if f.Synonyms {
+	{
+		// The synonym and learned fields hold terms the index wrote itself.
 		err := im.AddCustomAnalyzer(synAnalyzer, map[string]any{
 			"type":          custom.Name,
 			"tokenizer":     whitespace.Name,
@@ -114,6 +116,7 @@ func newMapping(f Features) (*mapping.IndexMappingImpl, error) {
 	if f.Synonyms {
 		doc.AddFieldMappingsAt(fieldSyn, searchOnly(synAnalyzer))
 	}
+	doc.AddFieldMappingsAt(fieldLearned, searchOnly(synAnalyzer))
 	im.DefaultMapping = doc
 	if err := im.Validate(); err != nil {
 		return nil, fmt.Errorf("validating mapping: %w", err)

@@ -53,7 +53,12 @@ var defaultPlan = queryPlan{fields: DefaultFeatures().Fields}
 // word counts as matching one more part of the query, at a discount. An
 // expansion that is a synonym of a query term (syns) is left out: the group
 // already searches it.
-func (p queryPlan) build(terms []string, groups map[string][]string, synWeight float64, syns map[string][]string, extra []WeightedTerm, scale float64, grouped bool) query.Query {
+//
+// A term some tool learned from use (learned(t), nil meaning none) is also
+// searched in the learned field with boost learnedWeight, as a third half of
+// its clause, so a tool that learned the word counts as matching it.
+func (p queryPlan) build(terms []string, groups map[string][]string, synWeight float64, syns map[string][]string, extra []WeightedTerm, scale float64, grouped bool,
+	learned func(string) bool, learnedWeight float64) query.Query {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -82,6 +87,12 @@ func (p queryPlan) build(terms []string, groups map[string][]string, synWeight f
 				gq = append(gq, q)
 			}
 			clause = query.NewDisjunctionQuery([]query.Query{clause, query.NewDisjunctionQuery(gq)})
+		}
+		if learned != nil && learned(t) {
+			lq := query.NewTermQuery(t)
+			lq.SetField(fieldLearned)
+			lq.SetBoost(learnedWeight)
+			clause = query.NewDisjunctionQuery([]query.Query{clause, lq})
 		}
 		termQueries = append(termQueries, clause)
 	}

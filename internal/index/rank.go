@@ -25,7 +25,7 @@ func (ix *Index) rank(r request, m matches, limit int) []Hit {
 	if f.ServerPrior > 0 {
 		for id, sc := range scores {
 			server, _, _ := config.SplitToolID(id)
-			scores[id] = sc + f.ServerPrior*m.best*coverage(r.terms, idf, r.syns, ix.stats[server].Terms)
+			scores[id] = sc + f.ServerPrior*m.best*coverage(r.terms, idf, r.syns, ix.stats[server].Terms, nil)
 		}
 	}
 	if f.DeprecatedWeight < 1 && ix.lookup.deprecated > 0 {
@@ -48,8 +48,9 @@ func (ix *Index) rank(r request, m matches, limit int) []Hit {
 	hits := make([]Hit, 0, len(scores))
 	for id, sc := range scores {
 		server, name, _ := config.SplitToolID(id)
+		learned := ix.learnedOnly(r.terms, server, name)
 		hits = append(hits, Hit{ID: id, Server: server, Name: name, Score: sc,
-			Coverage: coverage(r.terms, idf, r.syns, ix.stats[server].ToolTerms[name])})
+			Coverage: coverage(r.terms, idf, r.syns, ix.stats[server].ToolTerms[name], learned), Learned: learned})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
@@ -80,11 +81,12 @@ func (l *lookup) idf(terms []string) []float64 {
 }
 
 // coverage is the idf-weighted share of terms found in have (sorted),
-// a term counting as found when have holds it or one of its synonyms syns[t].
-func coverage(terms []string, idf []float64, syns map[string][]string, have []string) float64 {
+// a term counting as found when have holds it or one of its synonyms syns[t],
+// or the tool learned it (learned: the query terms it matches that way).
+func coverage(terms []string, idf []float64, syns map[string][]string, have, learned []string) float64 {
 	holds := func(t string) bool {
 		_, ok := slices.BinarySearch(have, t)
-		return ok
+		return ok || slices.Contains(learned, t)
 	}
 	var got, total float64
 	for i, t := range terms {

@@ -25,8 +25,12 @@ type Hit struct {
 	// Coverage is the share of the query the tool's text holds: the
 	// query's distinct terms weighted by their rarity among tools (inverse
 	// document frequency), 0 to 1. Unlike Score it is comparable between
-	// searches; a low value at the top says nothing matched well.
+	// searches; a low value at the top says nothing matched well. Words
+	// the tool learned from use count as held.
 	Coverage float64
+	// Learned are the query's terms this tool matched only through words
+	// it learned from use (Options.Learned), not its own text.
+	Learned []string
 }
 
 // WeakCoverage is the Coverage below which a hit is a weak match. Chosen on
@@ -111,7 +115,11 @@ func (ix *Index) request(q string, terms []string) request {
 		r.syns = ix.lex.others.of(terms, inIndex)
 		groups = ix.lex.groupsOf(terms, inIndex)
 	}
-	r.bq = ix.plan.build(terms, groups, f.SynonymWeight, r.syns, extra, f.ExpansionWeight, f.ExpansionGrouped)
+	var learned func(string) bool
+	if f.LearnedWeight > 0 && len(ix.lookup.learned) > 0 {
+		learned = func(t string) bool { return ix.lookup.learned[t] > 0 }
+	}
+	r.bq = ix.plan.build(terms, groups, f.SynonymWeight, r.syns, extra, f.ExpansionWeight, f.ExpansionGrouped, learned, f.LearnedWeight)
 	return r
 }
 

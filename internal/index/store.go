@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +30,9 @@ type serverStats struct {
 	// Deprecated names the tools whose description marks them deprecated
 	// (see deprecated), sorted.
 	Deprecated []string `json:"deprecated,omitempty"`
+	// Learned holds each tool's distinct learned terms (Options.Learned),
+	// sorted, by name; only tools that have some.
+	Learned map[string][]string `json:"learned,omitempty"`
 }
 
 // Keys in the index's internal storage, written in the same batches as the
@@ -163,13 +167,14 @@ func totals(stats map[string]serverStats) *search.BM25Stats {
 	}
 	t.FieldCardinality[fieldServer] = 0
 	t.FieldCardinality[fieldSyn] = 0
+	t.FieldCardinality[fieldLearned] = 0
 	for _, s := range stats {
 		t.DocCount += float64(s.Docs)
 		for f, n := range s.Tokens {
 			t.FieldCardinality[f] += n
 		}
 	}
-	return t
+	return withLearned(t, stats)
 }
 
 // adjust returns t with one server's statistics old replaced by new.
@@ -179,4 +184,20 @@ func adjust(t *search.BM25Stats, old, new serverStats) *search.BM25Stats {
 		out.FieldCardinality[f] = n - old.Tokens[f] + new.Tokens[f]
 	}
 	return out
+}
+
+// withLearned sets the learned field's cardinality in t so that its average
+// length is the average over the tools that have learned words: few tools
+// have any, and averaged over all of them the length would be near zero,
+// which BM25 would take to mean every learned field is very long.
+func withLearned(t *search.BM25Stats, stats map[string]serverStats) *search.BM25Stats {
+	docs, toks := 0, 0
+	for _, s := range stats {
+		docs += len(s.Learned)
+		toks += s.Tokens[fieldLearned]
+	}
+	if docs > 0 {
+		t.FieldCardinality[fieldLearned] = int(math.Round(float64(toks) / float64(docs) * t.DocCount))
+	}
+	return t
 }

@@ -36,7 +36,16 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		}
 		docs[id] = document(t, ix.features.Params)
 	}
-	return ix.replace(server, docs)
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if err := ix.replace(server, docs); err != nil {
+		return err
+	}
+	if ix.sources == nil {
+		ix.sources = map[string][]config.ToolMetadata{}
+	}
+	ix.sources[server] = slices.Clone(tools)
+	return nil
 }
 
 // Remove deletes every document of server. Removing a server the index
@@ -45,7 +54,13 @@ func (ix *Index) Remove(server string) error {
 	if err := checkServer(server); err != nil {
 		return err
 	}
-	return ix.replace(server, nil)
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if err := ix.replace(server, nil); err != nil {
+		return err
+	}
+	delete(ix.sources, server)
+	return nil
 }
 
 func checkServer(server string) error {
@@ -55,10 +70,9 @@ func checkServer(server string) error {
 	return nil
 }
 
-// replace swaps server's documents for docs in a single batch.
+// replace swaps server's documents for docs in a single batch. The caller
+// holds wmu.
 func (ix *Index) replace(server string, docs map[string]map[string]any) error {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.closed {
@@ -105,6 +119,16 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 				}
 			}
 		}
+		if ix.learned != nil {
+			if words := ix.learned(id); len(words) > 0 {
+				doc[fieldLearned] = strings.Join(words, " ")
+				st.Tokens[fieldLearned] += len(words)
+				if st.Learned == nil {
+					st.Learned = map[string][]string{}
+				}
+				st.Learned[name] = slices.Compact(slices.Sorted(slices.Values(words)))
+			}
+		}
 		if err := batch.Index(id, doc); err != nil {
 			return fmt.Errorf("indexing %q: %w", id, err)
 		}
@@ -143,7 +167,7 @@ func (ix *Index) replace(server string, docs map[string]map[string]any) error {
 		ix.stats[server] = st
 	}
 	ix.lookup.update(server, prev, st, hadPrev)
-	ix.bm25 = bm25
+	ix.bm25 = withLearned(bm25, ix.stats)
 	changed = true
 	return nil
 }

@@ -85,6 +85,9 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 		limit = int(n)
 	}
+	if s.learn != nil {
+		s.learn.Refresh()
+	}
 	matches, err := s.Retrieve(ctx, query, limit)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -93,6 +96,7 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 		s.log.Error("retrieve_tools", zap.Error(err))
 		return mcp.NewToolResultError(fmt.Sprintf("Searching tools failed: %v. Retry; if it keeps failing, the mcproxy log has details.", err)), nil
 	}
+	s.learnSearch(ctx, query, matches)
 	if len(matches) == 0 {
 		return mcp.NewToolResultText(s.noMatchText(query)), nil
 	}
@@ -151,7 +155,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !s.callable(server, id) {
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	}
-	return s.callUpstream(ctx, server, tool, toolArgs)
+	res, err := s.callUpstream(ctx, server, tool, toolArgs)
+	s.learnCall(ctx, id, res, err)
+	return res, err
 }
 
 // callable reports whether a call to id should reach the upstream manager:
@@ -305,6 +311,7 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 			continue
 		}
 		found++
+		s.learnDescribe(ctx, id)
 		d := described{Name: id, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)}
 		if mt, ok := s.up.MCPTool(t.Server, t.Name); ok {
 			d.OutputSchema = outputSchema(mt)

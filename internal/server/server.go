@@ -32,6 +32,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -71,6 +72,9 @@ type Match struct {
 	// (retrieval.Ranking.Weak, the same for every match of an answer);
 	// retrieve_tools then also lists the servers (refine.go).
 	Weak bool
+	// Learned are the query words this tool matched only through words it
+	// learned from use (index.Hit.Learned).
+	Learned []string
 }
 
 // Renderer turns ranked matches into the text retrieve_tools returns. It must
@@ -96,6 +100,10 @@ type Deps struct {
 	// cuts and their recall tool, read_result, are kept. nil means noa is
 	// off.
 	Sessions *session.Manager
+	// Learner, when set, learns from each session's searches and calls in
+	// retrieve mode which words lead to which tool (config "learn"); nil
+	// means nothing is learned.
+	Learner *learn.Learner
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -138,6 +146,10 @@ type Server struct {
 	log  *zap.Logger
 	opts Options
 	mcp  *mcpserver.MCPServer
+	// learn follows search episodes (nil: off); learnID keys them by
+	// client session.
+	learn   *learn.Learner
+	learnID sessionIDFunc
 
 	// syncMu serializes ToolsChanged, so index, catalog and direct-mode
 	// registrations are updated in the same order.
@@ -210,6 +222,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if !opts.WaitForStart {
 		s.Started()
+	}
+	if deps.Learner != nil {
+		stdio := opts.StdioSessionID
+		if stdio == "" {
+			stdio = "stdio" // noa off: the connection is the one session
+		}
+		s.learn, s.learnID = deps.Learner, clientSessionID(stdio)
 	}
 	hooks := &mcpserver.Hooks{}
 	if opts.Mode == config.ModeDirect {
@@ -466,7 +485,7 @@ func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match
 			// tool that cannot be called.
 			continue
 		}
-		out = append(out, Match{Tool: t, Score: h.Score, Weak: r.Weak})
+		out = append(out, Match{Tool: t, Score: h.Score, Weak: r.Weak, Learned: h.Learned})
 		if len(out) == limit {
 			break
 		}

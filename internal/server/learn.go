@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The hooks below feed the Learner (Deps.Learner) with a session's search
+// episode: what it searched and was shown, what it described, and whether
+// the call that followed succeeded. A request without a session (the
+// stateless 2026-07-28 protocol) has no episode to follow and teaches
+// nothing.
+
+func (s *Server) learnSession(ctx context.Context) string {
+	if s.learn == nil {
+		return ""
+	}
+	return s.learnID(ctx)
+}
+
+func (s *Server) learnSearch(ctx context.Context, query string, matches []Match) {
+	if sid := s.learnSession(ctx); sid != "" {
+		ids := make([]string, len(matches))
+		for i, m := range matches {
+			ids[i] = m.Tool.ID
+		}
+		s.learn.Searched(sid, query, ids)
+	}
+}
+
+func (s *Server) learnDescribe(ctx context.Context, id string) {
+	if sid := s.learnSession(ctx); sid != "" {
+		s.learn.Described(sid, id)
+	}
+}
+
+func (s *Server) learnCall(ctx context.Context, id string, res *mcp.CallToolResult, err error) {
+	if sid := s.learnSession(ctx); sid != "" {
+		s.learn.Called(sid, id, err == nil && res != nil && !res.IsError)
+	}
+}
