@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -55,14 +56,18 @@ type LearnStandard struct {
 // is production's (the default arm's index metadata, the retrieval
 // pipeline, no expansion and no dense) with the learned field fed by a
 // learn.Store, and the run is deterministic.
-func SimulateLearning(ctx context.Context, c *Corpus, pairs, standard *QuerySet, noise float64) (LearnResult, error) {
+//
+// ixOpts are the index options of the run (synonyms, expansion); its Dir
+// must be empty and its Learned is the simulation's own.
+func SimulateLearning(ctx context.Context, c *Corpus, pairs, standard *QuerySet, noise float64, ixOpts index.Options) (LearnResult, error) {
 	res := LearnResult{Corpus: c.Name, Noise: noise}
 	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	store, err := learn.Open(learn.Options{Now: func() time.Time { return clock }})
 	if err != nil {
 		return res, err
 	}
-	ix, err := index.New(index.Options{Learned: store.Terms})
+	ixOpts.Learned = store.Terms
+	ix, err := index.New(ixOpts)
 	if err != nil {
 		return res, err
 	}
@@ -238,7 +243,7 @@ func BuiltinPairs(cs []*Corpus) (map[string]*QuerySet, error) {
 		}
 		for _, c := range cs {
 			if c.Version == qs.CorpusVersion {
-				if err := qs.CheckTools(c.IDs()); err != nil {
+				if err := errors.Join(qs.CheckTools(c.IDs()), qs.CheckPairs()); err != nil {
 					return nil, fmt.Errorf("built-in pair set %s: %w", e.Name(), err)
 				}
 				out[c.Name] = qs
@@ -246,4 +251,42 @@ func BuiltinPairs(cs []*Corpus) (map[string]*QuerySet, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckPairs reports a pair set whose pairs are not each one first and one
+// later phrasing of the same tool.
+func (qs *QuerySet) CheckPairs() error {
+	type pair struct {
+		first, later int
+		tool         string
+	}
+	byID := map[string]*pair{}
+	var order []string
+	for _, q := range qs.Queries {
+		if q.Pair == "" {
+			return fmt.Errorf("query %s: no pair id (a pair set holds only pairs)", q.ID)
+		}
+		p := byID[q.Pair]
+		if p == nil {
+			p = &pair{}
+			byID[q.Pair] = p
+			order = append(order, q.Pair)
+		}
+		target := q.Labels[slices.IndexFunc(q.Labels, func(l Label) bool { return l.Relevance == 2 })].ToolID
+		if p.tool != "" && p.tool != target {
+			return fmt.Errorf("pair %s: its phrasings want different tools (%s, %s)", q.Pair, p.tool, target)
+		}
+		p.tool = target
+		if q.Split == SplitFirst {
+			p.first++
+		} else {
+			p.later++
+		}
+	}
+	for _, id := range order {
+		if p := byID[id]; p.first != 1 || p.later != 1 {
+			return fmt.Errorf("pair %s: %d first and %d later phrasings, want one of each", id, p.first, p.later)
+		}
+	}
+	return nil
 }

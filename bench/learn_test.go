@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/index"
 )
 
 // TestLearningFromUse runs the learning simulation on both frozen corpora
@@ -30,7 +32,7 @@ func TestLearningFromUse(t *testing.T) {
 			t.Fatalf("%s: want a built-in pair set of at least 20 pairs", c.Name)
 		}
 		for _, noise := range []float64{0, 0.2} {
-			r, err := SimulateLearning(context.Background(), c, ps, sets[c.Name].Set, noise)
+			r, err := SimulateLearning(context.Background(), c, ps, sets[c.Name].Set, noise, index.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -149,6 +149,11 @@ func (r *Report) Markdown() string {
 			}
 		}
 	}
+	if len(r.Learning) > 0 {
+		b.WriteString("\n## Learning from use\n\n")
+		b.WriteString("Each pair is one need phrased twice. The first phrasings are searched as an agent would (a miss is followed by a search in the tool's own words, then the call); then the later phrasings are scored. Noise: that share of episodes ends at a wrong tool. Standard: the corpus's query set, before → after.\n\n")
+		b.WriteString(LearnMarkdown(r.Learning))
+	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n## Notes\n\n")
 		for _, n := range r.Notes {

@@ -42,6 +42,9 @@ type Report struct {
 	// Ablation holds the retrieval ablation (--ablation): one row per
 	// variant per corpus with a query set.
 	Ablation []AblationRow `json:"ablation,omitempty"`
+	// Learning holds the learning-from-use simulation (--learn), per
+	// corpus, clean and noisy.
+	Learning []LearnResult `json:"learning,omitempty"`
 	// Notes lists measurements that were not taken, and why.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -50,7 +50,13 @@ type Profile struct {
 	// rows; DenseUnavailable says why it is nil.
 	Dense            *DenseSetup
 	DenseUnavailable string
+	// Learn maps a corpus name to its pair set: the run adds the learning
+	// simulation (SimulateLearning), clean and with LearnNoise.
+	Learn map[string]*QuerySet
 }
+
+// LearnNoise is the share of wrong episodes of the noisy learning run.
+const LearnNoise = 0.2
 
 // NamedQuerySet is a query set and the name the report gives it.
 type NamedQuerySet struct {
@@ -145,6 +151,24 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 				}
 				rep.Discovery = append(rep.Discovery, d)
 			}
+		}
+	}
+	for _, c := range p.Corpora {
+		pairs := p.Learn[c.Name]
+		if pairs == nil {
+			continue
+		}
+		var standard *QuerySet
+		if qs, ok := p.QuerySets[c.Name]; ok {
+			standard = qs.Set
+		}
+		for _, noise := range []float64{0, LearnNoise} {
+			fmt.Fprintf(progress, "bench: %s: learning from use, %.0f%% noise\n", c.Name, noise*100)
+			r, err := SimulateLearning(ctx, c, pairs, standard, noise, p.Index)
+			if err != nil {
+				return nil, fmt.Errorf("corpus %s: learning: %w", c.Name, err)
+			}
+			rep.Learning = append(rep.Learning, r)
 		}
 	}
 	if p.Fixtures != nil {

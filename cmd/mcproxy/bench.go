@@ -98,6 +98,7 @@ func benchRun(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		quiet     = fs.Bool("quiet", false, "no progress lines on stderr")
 		ablation  = fs.Bool("ablation", false, "add the retrieval ablation: each index lever changed alone, scored on both halves of each query set")
 		cfgPath   = fs.String("config", "", "mcproxy config file whose retrieval settings apply: its \"synonyms\" join the built-in lexicon, and its \"embeddings\" provider measures the ablation's +dense and dense-only rows (vectors cached under its data_dir)")
+		learnFlag = fs.String("learn", "", "add the learning-from-use simulation: \"builtin\" for the built-in pair sets (bench/queries/*.pairs.json), or a pair file (query-set format with \"pair\" ids and first/later splits) for the corpus whose version it names")
 		expansion = fs.String("expansion", "", "word-embeddings file for query expansion (default: the one `mcproxy embeddings build` writes under the default data_dir, when present; \"none\" turns expansion off)")
 	)
 	fs.Var(&corpora, "corpus", "corpus file to measure, as PATH or NAME=PATH (repeatable; replaces the frozen corpora)")
@@ -176,6 +177,30 @@ func benchRun(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		p.Front = nil
 	}
 	p.Ablation = *ablation
+	switch *learnFlag {
+	case "":
+	case "builtin":
+		if p.Learn, err = bench.BuiltinPairs(cs); err != nil {
+			return err
+		}
+	default:
+		pairs, err := bench.LoadQuerySet(*learnFlag)
+		if err != nil {
+			return usageError{fmt.Errorf("--learn: %w", err)}
+		}
+		p.Learn = map[string]*bench.QuerySet{}
+		for _, c := range cs {
+			if c.Version == pairs.CorpusVersion {
+				if err := errors.Join(pairs.CheckTools(c.IDs()), pairs.CheckPairs()); err != nil {
+					return usageError{fmt.Errorf("--learn: %w", err)}
+				}
+				p.Learn[c.Name] = pairs
+			}
+		}
+		if len(p.Learn) == 0 {
+			return usageError{fmt.Errorf("--learn: %s grades corpus %q, which this run does not measure", *learnFlag, pairs.CorpusVersion)}
+		}
+	}
 	var cfg *config.Config
 	if *cfgPath != "" {
 		if cfg, err = config.Load(*cfgPath); err != nil {
