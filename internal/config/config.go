@@ -76,6 +76,15 @@ type Config struct {
 	// words or more; each word must be one word (a phrase or a code-style
 	// identifier is ignored, with a warning in the log).
 	Synonyms [][]string `json:"synonyms,omitempty"`
+	// Redact are regular expressions (Go syntax) for secrets that session
+	// transcripts, archives and logs mask, besides the built-in token shapes
+	// (docs/security.md). A pattern with capturing groups masks only what
+	// they capture. Empty = the built-in shapes only.
+	Redact []string `json:"redact,omitempty"`
+	// Quarantine holds every tool of a server seen for the first time until
+	// it is approved (mcproxy tools approve), instead of trusting it. A
+	// server's own quarantine overrides it. Default false.
+	Quarantine bool `json:"quarantine,omitempty"`
 }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to
@@ -112,6 +121,10 @@ type ServerConfig struct {
 	// inherit (ApplyDefaults copies the top-level values into zero ones).
 	InitTimeout Duration `json:"init_timeout,omitempty"`
 	CallTimeout Duration `json:"call_timeout,omitempty"`
+
+	// Quarantine overrides the top-level quarantine for this server; nil
+	// means inherit.
+	Quarantine *bool `json:"quarantine,omitempty"`
 }
 
 // Modes, transports and defaults.

@@ -149,6 +149,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError(badArgumentsText(id, problem, t.Schema)), nil
 	}
 	if !s.callable(server, id) {
+		if held := s.heldText(server, tool); held != "" {
+			return mcp.NewToolResultError(held), nil
+		}
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	}
 	return s.callUpstream(ctx, server, tool, toolArgs)
@@ -200,6 +203,8 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 	var down *upstream.DownError
 	var timeout *upstream.TimeoutError
 	switch {
+	case isHeld(err):
+		return mcp.NewToolResultError(err.Error()), nil
 	case errors.As(err, &timeout):
 		return mcp.NewToolResultError(timeoutText(timeout)), nil
 	case errors.As(err, &down):
