@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"unicode"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -28,9 +29,9 @@ func Compile(exprs []string) ([]Pattern, error) {
 }
 
 // Secrets lists the values in cfg that are secrets: every server's header
-// values, env values and URL query values whose names say they are secret
-// (or whose values look like random tokens), URL userinfo, auth_token and
-// the embeddings api_key.
+// values, env values, URL query values and command-line flag values whose
+// names say they are secret (or whose values look like random tokens), URL
+// userinfo, auth_token and the embeddings api_key.
 func Secrets(cfg *config.Config) []string {
 	if cfg == nil {
 		return nil
@@ -48,6 +49,7 @@ func Secrets(cfg *config.Config) []string {
 		for k, v := range s.Env {
 			add(k, v)
 		}
+		out = append(out, argSecrets(s.Args)...)
 		out = append(out, urlSecrets(s.URL)...)
 	}
 	if cfg.AuthToken != "" {
@@ -57,6 +59,26 @@ func Secrets(cfg *config.Config) []string {
 		out = append(out, cfg.Embeddings.APIKey)
 	}
 	out = append(out, urlSecrets(cfg.Embeddings.URL)...)
+	return out
+}
+
+// argSecrets are the values of secret-named flags in a command line
+// ("--api-key V", "--token=V") and arguments that look like tokens.
+func argSecrets(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") && SecretName(name) {
+			out = append(out, v)
+			continue
+		}
+		if strings.HasPrefix(a, "-") && SecretName(a) && i+1 < len(args) {
+			out = append(out, args[i+1])
+			continue
+		}
+		if tokenLike(a) && !strings.ContainsAny(a, "/\\") {
+			out = append(out, a)
+		}
+	}
 	return out
 }
 

@@ -91,15 +91,16 @@ func TestLiteralsAndPatterns(t *testing.T) {
 func TestSecrets(t *testing.T) {
 	cfg := &config.Config{AuthToken: "front-token-1", MCPServers: map[string]config.ServerConfig{
 		"a": {URL: "https://u:pw123456@h/mcp?api_key=QUERYTOKEN&page=1", Headers: map[string]string{"Authorization": "Bearer HDRTOKEN1", "Accept": "application/json"}},
-		"b": {Command: "x", Env: map[string]string{"GITHUB_TOKEN": "ENVTOKEN9", "NODE_ENV": "production", "OPAQUE": "q8Zr2LmN4pX7vB1cD9eF3g"}},
+		"b": {Command: "x", Env: map[string]string{"GITHUB_TOKEN": "ENVTOKEN9", "NODE_ENV": "production", "OPAQUE": "q8Zr2LmN4pX7vB1cD9eF3g"},
+			Args: []string{"--api-key", "ARGTOKEN1", "--password=ARGTOKEN2", "/srv/data/project2024-files-v3", "--verbose"}},
 	}}
 	got := strings.Join(Secrets(cfg), " ")
-	for _, want := range []string{"front-token-1", "pw123456", "QUERYTOKEN", "Bearer HDRTOKEN1", "ENVTOKEN9", "q8Zr2LmN4pX7vB1cD9eF3g"} {
+	for _, want := range []string{"front-token-1", "pw123456", "QUERYTOKEN", "Bearer HDRTOKEN1", "ENVTOKEN9", "q8Zr2LmN4pX7vB1cD9eF3g", "ARGTOKEN1", "ARGTOKEN2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Secrets lacks %q (got %q)", want, got)
 		}
 	}
-	for _, not := range []string{"application/json", "production"} {
+	for _, not := range []string{"application/json", "production", "/srv/data/project2024-files-v3", "--verbose"} {
 		if strings.Contains(got, not) {
 			t.Errorf("Secrets holds the non-secret %q", not)
 		}
