@@ -108,9 +108,18 @@ type HeldError struct {
 
 func (e *HeldError) Error() string {
 	id := e.Server + ":" + e.Tool
+	// The model gets the kinds of problem, not the matched text: that
+	// text is what the tool wanted the model to read.
+	kinds := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		if j := strings.LastIndex(r, ` ("`); j > 0 && strings.HasSuffix(r, `")`) {
+			r = r[:j]
+		}
+		kinds[i] = r
+	}
 	return fmt.Sprintf("Tool %s is held by mcproxy and was not called: %s. Only the user can release it: "+
 		"`mcproxy tools diff %s` shows the definition held for review, `mcproxy tools approve %s` approves it. "+
-		"Tell the user; do not retry this tool until they have.", id, strings.Join(e.Reasons, "; "), id, id)
+		"Tell the user; do not retry this tool until they have.", id, strings.Join(kinds, "; "), id, id)
 }
 
 // Held marks the error for fronts that branch on it without importing

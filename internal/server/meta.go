@@ -306,7 +306,11 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 	for _, id := range names {
 		t, ok := s.tool(id)
 		if !ok {
-			out = append(out, described{Name: id, Error: unknownToolText(id, s.suggestions(ctx, id))})
+			why := unknownToolText(id, s.suggestions(ctx, id))
+			if server, tool, split := config.SplitToolID(id); split && s.heldText(server, tool) != "" {
+				why = s.heldText(server, tool)
+			}
+			out = append(out, described{Name: id, Error: why})
 			continue
 		}
 		found++
