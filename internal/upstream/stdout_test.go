@@ -24,7 +24,7 @@ func TestNoisyStdoutIsLogged(t *testing.T) {
 		t.Fatalf("got %q, want echo: hi", got)
 	}
 	var lines []string
-	for _, e := range logs.FilterMessageSnippet("not JSON-RPC").All() {
+	for _, e := range logs.FilterMessageSnippet("not JSON-RPC; dropped").All() {
 		lines = append(lines, e.ContextMap()["line"].(string))
 	}
 	want := []string{"peer banner line 1", "peer banner line 2", "peer banner line 3", "peer banner line 4", "peer banner line 5"}
