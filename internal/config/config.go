@@ -82,6 +82,15 @@ type Config struct {
 	// that tool (see `mcproxy learned`). false learns nothing and ignores
 	// what was learned.
 	Learn *bool `json:"learn,omitempty"`
+	// Redact are regular expressions (Go syntax) for secrets that session
+	// transcripts, archives and logs mask, besides the built-in token shapes
+	// (docs/security.md). A pattern with capturing groups masks only what
+	// they capture. Empty = the built-in shapes only.
+	Redact []string `json:"redact,omitempty"`
+	// Quarantine holds every tool of a server seen for the first time until
+	// it is approved (mcproxy tools approve), instead of trusting it. A
+	// server's own quarantine overrides it. Default false.
+	Quarantine bool `json:"quarantine,omitempty"`
 }
 
 // LearnEnabled reports whether retrieve_tools learns from use.
@@ -121,6 +130,10 @@ type ServerConfig struct {
 	// inherit (ApplyDefaults copies the top-level values into zero ones).
 	InitTimeout Duration `json:"init_timeout,omitempty"`
 	CallTimeout Duration `json:"call_timeout,omitempty"`
+
+	// Quarantine overrides the top-level quarantine for this server; nil
+	// means inherit.
+	Quarantine *bool `json:"quarantine,omitempty"`
 }
 
 // Modes, transports and defaults.

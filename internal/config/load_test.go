@@ -123,7 +123,7 @@ func TestParseRoundTrip(t *testing.T) {
 				Command: "cmd", Args: []string{"x"}, Env: map[string]string{"K": "v"}, InheritEnv: InheritEnv{Names: []string{"AWS_PROFILE"}}, Cwd: "/w",
 				URL: "http://h", Headers: map[string]string{"H": "v"}, Transport: "stdio", Type: "stdio",
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
-				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second),
+				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second), Quarantine: boolPtr(false),
 			},
 		},
 		Listen: "127.0.0.1:1", DataDir: "/d", Mode: ModeDirect, RetrieveLimit: 3, Arm: "a",
@@ -147,6 +147,7 @@ func TestParseRoundTrip(t *testing.T) {
 			Project: boolPtr(false), MaxHiddenRounds: 2,
 		},
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
+		Redact:   []string{`tok_[a-z0-9]{8}`}, Quarantine: true, Learn: boolPtr(false),
 	}
 	assertAllSet(t, reflect.ValueOf(in), "Config")
 	assertAllSet(t, reflect.ValueOf(in.Gateway), "GatewayConfig")
@@ -202,7 +203,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, gateway, init_timeout, listen, log_level, mcpServers, mode, noa, retrieve_limit, synonyms, tokenizer)`,
+				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, gateway, init_timeout, learn, listen, log_level, mcpServers, mode, noa, quarantine, redact, retrieve_limit, synonyms, tokenizer)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
 			},
 		},

@@ -277,3 +277,30 @@ func TestExpandHome(t *testing.T) {
 		t.Errorf("DefaultConfigPath() = %q, want %q", got, want)
 	}
 }
+
+func TestValidateRedact(t *testing.T) {
+	c := &Config{Redact: []string{`tok_[a-z]{8}`, `(`, `x*`}}
+	c.ApplyDefaults()
+	got := problems(c.Validate())
+	want := []string{
+		"redact[1]: not a regular expression (Go syntax): error parsing regexp: missing closing ): `(`",
+		"redact[2]: \"x*\" matches the empty string; make it match the secret itself (e.g. `tok_[A-Za-z0-9]{20,}`)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestQuarantined(t *testing.T) {
+	yes, no := true, false
+	c := &Config{Quarantine: true, MCPServers: map[string]ServerConfig{"a": {Quarantine: &no}, "b": {Quarantine: &yes}, "c": {}}}
+	for server, want := range map[string]bool{"a": false, "b": true, "c": true, "unknown": true} {
+		if got := c.Quarantined(server); got != want {
+			t.Errorf("Quarantined(%q) = %v, want %v", server, got, want)
+		}
+	}
+	c.Quarantine = false
+	if c.Quarantined("c") || !c.Quarantined("b") {
+		t.Error("top-level false: want c trusted and b quarantined")
+	}
+}

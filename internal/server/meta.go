@@ -153,6 +153,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError(badArgumentsText(id, problem, t.Schema)), nil
 	}
 	if !s.callable(server, id) {
+		if held := s.heldText(server, tool); held != "" {
+			return mcp.NewToolResultError(held), nil
+		}
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	}
 	res, err := s.callUpstream(ctx, server, tool, toolArgs)
@@ -206,6 +209,8 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 	var down *upstream.DownError
 	var timeout *upstream.TimeoutError
 	switch {
+	case isHeld(err):
+		return mcp.NewToolResultError(err.Error()), nil
 	case errors.As(err, &timeout):
 		return mcp.NewToolResultError(timeoutText(timeout)), nil
 	case errors.As(err, &down):
@@ -307,7 +312,11 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 	for _, id := range names {
 		t, ok := s.tool(id)
 		if !ok {
-			out = append(out, described{Name: id, Error: unknownToolText(id, s.suggestions(ctx, id))})
+			why := unknownToolText(id, s.suggestions(ctx, id))
+			if server, tool, split := config.SplitToolID(id); split && s.heldText(server, tool) != "" {
+				why = s.heldText(server, tool)
+			}
+			out = append(out, described{Name: id, Error: why})
 			continue
 		}
 		found++

@@ -67,6 +67,12 @@ type Options struct {
 	// (config noa.mcp "recall"): a cut result points to ReadResultToolName
 	// instead of ReadArchiveToolName. The front offers no Compress then.
 	RecallOnly bool
+	// Redact, when set, masks secrets in every message's text before the
+	// message joins the stream, so the transcript, the archives and noa's
+	// view only ever hold the masked text (issue 16). The MCP front still
+	// returns a tool's result as it came; a result cut to size comes back
+	// as its masked head and tail. nil = recorded verbatim.
+	Redact func(string) string
 	// Retention, when positive, makes a Manager remove the sessions nothing
 	// has touched for that long, when it starts and every
 	// RetentionInterval (see Prune); zero keeps every session.

@@ -133,6 +133,9 @@ func (h *Host) stage(msgs []Message, dry bool) (*batch, error) {
 			b.reserved = append(b.reserved, m.ToolCallID)
 		}
 		seen[m.ID] = true
+		if h.opts.Redact != nil {
+			m.Text = h.opts.Redact(m.Text)
+		}
 		predicted := ""
 		if m.CutToSize {
 			// Cut before the message joins the stream, so the stream (and

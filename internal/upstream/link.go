@@ -253,7 +253,7 @@ func (l *link) downLocked(err error) time.Duration {
 	d := backoff(l.failures, l.m.minBackoff, l.m.maxBackoff, rand.Float64())
 	l.failures++
 	now := time.Now()
-	l.lastErr = err.Error()
+	l.lastErr = l.m.redact.String(err.Error())
 	l.lastFail = now
 	l.retryAt = now.Add(d)
 	l.sess, l.tools = nil, nil
@@ -265,6 +265,7 @@ func (l *link) downLocked(err error) time.Duration {
 // session): calls see the server down at once, and the supervisor tears s
 // down and schedules the reconnect.
 func (l *link) markLost(s *session, err error) {
+	err = l.m.mask(err)
 	l.mu.Lock()
 	if l.sess != s {
 		if s.earlyLoss == nil {

@@ -57,6 +57,14 @@ func runPeer(mode string) int {
 			return 3
 		}
 		mode = "peer"
+	case "noisy":
+		// Writes what badly behaved servers print to stdout, then serves.
+		for i := range 7 {
+			fmt.Printf("peer banner line %d\n", i+1)
+		}
+		fmt.Println(`{"level":"info","msg":"a log line on stdout"}`)
+		fmt.Println()
+		mode = "peer"
 	case "peer", "stubborn":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown peer mode %q\n", mode)

@@ -117,7 +117,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 			// say why.
 			err = fmt.Errorf("%w (%v)", err, s.proc.exitError())
 		}
-		return s, nil, err
+		return s, nil, l.m.mask(err)
 	}
 
 	if err := l.openTransport(sctx, s); err != nil {
@@ -172,7 +172,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
 			zap.Strings("env_keys", slices.Sorted(maps.Keys(l.cfg.Env))), zap.String("cwd", l.cfg.Cwd))
-		stdio := transport.NewIO(p.stdout, p.stdin, nil)
+		stdio := transport.NewIO(newStdoutFilter(p.stdout, l.log), p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
 		s.spawn(func() {

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/redact"
 )
 
 // Options tune a Manager. The zero value is ready to use.
@@ -101,6 +102,9 @@ type Manager struct {
 	links map[string]*link
 	names []string // sorted
 
+	// redact masks secrets in logs and errors (mask.go).
+	redact *redact.Redactor
+
 	ctx    context.Context // ends at Close; every supervisor runs under it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -127,6 +131,8 @@ func New(cfg *config.Config, opts Options) *Manager {
 	if m.log == nil {
 		m.log = zap.NewNop()
 	}
+	m.redact = secrets(cfg)
+	m.log = redact.Logger(m.log, m.redact)
 	if m.pingInterval == 0 {
 		m.pingInterval = DefaultPing
 	}
@@ -335,7 +341,7 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	case isConnErr(err):
 		return nil, l.lostDuringCall(s, tool, err)
 	default:
-		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, err)
+		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, m.mask(err))
 	}
 }
 
@@ -360,9 +366,9 @@ func (l *link) httpCallFailed(s *session, tool string, err error) error {
 	switch {
 	case perr == nil || (!isConnErr(perr) && ctx.Err() == nil):
 		// An answer, even a JSON-RPC error, means the server is there.
-		ce := &CallError{Server: l.name, Tool: tool, Status: httpStatus(err), Err: err}
+		ce := &CallError{Server: l.name, Tool: tool, Status: httpStatus(err), Err: l.m.mask(err)}
 		l.log.Warn("a call failed at the HTTP level but the upstream answers ping; it stays connected",
-			zap.String("tool", tool), zap.Error(err))
+			zap.String("tool", tool), zap.Error(ce.Err))
 		return ce
 	case ctx.Err() != nil && l.m.ctx.Err() == nil:
 		perr = fmt.Errorf("no answer within %s", min(l.init.d, probeTimeout))
@@ -394,7 +400,7 @@ func (l *link) lostDuringCall(s *session, tool string, err error) error {
 			cause = s.proc.exitError()
 		}
 	}
-	lost := fmt.Errorf("connection lost during a call to %q: %w", tool, cause)
+	lost := l.m.mask(fmt.Errorf("connection lost during a call to %q: %w", tool, cause))
 	l.markLost(s, lost)
 	e := &DownError{Server: l.name, State: StateDown, LastError: lost.Error()}
 	l.mu.Lock()
