@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 
-	cfg, err := loadConfig(*cfgPath, func(c *config.Config) {
+	cfg, notes, err := loadConfigNotes(*cfgPath, func(c *config.Config) {
 		if *listen != "" {
 			c.Listen = *listen
 		}
@@ -66,6 +66,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeLog()
 	defer func() { _ = log.Sync() }()
+	for _, n := range notes {
+		log.Info("config note", zap.String("note", n))
+	}
 
 	dataDir := config.ExpandHome(cfg.DataDir)
 	sessions, err := newSessions(cfg, log)
@@ -182,19 +185,26 @@ func logStatus(log *zap.Logger, statuses []upstream.Status) {
 // loadConfig loads path, applies command-line overrides and validates the
 // result again, so an override gets the same field-path errors as the file.
 func loadConfig(path string, override func(*config.Config)) (*config.Config, error) {
-	cfg, err := config.Load(config.ExpandHome(path))
+	cfg, _, err := loadConfigNotes(path, override)
+	return cfg, err
+}
+
+// loadConfigNotes is loadConfig that also returns the notes about other
+// clients' keys the file holds (config.ParseWithNotes).
+func loadConfigNotes(path string, override func(*config.Config)) (*config.Config, []string, error) {
+	cfg, notes, err := config.LoadWithNotes(config.ExpandHome(path))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no config file at %s: create one (configs/example.json is a start) or pass --config", path)
+		return nil, nil, missingConfig(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	override(cfg)
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
+		return nil, nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
 	}
-	return cfg, nil
+	return cfg, notes, nil
 }
 
 // newGateway builds the model-API gateway when the config enables it (nil
