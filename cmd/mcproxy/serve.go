@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 
-	cfg, notes, err := loadConfigNotes(*cfgPath, func(c *config.Config) {
+	override := func(c *config.Config) {
 		if *listen != "" {
 			c.Listen = *listen
 		}
@@ -50,7 +50,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if *logLevel != "" {
 			c.LogLevel = *logLevel
 		}
-	})
+	}
+	cfg, notes, err := loadConfigNotes(*cfgPath, override)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -141,6 +142,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cancelStart()
 		<-startDone
 	}()
+	defer watchConfig(ctx, *cfgPath, override, cfg, st, log)()
 
 	if *stdio {
 		if cfg.Gateway.Enabled {

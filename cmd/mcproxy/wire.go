@@ -164,3 +164,6 @@ func newLogger(level, file string, stderr io.Writer) (*zap.Logger, func(), error
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, lvl)
 	return zap.New(core), closeFn, nil
 }
+
+// applied is told each configuration a reload takes.
+func (s *stack) applied(cfg *config.Config) {}

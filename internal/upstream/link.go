@@ -33,6 +33,8 @@ type link struct {
 
 	wake      chan struct{} // a call wants a reconnect attempt now (capacity 1)
 	firstDone chan struct{} // closed after the first attempt, ok or not
+	stop      func()        // ends run; set by launch (reload.go)
+	done      chan struct{} // closed when run has returned; set by launch
 
 	mu       sync.Mutex
 	state    State

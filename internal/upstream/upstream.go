@@ -98,8 +98,9 @@ type Manager struct {
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
 
-	links map[string]*link
-	names []string // sorted
+	rosterMu sync.RWMutex       // guards links and names, replaced whole by Reconfigure
+	links    map[string]*link
+	names    []string // sorted
 
 	ctx    context.Context // ends at Close; every supervisor runs under it
 	cancel context.CancelFunc
@@ -138,23 +139,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		return m
 	}
 	for name, sc := range cfg.MCPServers {
-		l := &link{
-			m:         m,
-			name:      name,
-			cfg:       sc,
-			kind:      sc.TransportKind(),
-			init:      resolveLimit(name, sc.InitTimeout, cfg.InitTimeout, "init_timeout", config.DefaultInitTimeout),
-			call:      resolveLimit(name, sc.CallTimeout, cfg.CallTimeout, "call_timeout", config.DefaultCallTimeout),
-			log:       m.log.With(zap.String("upstream", name)),
-			wake:      make(chan struct{}, 1),
-			firstDone: make(chan struct{}),
-			state:     StateConnecting,
-			changed:   make(chan struct{}),
-		}
-		if !sc.IsEnabled() {
-			l.state = StateDisabled
-		}
-		m.links[name] = l
+		m.links[name] = m.newLink(name, sc, cfg)
 		m.names = append(m.names, name)
 	}
 	sort.Strings(m.names)
@@ -179,23 +164,19 @@ func (m *Manager) Start(ctx context.Context) {
 	case <-m.started:
 	default:
 		if !m.closed {
-			for _, name := range m.names {
-				l := m.links[name]
-				if !l.cfg.IsEnabled() {
-					continue
+			links, names := m.roster()
+			for _, name := range names {
+				if l := links[name]; l.cfg.IsEnabled() {
+					m.launch(l)
 				}
-				m.wg.Add(1)
-				go func() {
-					defer m.wg.Done()
-					l.run(m.ctx)
-				}()
 			}
 		}
 		close(m.started)
 	}
 	m.mu.Unlock()
-	for _, name := range m.names {
-		l := m.links[name]
+	links, names := m.roster()
+	for _, name := range names {
+		l := links[name]
 		if !l.cfg.IsEnabled() {
 			continue
 		}
@@ -225,8 +206,9 @@ func (m *Manager) Close() error {
 // is the caller's to keep.
 func (m *Manager) Tools() []config.Tool {
 	var out []config.Tool
-	for _, name := range m.names {
-		l := m.links[name]
+	links, names := m.roster()
+	for _, name := range names {
+		l := links[name]
 		l.mu.Lock()
 		if l.state == StateReady {
 			for _, t := range l.tools {
@@ -243,7 +225,8 @@ func (m *Manager) Tools() []config.Tool {
 // its schemas verbatim in RawInputSchema/RawOutputSchema. ok is false when
 // the server is unknown or not ready, or does not expose the tool.
 func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
-	l, ok := m.links[server]
+	links, _ := m.roster()
+	l, ok := links[server]
 	if !ok {
 		return mcp.Tool{}, false
 	}
@@ -273,9 +256,10 @@ func (l *link) exposes(tool string) bool {
 
 // Status reports every configured server, sorted by name.
 func (m *Manager) Status() []Status {
-	out := make([]Status, 0, len(m.names))
-	for _, name := range m.names {
-		out = append(out, m.links[name].status())
+	links, names := m.roster()
+	out := make([]Status, 0, len(names))
+	for _, name := range names {
+		out = append(out, links[name].status())
 	}
 	return out
 }
@@ -288,9 +272,10 @@ func (m *Manager) Status() []Status {
 // upstream failed this one request but still answers, so it stays ready. When ctx
 // ends (or the call timeout passes) the upstream gets notifications/cancelled.
 func (m *Manager) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	l, ok := m.links[server]
+	links, names := m.roster()
+	l, ok := links[server]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, server, strings.Join(m.names, ", "))
+		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, server, strings.Join(names, ", "))
 	}
 	select {
 	case <-m.started:
