@@ -98,7 +98,7 @@ type Manager struct {
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
 
-	rosterMu sync.RWMutex       // guards links and names, replaced whole by Reconfigure
+	rosterMu sync.RWMutex // guards links and names, replaced whole by Reconfigure
 	links    map[string]*link
 	names    []string // sorted
 
