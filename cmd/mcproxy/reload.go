@@ -36,8 +36,6 @@ type reloader struct {
 		Reconfigure(*config.Config) upstream.Changes
 	}
 	log *zap.Logger
-	// applied is called with each configuration taken (nil = nothing).
-	applied func(*config.Config)
 
 	running *config.Config
 }
@@ -111,9 +109,6 @@ func (r *reloader) reload() {
 		r.log.Info("config reloaded: the servers are unchanged", zap.String("config", r.path))
 	}
 	r.running = cfg
-	if r.applied != nil {
-		r.applied(cfg)
-	}
 }
 
 // restartOnly names the top-level settings that differ between a and b,
@@ -145,7 +140,7 @@ func watchConfig(ctx context.Context, path string, override func(*config.Config)
 	if err != nil {
 		abs = config.ExpandHome(path)
 	}
-	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running, applied: st.applied}
+	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -104,6 +104,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runAdd(rest, stdout, stderr)
 	case "remove":
 		return runRemove(rest, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr, false)
+	case "servers":
+		return runStatus(ctx, rest, stdout, stderr, true)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcproxy", versionString())
 		return exitOK

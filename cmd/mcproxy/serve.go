@@ -71,6 +71,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Info("config note", zap.String("note", n))
 	}
 
+	started := time.Now()
 	dataDir := config.ExpandHome(cfg.DataDir)
 	sessions, err := newSessions(cfg, log)
 	if err != nil {
@@ -154,7 +155,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if !isLoopback(host) && cfg.AuthToken == "" {
 			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
 		}
-		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host}
+		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host, Dashboard: newDashboard(cfg, st, started, log)}
 		var closeGateway func()
 		if opts.Gateway, closeGateway, err = newGateway(cfg, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)

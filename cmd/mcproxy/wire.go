@@ -25,6 +25,7 @@ import (
 // stack is a wired proxy: upstream manager, tool ranking and MCP front.
 type stack struct {
 	mgr   *upstream.Manager
+	ix    *index.Index        // owned by rank; read for its size
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
@@ -105,7 +106,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, rank: rank, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, ix: ix, rank: rank, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -164,6 +165,3 @@ func newLogger(level, file string, stderr io.Writer) (*zap.Logger, func(), error
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, lvl)
 	return zap.New(core), closeFn, nil
 }
-
-// applied is told each configuration a reload takes.
-func (s *stack) applied(cfg *config.Config) {}

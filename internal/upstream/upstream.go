@@ -87,6 +87,9 @@ type Status struct {
 	Tools int
 	// RetryAt is when the next reconnect attempt is due (zero unless down).
 	RetryAt time.Time
+	// Since is when the server entered State (zero when it never started);
+	// for a ready server, the start of its uptime.
+	Since time.Time
 }
 
 // Manager keeps one connection per configured server. Its methods are safe
