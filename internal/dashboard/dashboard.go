@@ -8,8 +8,8 @@
 package dashboard
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"net/http"
 	"slices"
