@@ -171,6 +171,11 @@ func TestTimeoutSettingNames(t *testing.T) {
 		{"server", config.Duration(time.Second), config.Duration(time.Minute), limit{time.Second, "mcpServers.git.call_timeout"}},
 		{"top", 0, config.Duration(time.Minute), limit{time.Minute, "call_timeout"}},
 		{"default", 0, 0, limit{config.DefaultCallTimeout, "the default call_timeout (set call_timeout or mcpServers.git.call_timeout to change it)"}},
+		// After config.ApplyDefaults, nothing set: the server holds the
+		// top-level value, which holds the default.
+		{"defaults applied", config.Duration(config.DefaultCallTimeout), config.Duration(config.DefaultCallTimeout),
+			limit{config.DefaultCallTimeout, "the default call_timeout (set call_timeout or mcpServers.git.call_timeout to change it)"}},
+		{"top-level inherited", config.Duration(time.Minute), config.Duration(time.Minute), limit{time.Minute, "call_timeout"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

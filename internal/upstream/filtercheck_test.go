@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/config"
 )
 
 func TestUnmatchedToolNames(t *testing.T) {
@@ -20,5 +22,28 @@ func TestUnmatchedToolNames(t *testing.T) {
 	}
 	if got := UnmatchedToolNames("memory", []string{"read_graph"}, nil, tools); got != nil {
 		t.Errorf("all names match: got %v, want none", got)
+	}
+}
+
+// With no timeout in the file, the init timeout is attributed to the
+// default, not to a key the user never wrote (issue 18).
+func TestTimeoutNotBlamedOnUnsetKey(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"mcpServers": {"git": {"command": "x"}, "web": {"command": "y", "init_timeout": "5s"}}, "call_timeout": "1m"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(cfg, Options{})
+	links, _ := m.roster()
+	for _, tc := range []struct {
+		got  string
+		want string
+	}{
+		{links["git"].init.setting, "the default init_timeout (set init_timeout or mcpServers.git.init_timeout to change it)"},
+		{links["git"].call.setting, "call_timeout"},
+		{links["web"].init.setting, "mcpServers.web.init_timeout"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
 	}
 }
