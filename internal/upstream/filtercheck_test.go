@@ -47,3 +47,15 @@ func TestTimeoutNotBlamedOnUnsetKey(t *testing.T) {
 		}
 	}
 }
+
+func TestTidyError(t *testing.T) {
+	for in, want := range map[string]string{
+		`connecting: failed to send request: failed to send request: Post "http://127.0.0.1:1/mcp": dial tcp 127.0.0.1:1: connect: connection refused`: `connecting: failed to send request: Post "http://127.0.0.1:1/mcp": dial tcp 127.0.0.1:1: connect: connection refused`,
+		"a: b: a": "a: b: a",
+		"plain":   "plain",
+	} {
+		if got := tidyError(in); got != want {
+			t.Errorf("tidyError(%q): got %q, want %q", in, got, want)
+		}
+	}
+}

@@ -260,7 +260,7 @@ func (l *link) downLocked(err error) time.Duration {
 	d := backoff(l.failures, l.m.minBackoff, l.m.maxBackoff, rand.Float64())
 	l.failures++
 	now := time.Now()
-	l.lastErr = err.Error()
+	l.lastErr = tidyError(err.Error())
 	l.lastFail = now
 	l.retryAt = now.Add(d)
 	l.sess, l.tools = nil, nil

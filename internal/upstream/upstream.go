@@ -384,7 +384,7 @@ func (l *link) lostDuringCall(s *session, tool string, err error) error {
 	}
 	lost := fmt.Errorf("connection lost during a call to %q: %w", tool, cause)
 	l.markLost(s, lost)
-	e := &DownError{Server: l.name, State: StateDown, LastError: lost.Error()}
+	e := &DownError{Server: l.name, State: StateDown, LastError: tidyError(lost.Error())}
 	l.mu.Lock()
 	if l.state == StateDown {
 		e.RetryAt = l.retryAt
