@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -92,5 +96,47 @@ func TestLiveReload(t *testing.T) {
 	}
 	if got := c.GetSessionId(); got != sessionID {
 		t.Errorf("session id: got %q, want %q kept across reloads", got, sessionID)
+	}
+}
+
+// In retrieve mode, `mcproxy add` and `mcproxy remove` on a running
+// mcproxy's config change what tool search finds, without a restart; the
+// servers command shows the live state.
+func TestAddRemoveWhileServing(t *testing.T) {
+	s := startServe(t, map[string]any{"noa": map[string]any{"enabled": false}, "mcpServers": map[string]any{}})
+	search := func() string {
+		resp, err := http.Get(s.base + "/status/search?q=" + url.QueryEscape("search nodes in the knowledge graph"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	dump := func() string { return search() + "\n" + s.stderr.String() }
+	memory := testenv.NodeBin(t, "mcp-server-memory")
+	if code, out, errOut := runCLI(t, "add", "--config", s.config, "--env", "MEMORY_FILE_PATH="+t.TempDir()+"/m.jsonl", "memory", "--", memory); code != exitOK {
+		t.Fatalf("add: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, "memory's tools searchable after add", 60*time.Second, func() bool { return strings.Contains(search(), `"memory:search_nodes"`) }, dump)
+	code, out, _ := runCLI(t, "servers", "--config", s.config)
+	if code != exitOK || !strings.Contains(out, "memory") || !strings.Contains(out, "ready") {
+		t.Errorf("servers: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := runCLI(t, "remove", "--config", s.config, "memory"); code != exitOK {
+		t.Fatalf("remove: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, "memory's tools gone after remove", 30*time.Second, func() bool { return !strings.Contains(search(), `"memory:search_nodes"`) }, dump)
+}
+
+// Without a running mcproxy, servers lists the config's servers.
+func TestServersNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := dir + "/config.json"
+	writeJSON(t, cfgPath, map[string]any{"listen": "127.0.0.1:1", "mcpServers": map[string]any{
+		"a": map[string]any{"command": "x"}, "b": map[string]any{"command": "y", "disabled": true}}})
+	code, out, errOut := runCLI(t, "servers", "--config", cfgPath)
+	if code != exitOK || !strings.Contains(out, "not running") || !regexp.MustCompile(`a\s+configured`).MatchString(out) || !regexp.MustCompile(`b\s+disabled`).MatchString(out) {
+		t.Errorf("servers: exit %d\n%s%s", code, out, errOut)
 	}
 }
