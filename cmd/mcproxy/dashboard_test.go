@@ -87,15 +87,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "dash-test", Version: "0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	startClient(ctx, t, c)
 	call := mcp.CallToolRequest{}
 	call.Params.Name = "retrieve_tools"
 	call.Params.Arguments = map[string]any{"query": "search nodes in the knowledge graph"}

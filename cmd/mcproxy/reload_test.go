@@ -41,15 +41,7 @@ func TestLiveReload(t *testing.T) {
 			changed.Add(1)
 		}
 	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "reload-test", Version: "0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	startClient(ctx, t, c)
 	sessionID := c.GetSessionId()
 	tools := func() []string {
 		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // served is an in-process `mcproxy serve` over HTTP.
@@ -99,5 +102,19 @@ func eventually(t *testing.T, what string, d time.Duration, cond func() bool, du
 			t.Fatalf("%s: not within %s\n%s", what, d, dump())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startClient starts c and initializes its session.
+func startClient(ctx context.Context, t *testing.T, c *client.Client) {
+	t.Helper()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: t.Name(), Version: "0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
 	}
 }
