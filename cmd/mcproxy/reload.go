@@ -40,16 +40,14 @@ type reloader struct {
 	running *config.Config
 }
 
-// run watches until ctx ends. It owns no goroutine besides fsnotify's.
-func (r *reloader) run(ctx context.Context) {
+// run watches until ctx ends, reloading on each signal from hup too. It
+// owns no goroutine besides fsnotify's.
+func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("config watcher panicked; config changes are no longer picked up", zap.Any("panic", p), zap.Stack("stack"))
 		}
 	}()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 
 	var events chan fsnotify.Event
 	var errs chan error
@@ -141,14 +139,19 @@ func watchConfig(ctx context.Context, path string, override func(*config.Config)
 		abs = config.ExpandHome(path)
 	}
 	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running}
+	// Registered before serving starts, so a SIGHUP from then on reloads
+	// rather than ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.run(ctx)
+		r.run(ctx, hup)
 	}()
 	return func() {
 		cancel()
 		<-done
+		signal.Stop(hup)
 	}
 }
