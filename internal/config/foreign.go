@@ -5,13 +5,13 @@ import (
 	"slices"
 )
 
-// ForeignKeys are the keys of other MCP clients' config files that mcproxy
+// foreignKeys are the keys of other MCP clients' config files that mcproxy
 // accepts in its own (issue 18: a real claude_desktop_config.json or a
 // Cline settings file pasted in whole must load). Top-level keys belong to
 // the client itself; server keys steer the client's approval and timeout
 // behaviour, which mcproxy does not have. Each one found is noted, never
 // silently dropped. "disabled" is not here: it means "enabled": false.
-var ForeignKeys = struct{ TopLevel, Server []string }{
+var foreignKeys = struct{ TopLevel, Server []string }{
 	TopLevel: []string{"$schema", "globalShortcut", "preferences"},
 	Server:   []string{"alwaysAllow", "autoApprove", "description", "timeout", "transportType"},
 }
@@ -24,7 +24,7 @@ func (d *decoder) foreign(v reflect.Value, obj *node, i int, path string) bool {
 	k := obj.keys[i]
 	switch v.Type() {
 	case reflect.TypeOf(Config{}):
-		if slices.Contains(ForeignKeys.TopLevel, k) {
+		if slices.Contains(foreignKeys.TopLevel, k) {
 			d.notes = append(d.notes, path+": another client's setting, ignored")
 			return true
 		}
@@ -33,7 +33,7 @@ func (d *decoder) foreign(v reflect.Value, obj *node, i int, path string) bool {
 			d.decodeDisabled(obj, obj.vals[i], v, path)
 			return true
 		}
-		if slices.Contains(ForeignKeys.Server, k) {
+		if slices.Contains(foreignKeys.Server, k) {
 			d.notes = append(d.notes, path+": "+serverKeyNote[k])
 			return true
 		}

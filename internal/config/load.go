@@ -55,7 +55,7 @@ func Parse(data []byte, getenv func(string) (string, bool)) (*Config, error) {
 }
 
 // ParseWithNotes is Parse for a file that may be another MCP client's
-// (issue 18): the keys of ForeignKeys are accepted, and each one found
+// (issue 18): the keys of foreign.go are accepted, and each one found
 // gets a note saying what became of it ("disabled": true means "enabled":
 // false; Claude Desktop's "globalShortcut" and Cline's "autoApprove" are
 // ignored). The notes are sorted by field path.
