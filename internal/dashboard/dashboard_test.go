@@ -22,7 +22,9 @@ func testHandler() http.Handler {
 				{Server: "web", Transport: "streamable-http", State: upstream.StateDown, LastError: "connecting: 502"},
 			}
 		},
-		Tools: func() []config.Tool { return []config.Tool{{ID: "git:log", Server: "git", Name: "log", Description: "show commits"}} },
+		Tools: func() []config.Tool {
+			return []config.Tool{{ID: "git:log", Server: "git", Name: "log", Description: "show commits"}}
+		},
 		Search: func(_ context.Context, q string, limit int) ([]Hit, error) {
 			return []Hit{{ID: "git:log", Server: "git", Name: "log", Score: float64(limit)}}, nil
 		},
