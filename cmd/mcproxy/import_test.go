@@ -150,3 +150,46 @@ func TestImportPromptsForInputs(t *testing.T) {
 		t.Errorf("config mode: got %v, want 0600 (it may hold secrets)", info.Mode().Perm())
 	}
 }
+
+// VS Code's dialect through setup and --undo: the workspace's
+// .vscode/mcp.json (comments, inputs, servers) is imported, pointed at
+// mcproxy with "type": "stdio", and put back byte for byte.
+func TestSetupVSCodeWorkspace(t *testing.T) {
+	_, cfgPath := setupHome(t)
+	ws := t.TempDir()
+	orig, err := os.ReadFile(filepath.Join("..", "..", "internal", "importer", "testdata", "vscode_mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientFile := filepath.Join(ws, ".vscode", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(clientFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(clientFile, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "setup", "vscode", "--workspace", ws, "--input", "perplexity-key=k", "--binary", "/opt/mcproxy")
+	if code != exitOK {
+		t.Fatalf("setup: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "comments and trailing commas") {
+		t.Errorf("setup did not say the comments are dropped:\n%s", out)
+	}
+	now, _ := os.ReadFile(clientFile)
+	for _, want := range []string{`"servers"`, `"type": "stdio"`, `"/opt/mcproxy"`, `"inputs"`} {
+		if !strings.Contains(string(now), want) {
+			t.Errorf("client file lacks %s:\n%s", want, now)
+		}
+	}
+	t.Setenv("HOME", "/home/x")
+	cfg, err := config.Load(cfgPath)
+	if err != nil || len(cfg.MCPServers) != 3 || cfg.MCPServers["fetch"].Cwd != ws {
+		t.Errorf("mcproxy's config: %v %+v", err, cfg)
+	}
+	if code, out, errOut := runCLI(t, "setup", "vscode", "--workspace", ws, "--undo"); code != exitOK {
+		t.Fatalf("undo: exit %d\n%s%s", code, out, errOut)
+	}
+	if back, _ := os.ReadFile(clientFile); !bytes.Equal(back, orig) {
+		t.Errorf("after --undo: got\n%s\nwant the original", back)
+	}
+}

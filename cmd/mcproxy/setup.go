@@ -106,6 +106,9 @@ func setup(client, path, cfgPath, exe, ws string, opts importer.Options, out io.
 	if _, err := writeWithBackup(path, nil, data); err != nil {
 		return err
 	}
+	if orig != nil && !importer.PlainJSON(orig) {
+		fmt.Fprintf(out, "  note: the comments and trailing commas of %s were not kept (the backup has them)\n", path)
+	}
 	fmt.Fprintf(out, "%s now launches mcproxy (%s); its own file is kept at %s\n", client, exe, backup)
 	fmt.Fprintf(out, "restart %s to use it; `mcproxy setup %s --undo` puts the file back\n", client, client)
 	return nil

@@ -90,6 +90,10 @@ func encodeMembers(ms []member) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// PlainJSON reports whether data has no comments or trailing commas, so
+// rewriting it loses nothing but white space.
+func PlainJSON(data []byte) bool { return bytes.Equal(stripJSONC(data), data) }
+
 // stripJSONC turns JSON with comments and trailing commas (VS Code's and
 // Cursor's files allow both) into plain JSON. Strings are left alone.
 func stripJSONC(data []byte) []byte {
