@@ -245,7 +245,7 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 			got := sha256.Sum256([]byte(token))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
-				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\"", http.StatusUnauthorized)
+				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open /?token=<token> once)", http.StatusUnauthorized)
 				return
 			}
 		}
