@@ -99,7 +99,7 @@ func benchRun(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ablation  = fs.Bool("ablation", false, "add the retrieval ablation: each index lever changed alone, scored on both halves of each query set")
 		cfgPath   = fs.String("config", "", "mcproxy config file whose retrieval settings apply: its \"synonyms\" join the built-in lexicon, and its \"embeddings\" provider measures the ablation's +dense and dense-only rows (vectors cached under its data_dir)")
 		learnFlag = fs.String("learn", "", "add the learning-from-use simulation: \"builtin\" for the built-in pair sets (bench/queries/*.pairs.json), or a pair file (query-set format with \"pair\" ids and first/later splits) for the corpus whose version it names")
-		expansion = fs.String("expansion", "", "word-embeddings file for query expansion (default: the one `mcproxy embeddings build` writes under the default data_dir, when present; \"none\" turns expansion off)")
+		expansion = fs.String("expansion", "", "a `FILE` of word embeddings for query expansion (default: the one \"mcproxy embeddings build\" writes under the default data_dir, when present; \"none\" turns expansion off)")
 	)
 	fs.Var(&corpora, "corpus", "corpus file to measure, as PATH or NAME=PATH (repeatable; replaces the frozen corpora)")
 	fs.Var(&queries, "queries", "graded query file (repeatable); it scores the corpus whose version matches its corpus_version")

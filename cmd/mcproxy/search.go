@@ -59,7 +59,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	defer st.close()
+	stopProgress := progress(stderr, st.status, progressEvery)
 	st.start(ctx)
+	stopProgress()
 	if ctx.Err() != nil {
 		return exitError
 	}
@@ -90,13 +92,20 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if st.dense != nil {
 		fmt.Fprintln(stdout, denseStatus(cfg.Embeddings, syncErr, st.dense.Stats()))
 	}
-	printBroken(stdout, statuses, time.Now())
-	if ready == 0 && len(statuses) > 0 {
-		fmt.Fprintln(stderr, "mcproxy: no server is working; fix the servers above and run search again")
+	if broken := printBroken(stdout, statuses, time.Now()); broken > 0 {
+		// A config check that passes with servers down would mislead.
+		if ready == 0 {
+			fmt.Fprintln(stderr, "mcproxy: no server is working; fix the servers above and run search again")
+		} else {
+			fmt.Fprintf(stderr, "mcproxy: %d server(s) not working (listed above); their tools are missing from the matches\n", broken)
+		}
 		return exitError
 	}
 	return exitOK
 }
+
+// progressEvery is how often search reports the servers it still waits for.
+const progressEvery = 2 * time.Second
 
 // printMatches writes the ranked matches, one block per tool:
 //
@@ -140,8 +149,9 @@ func denseStatus(e config.EmbeddingsConfig, syncErr error, st embed.Stats) strin
 	return which + fmt.Sprintf("%d of %d tools embedded, fused with BM25.", st.Embedded, st.Tools)
 }
 
-// printBroken writes one line per server that is not working.
-func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) {
+// printBroken writes one line per server that is not working and returns
+// how many there are.
+func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) int {
 	n := 0
 	for _, s := range statuses {
 		if s.State == upstream.StateReady || s.State == upstream.StateDisabled {
@@ -160,6 +170,7 @@ func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	return n
 }
 
 // firstLine is s's first line, cut to max runes.

@@ -41,7 +41,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 
-	cfg, err := loadConfig(*cfgPath, func(c *config.Config) {
+	override := func(c *config.Config) {
 		if *listen != "" {
 			c.Listen = *listen
 		}
@@ -51,7 +51,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if *logLevel != "" {
 			c.LogLevel = *logLevel
 		}
-	})
+	}
+	cfg, notes, err := loadConfigNotes(*cfgPath, override)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -68,7 +69,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeLog()
 	log = redact.Logger(log, redactor(cfg, true))
 	defer func() { _ = log.Sync() }()
+	for _, n := range notes {
+		log.Info("config note", zap.String("note", n))
+	}
 
+	started := time.Now()
 	dataDir := config.ExpandHome(cfg.DataDir)
 	sessions, err := newSessions(cfg, log)
 	if err != nil {
@@ -141,6 +146,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cancelStart()
 		<-startDone
 	}()
+	defer watchConfig(ctx, *cfgPath, override, cfg, st, log)()
 
 	if *stdio {
 		if cfg.Gateway.Enabled {
@@ -152,7 +158,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if !isLoopback(host) && cfg.AuthToken == "" {
 			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
 		}
-		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host}
+		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host, Dashboard: newDashboard(cfg, st, started, log)}
 		var closeGateway func()
 		if opts.Gateway, closeGateway, err = newGateway(cfg, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -185,19 +191,26 @@ func logStatus(log *zap.Logger, statuses []upstream.Status) {
 // loadConfig loads path, applies command-line overrides and validates the
 // result again, so an override gets the same field-path errors as the file.
 func loadConfig(path string, override func(*config.Config)) (*config.Config, error) {
-	cfg, err := config.Load(config.ExpandHome(path))
+	cfg, _, err := loadConfigNotes(path, override)
+	return cfg, err
+}
+
+// loadConfigNotes is loadConfig that also returns the notes about other
+// clients' keys the file holds (config.ParseWithNotes).
+func loadConfigNotes(path string, override func(*config.Config)) (*config.Config, []string, error) {
+	cfg, notes, err := config.LoadWithNotes(config.ExpandHome(path))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no config file at %s: create one (configs/example.json is a start) or pass --config", path)
+		return nil, nil, missingConfig(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	override(cfg)
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
+		return nil, nil, fmt.Errorf("config %s (with command-line overrides): %w", path, err)
 	}
-	return cfg, nil
+	return cfg, notes, nil
 }
 
 // newGateway builds the model-API gateway when the config enables it (nil

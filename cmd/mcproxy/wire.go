@@ -28,6 +28,7 @@ import (
 type stack struct {
 	mgr   *upstream.Manager
 	guard *integrity.Guard    // holds changed or suspicious tools (issue 16)
+	ix    *index.Index        // owned by rank; read for its size
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
@@ -137,7 +138,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, guard: g, rank: rank, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed

@@ -20,18 +20,25 @@ import (
 // validated. Every problem found is reported, each prefixed by its field
 // path; the result is nil whenever the error is not.
 func Load(path string) (*Config, error) {
+	cfg, _, err := LoadWithNotes(path)
+	return cfg, err
+}
+
+// LoadWithNotes is Load that also returns the notes ParseWithNotes makes
+// about keys of other MCP clients' files that were accepted and ignored.
+func LoadWithNotes(path string) (*Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
-	cfg, err := Parse(data, os.LookupEnv)
+	cfg, notes, err := ParseWithNotes(data, os.LookupEnv)
 	if err != nil {
 		if n := countErrors(err); n > 1 {
-			return nil, fmt.Errorf("loading config %s: %d problems:\n%w", path, n, err)
+			return nil, nil, fmt.Errorf("loading config %s: %d problems:\n%w", path, n, err)
 		}
-		return nil, fmt.Errorf("loading config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("loading config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, notes, nil
 }
 
 // Parse decodes a config file's bytes strictly: unknown keys, duplicate keys,
@@ -43,24 +50,35 @@ func Load(path string) (*Config, error) {
 // only add noise). The returned error joins every problem found in the
 // failing stage (errors.Join), each a *FieldError.
 func Parse(data []byte, getenv func(string) (string, bool)) (*Config, error) {
+	cfg, _, err := ParseWithNotes(data, getenv)
+	return cfg, err
+}
+
+// ParseWithNotes is Parse for a file that may be another MCP client's
+// (issue 18): the keys of foreign.go are accepted, and each one found
+// gets a note saying what became of it ("disabled": true means "enabled":
+// false; Claude Desktop's "globalShortcut" and Cline's "autoApprove" are
+// ignored). The notes are sorted by field path.
+func ParseWithNotes(data []byte, getenv func(string) (string, bool)) (*Config, []string, error) {
 	if getenv == nil {
 		getenv = func(string) (string, bool) { return "", false }
 	}
 	root, dups, err := parseTree(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := decoder{getenv: getenv, errs: dups}
 	var cfg Config
 	d.decode(root, reflect.ValueOf(&cfg).Elem(), "")
 	if len(d.errs) > 0 {
-		return nil, errors.Join(d.errs...)
+		return nil, nil, errors.Join(d.errs...)
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &cfg, nil
+	sort.Strings(d.notes)
+	return &cfg, d.notes, nil
 }
 
 // FieldError is one problem with one field of the config. Path is dotted
@@ -248,6 +266,7 @@ func joinPath(path, key string) string {
 type decoder struct {
 	getenv func(string) (string, bool)
 	errs   []error
+	notes  []string
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
@@ -345,6 +364,9 @@ func (d *decoder) decodeStruct(n *node, v reflect.Value, path string) {
 		idx, ok := fields[k]
 		child := joinPath(path, k)
 		if !ok {
+			if d.foreign(v, n, i, child) {
+				continue
+			}
 			d.fail(child, "unknown key%s", suggestKey(k, fields))
 			continue
 		}
@@ -411,8 +433,7 @@ func jsonFields(t reflect.Type) map[string]int {
 
 // keyHints covers keys other MCP clients use that mean something else here.
 var keyHints = map[string]string{
-	"servers":     ` (VS Code's "servers" is spelled "mcpServers" here)`,
-	"disabled":    ` (write "enabled": false to keep a server configured but not started)`,
+	"servers":     ` (VS Code's "servers" is spelled "mcpServers" here; mcproxy import FILE converts a VS Code mcp.json)`,
 	"autoApprove": ` (mcproxy has no approval list; use "allowed_tools" or "disabled_tools" to filter tools)`,
 	"alwaysAllow": ` (mcproxy has no approval list; use "allowed_tools" or "disabled_tools" to filter tools)`,
 }

@@ -204,7 +204,7 @@ func TestParseErrors(t *testing.T) {
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
 				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, gateway, init_timeout, learn, listen, log_level, mcpServers, mode, noa, quarantine, redact, retrieve_limit, synonyms, tokenizer)`,
-				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here)`,
+				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here; mcproxy import FILE converts a VS Code mcp.json)`,
 			},
 		},
 		{
@@ -212,7 +212,14 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {"a": {"command": "x", "allowedTools": ["t"], "disabled": true}}}`,
 			want: []string{
 				`mcpServers.a.allowedTools: unknown key (did you mean "allowed_tools"?)`,
-				`mcpServers.a.disabled: unknown key (write "enabled": false to keep a server configured but not started)`,
+			},
+		},
+		{
+			name: "disabled contradicting enabled",
+			in:   `{"mcpServers": {"a": {"command": "x", "disabled": true, "enabled": true}, "b": {"command": "x", "disabled": "yes"}}}`,
+			want: []string{
+				`mcpServers.a.disabled: contradicts "enabled" (keep one of the two)`,
+				`mcpServers.b.disabled: want true or false, got a string`,
 			},
 		},
 		{

@@ -78,6 +78,9 @@ func (c *Config) ApplyDefaults() {
 		if s.CallTimeout == 0 {
 			s.CallTimeout, changed = c.CallTimeout, true
 		}
+		if s.ownToolNames(name) {
+			changed = true
+		}
 		if changed {
 			c.MCPServers[name] = s
 		}

@@ -346,8 +346,10 @@ func TestCommandLine(t *testing.T) {
 			"broken":     map[string]any{"command": filepath.Join(dir, "no-such-server")},
 		}})
 		code, out, errOut := runBinary(t, 90*time.Second, "search", "read the contents of a file", "--config", config, "--limit", "3")
-		if code != 0 {
-			t.Fatalf("search: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		// A server is down: the matches are printed, and the exit says a
+		// server is not working (issue 18).
+		if code != 1 || !strings.Contains(errOut, "1 server(s) not working") {
+			t.Fatalf("search: exit %d, want 1 with a server down\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 		lines := strings.Split(out, "\n")
 		if len(lines) < 2 || !strings.HasPrefix(lines[0], `3 match(es) for "read the contents of a file"`) {

@@ -43,7 +43,15 @@ type HTTPOptions struct {
 	// Gateway, when non-nil, serves every path the MCP transports do not
 	// (the model APIs of internal/gateway), behind the same Guard.
 	Gateway http.Handler
+	// Dashboard, when non-nil, serves GET / (exactly), /status and
+	// /status/ (internal/dashboard), behind the same Guard.
+	Dashboard http.Handler
 }
+
+// CookieToken is the cookie Guard also takes auth_token from: the
+// dashboard's page sets it, since a browser cannot add a header to a page
+// it navigates to.
+const CookieToken = "mcproxy_token"
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
 // a client launches mcproxy). It writes nothing but protocol messages to out
@@ -87,6 +95,11 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false, batches))
 	if opts.Gateway != nil {
 		mux.Handle("/", opts.Gateway)
+	}
+	if opts.Dashboard != nil {
+		mux.Handle("GET /{$}", opts.Dashboard)
+		mux.Handle("GET /status", opts.Dashboard)
+		mux.Handle("GET /status/", opts.Dashboard)
 	}
 	closeSessions := func(ctx context.Context) {
 		sse.CloseSessions()
@@ -226,15 +239,33 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 			if t := r.Header.Get(HeaderToken); t != "" {
 				token, ok = t, true // Authorization may carry a model provider's key
 			}
+			if !ok {
+				token, ok = browserToken(r)
+			}
 			got := sha256.Sum256([]byte(token))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
-				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\"", http.StatusUnauthorized)
+				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open /?token=<token> once)", http.StatusUnauthorized)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// browserToken is auth_token as a browser sends it to the dashboard: in
+// its cookie, or as ?token= when the page itself is opened (it then moves
+// the token into the cookie).
+func browserToken(r *http.Request) (string, bool) {
+	if r.Method == http.MethodGet && r.URL.Path == "/" {
+		if t := r.URL.Query().Get("token"); t != "" {
+			return t, true
+		}
+	}
+	if c, err := r.Cookie(CookieToken); err == nil && c.Value != "" {
+		return c.Value, true
+	}
+	return "", false
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.

@@ -94,7 +94,7 @@ func (e *CallError) Error() string {
 	if e.Status != 0 {
 		what = fmt.Sprintf("got HTTP %d %s from upstream %q or a proxy in front of it", e.Status, http.StatusText(e.Status), e.Server)
 	}
-	cause := strings.TrimSpace(e.Err.Error())
+	cause := tidyError(strings.TrimSpace(e.Err.Error()))
 	if len(cause) > maxCauseLen {
 		cause = strings.ToValidUTF8(cause[:maxCauseLen], "") + "..."
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
@@ -92,7 +93,13 @@ func TestFilteringAndLookupErrors(t *testing.T) {
 		{Server: "off", Transport: "stdio", State: StateDisabled},
 		{Server: "p", Transport: "stdio", State: StateReady, Tools: 2},
 	}
-	if diff := cmp.Diff(want, m.Status()); diff != "" {
+	got := m.Status()
+	// Since is a clock reading: the disabled server never started, the
+	// ready one became ready during this test.
+	if len(got) == 2 && (!got[0].Since.IsZero() || got[1].Since.IsZero() || time.Since(got[1].Since) > time.Minute) {
+		t.Errorf("since: got %v and %v, want zero for the disabled server and a moment ago for the ready one", got[0].Since, got[1].Since)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Status{}, "Since")); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 }
@@ -171,6 +178,11 @@ func TestTimeoutSettingNames(t *testing.T) {
 		{"server", config.Duration(time.Second), config.Duration(time.Minute), limit{time.Second, "mcpServers.git.call_timeout"}},
 		{"top", 0, config.Duration(time.Minute), limit{time.Minute, "call_timeout"}},
 		{"default", 0, 0, limit{config.DefaultCallTimeout, "the default call_timeout (set call_timeout or mcpServers.git.call_timeout to change it)"}},
+		// After config.ApplyDefaults, nothing set: the server holds the
+		// top-level value, which holds the default.
+		{"defaults applied", config.Duration(config.DefaultCallTimeout), config.Duration(config.DefaultCallTimeout),
+			limit{config.DefaultCallTimeout, "the default call_timeout (set call_timeout or mcpServers.git.call_timeout to change it)"}},
+		{"top-level inherited", config.Duration(time.Minute), config.Duration(time.Minute), limit{time.Minute, "call_timeout"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,6 +33,8 @@ type link struct {
 
 	wake      chan struct{} // a call wants a reconnect attempt now (capacity 1)
 	firstDone chan struct{} // closed after the first attempt, ok or not
+	stop      func()        // ends run; set by launch (reload.go)
+	done      chan struct{} // closed when run has returned; set by launch
 
 	mu       sync.Mutex
 	state    State
@@ -43,11 +45,15 @@ type link struct {
 	sess     *session  // the live session when ready
 	tools    []mcp.Tool
 	changed  chan struct{} // closed and replaced on every state change
+	since    time.Time     // when state last changed (zero: never started)
 }
 
 // setState changes the state and wakes everyone waiting on changed. l.mu
 // must be held.
 func (l *link) setState(s State) {
+	if l.state != s {
+		l.since = time.Now()
+	}
 	l.state = s
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -210,6 +216,7 @@ func (l *link) refresh(ctx context.Context, s *session) {
 
 // filter keeps the tools the config exposes, sorted by name.
 func (l *link) filter(tools []mcp.Tool) []mcp.Tool {
+	l.checkFilters(tools)
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range tools {
 		if l.cfg.ToolAllowed(t.Name) {
@@ -253,7 +260,7 @@ func (l *link) downLocked(err error) time.Duration {
 	d := backoff(l.failures, l.m.minBackoff, l.m.maxBackoff, rand.Float64())
 	l.failures++
 	now := time.Now()
-	l.lastErr = l.m.redact.String(err.Error())
+	l.lastErr = tidyError(l.m.redact.String(err.Error()))
 	l.lastFail = now
 	l.retryAt = now.Add(d)
 	l.sess, l.tools = nil, nil
@@ -372,7 +379,7 @@ func isConnErr(err error) bool {
 func (l *link) status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := Status{Server: l.name, Transport: l.kind, State: l.state, LastError: l.lastErr, RetryAt: l.retryAt}
+	st := Status{Server: l.name, Transport: l.kind, State: l.state, LastError: l.lastErr, RetryAt: l.retryAt, Since: l.since}
 	if !l.cfg.IsEnabled() {
 		st.State = StateDisabled
 	}

@@ -88,6 +88,9 @@ type Status struct {
 	Tools int
 	// RetryAt is when the next reconnect attempt is due (zero unless down).
 	RetryAt time.Time
+	// Since is when the server entered State (zero when it never started);
+	// for a ready server, the start of its uptime.
+	Since time.Time
 }
 
 // Manager keeps one connection per configured server. Its methods are safe
@@ -99,8 +102,9 @@ type Manager struct {
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
 
-	links map[string]*link
-	names []string // sorted
+	rosterMu sync.RWMutex // guards links and names, replaced whole by Reconfigure
+	links    map[string]*link
+	names    []string // sorted
 
 	// redact masks secrets in logs and errors (mask.go).
 	redact *redact.Redactor
@@ -144,23 +148,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		return m
 	}
 	for name, sc := range cfg.MCPServers {
-		l := &link{
-			m:         m,
-			name:      name,
-			cfg:       sc,
-			kind:      sc.TransportKind(),
-			init:      resolveLimit(name, sc.InitTimeout, cfg.InitTimeout, "init_timeout", config.DefaultInitTimeout),
-			call:      resolveLimit(name, sc.CallTimeout, cfg.CallTimeout, "call_timeout", config.DefaultCallTimeout),
-			log:       m.log.With(zap.String("upstream", name)),
-			wake:      make(chan struct{}, 1),
-			firstDone: make(chan struct{}),
-			state:     StateConnecting,
-			changed:   make(chan struct{}),
-		}
-		if !sc.IsEnabled() {
-			l.state = StateDisabled
-		}
-		m.links[name] = l
+		m.links[name] = m.newLink(name, sc, cfg)
 		m.names = append(m.names, name)
 	}
 	sort.Strings(m.names)
@@ -185,23 +173,19 @@ func (m *Manager) Start(ctx context.Context) {
 	case <-m.started:
 	default:
 		if !m.closed {
-			for _, name := range m.names {
-				l := m.links[name]
-				if !l.cfg.IsEnabled() {
-					continue
+			links, names := m.roster()
+			for _, name := range names {
+				if l := links[name]; l.cfg.IsEnabled() {
+					m.launch(l)
 				}
-				m.wg.Add(1)
-				go func() {
-					defer m.wg.Done()
-					l.run(m.ctx)
-				}()
 			}
 		}
 		close(m.started)
 	}
 	m.mu.Unlock()
-	for _, name := range m.names {
-		l := m.links[name]
+	links, names := m.roster()
+	for _, name := range names {
+		l := links[name]
 		if !l.cfg.IsEnabled() {
 			continue
 		}
@@ -231,8 +215,9 @@ func (m *Manager) Close() error {
 // is the caller's to keep.
 func (m *Manager) Tools() []config.Tool {
 	var out []config.Tool
-	for _, name := range m.names {
-		l := m.links[name]
+	links, names := m.roster()
+	for _, name := range names {
+		l := links[name]
 		l.mu.Lock()
 		if l.state == StateReady {
 			for _, t := range l.tools {
@@ -249,7 +234,8 @@ func (m *Manager) Tools() []config.Tool {
 // its schemas verbatim in RawInputSchema/RawOutputSchema. ok is false when
 // the server is unknown or not ready, or does not expose the tool.
 func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
-	l, ok := m.links[server]
+	links, _ := m.roster()
+	l, ok := links[server]
 	if !ok {
 		return mcp.Tool{}, false
 	}
@@ -279,9 +265,10 @@ func (l *link) exposes(tool string) bool {
 
 // Status reports every configured server, sorted by name.
 func (m *Manager) Status() []Status {
-	out := make([]Status, 0, len(m.names))
-	for _, name := range m.names {
-		out = append(out, m.links[name].status())
+	links, names := m.roster()
+	out := make([]Status, 0, len(names))
+	for _, name := range names {
+		out = append(out, links[name].status())
 	}
 	return out
 }
@@ -294,9 +281,10 @@ func (m *Manager) Status() []Status {
 // upstream failed this one request but still answers, so it stays ready. When ctx
 // ends (or the call timeout passes) the upstream gets notifications/cancelled.
 func (m *Manager) Call(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	l, ok := m.links[server]
+	links, names := m.roster()
+	l, ok := links[server]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, server, strings.Join(m.names, ", "))
+		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownServer, server, strings.Join(names, ", "))
 	}
 	select {
 	case <-m.started:
@@ -402,7 +390,7 @@ func (l *link) lostDuringCall(s *session, tool string, err error) error {
 	}
 	lost := l.m.mask(fmt.Errorf("connection lost during a call to %q: %w", tool, cause))
 	l.markLost(s, lost)
-	e := &DownError{Server: l.name, State: StateDown, LastError: lost.Error()}
+	e := &DownError{Server: l.name, State: StateDown, LastError: tidyError(lost.Error())}
 	l.mu.Lock()
 	if l.state == StateDown {
 		e.RetryAt = l.retryAt

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+// reloadDelay gathers the several events one save makes (an editor's
+// write, rename and chmod) into one reload.
+const reloadDelay = 300 * time.Millisecond
+
+// reloader applies config file changes to a running proxy (issue 18): on a
+// change to the file, or SIGHUP, it loads the file again and, when it is
+// valid, hands its servers to the upstream manager, which starts, stops
+// and restarts only what changed. An invalid file is refused with the
+// error logged, and the running configuration stays. Settings other than
+// the servers and their timeouts need a restart; a change to one is logged.
+type reloader struct {
+	path     string // absolute
+	override func(*config.Config)
+	mgr      interface {
+		Reconfigure(*config.Config) upstream.Changes
+	}
+	log *zap.Logger
+
+	running *config.Config
+}
+
+// run watches until ctx ends, reloading on each signal from hup too. It
+// owns no goroutine besides fsnotify's.
+func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("config watcher panicked; config changes are no longer picked up", zap.Any("panic", p), zap.Stack("stack"))
+		}
+	}()
+
+	var events chan fsnotify.Event
+	var errs chan error
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		// The folder, not the file: editors save by writing a new file and
+		// renaming it over the old one, which a watch on the file loses.
+		err = w.Add(filepath.Dir(r.path))
+	}
+	if err != nil {
+		r.log.Warn("cannot watch the config file; reload it with SIGHUP", zap.String("config", r.path), zap.Error(err))
+	} else {
+		defer w.Close()
+		events, errs = w.Events, w.Errors
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-hup:
+			r.log.Info("SIGHUP: reloading the config", zap.String("config", r.path))
+			r.reload()
+		case ev := <-events:
+			if filepath.Clean(ev.Name) == r.path && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
+				timer.Reset(reloadDelay)
+			}
+		case err := <-errs:
+			r.log.Warn("config watcher", zap.Error(err))
+		case <-timer.C:
+			r.reload()
+		}
+	}
+}
+
+// reload loads the file and applies it, or logs why not.
+func (r *reloader) reload() {
+	cfg, notes, err := loadConfigNotes(r.path, r.override)
+	if errors.Is(err, fs.ErrNotExist) || (err != nil && !fileExists(r.path)) {
+		r.log.Warn("the config file is gone; the running configuration stays", zap.String("config", r.path))
+		return
+	}
+	if err != nil {
+		r.log.Error("config change refused; the running configuration stays (fix the file and save it again)", zap.String("config", r.path), zap.Error(err))
+		return
+	}
+	for _, n := range notes {
+		r.log.Info("config note", zap.String("note", n))
+	}
+	if later := restartOnly(r.running, cfg); len(later) > 0 {
+		r.log.Warn("these settings take effect at the next restart; the servers were reloaded", zap.Strings("settings", later))
+	}
+	ch := r.mgr.Reconfigure(cfg)
+	if ch.Empty() {
+		r.log.Info("config reloaded: the servers are unchanged", zap.String("config", r.path))
+	}
+	r.running = cfg
+}
+
+// restartOnly names the top-level settings that differ between a and b,
+// other than the ones a reload applies (the servers and their timeouts).
+func restartOnly(a, b *config.Config) []string {
+	if a == nil {
+		return nil
+	}
+	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	var out []string
+	for i := range va.NumField() {
+		f := va.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "mcpServers", "init_timeout", "call_timeout", "-", "":
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// watchConfig starts the reloader of a serving stack and returns the
+// function that stops it and waits for it.
+func watchConfig(ctx context.Context, path string, override func(*config.Config), running *config.Config, st *stack, log *zap.Logger) (stop func()) {
+	abs, err := filepath.Abs(config.ExpandHome(path))
+	if err != nil {
+		abs = config.ExpandHome(path)
+	}
+	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running}
+	// Registered before serving starts, so a SIGHUP from then on reloads
+	// rather than ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(ctx, hup)
+	}()
+	return func() {
+		cancel()
+		<-done
+		signal.Stop(hup)
+	}
+}

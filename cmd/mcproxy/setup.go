@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/importer"
+)
+
+// backupSuffix names the copy of a client's file that setup keeps and
+// setup --undo puts back. An empty backup means the client had no file.
+const backupSuffix = ".mcproxy-backup"
+
+func runSetup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("setup", "setup [flags] "+strings.Join(importer.Clients, "|"), stderr)
+	cfgPath := fs.String("config", config.DefaultConfigPath(), "mcproxy's config file (created when missing)")
+	undo := fs.Bool("undo", false, "put the client's own file back as it was before setup")
+	workspace := fs.String("workspace", "", "project folder for ${workspaceFolder} (default: the current folder)")
+	exe := fs.String("binary", "", "the mcproxy the client launches (default: this one)")
+	var inputs multiFlag
+	fs.Var(&inputs, "input", "ID=VALUE answers a VS Code ${input:ID} without asking (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagError(stderr, fs, err)
+	}
+	if len(pos) != 1 || !slices.Contains(importer.Clients, pos[0]) {
+		fmt.Fprintf(stderr, "mcproxy setup: name one client: %s\n", strings.Join(importer.Clients, ", "))
+		return exitUsage
+	}
+	client := pos[0]
+	ws, err := workspaceDir(*workspace)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy setup: %v\n", err)
+		return exitError
+	}
+	path, err := importer.ClientPath(client, clientEnv(ws))
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy setup: %v\n", err)
+		return exitUsage
+	}
+	if *undo {
+		if err := undoSetup(path, stdout); err != nil {
+			fmt.Fprintf(stderr, "mcproxy setup --undo: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	opts, err := importOptions(ws, inputs, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy setup: %v\n", err)
+		return exitUsage
+	}
+	if err := setup(client, path, *cfgPath, *exe, ws, opts, stdout); err != nil {
+		fmt.Fprintf(stderr, "mcproxy setup %s: %v\n", client, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// setup imports the client's servers into mcproxy's config, then replaces
+// them in the client's file by one entry that launches mcproxy.
+func setup(client, path, cfgPath, exe, ws string, opts importer.Options, out io.Writer) error {
+	orig, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if orig != nil {
+		m, err := importInto(cfgPath, path, ws, opts, false, out)
+		if err != nil {
+			return err
+		}
+		if len(m.Clashes) > 0 {
+			return fmt.Errorf("%s was left as it was: mcproxy's config already has other servers named %s; settle those first so nothing of the client's is lost", path, strings.Join(m.Clashes, ", "))
+		}
+	}
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this mcproxy's path (pass --binary): %w", err)
+		}
+	}
+	absCfg, err := filepath.Abs(config.ExpandHome(cfgPath))
+	if err != nil {
+		return err
+	}
+	data, err := importer.PointAt(orig, config.ServerConfig{Command: exe, Args: []string{"serve", "--stdio", "--config", absCfg}})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	backup := path + backupSuffix
+	if !fileExists(backup) { // a second setup keeps the first backup: undo goes back to before mcproxy
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(backup, orig, 0o600); err != nil {
+			return fmt.Errorf("writing the backup %s: %w", backup, err)
+		}
+	}
+	if _, err := writeWithBackup(path, nil, data); err != nil {
+		return err
+	}
+	if orig != nil && !importer.PlainJSON(orig) {
+		fmt.Fprintf(out, "  note: the comments and trailing commas of %s were not kept (the backup has them)\n", path)
+	}
+	fmt.Fprintf(out, "%s now launches mcproxy (%s); its own file is kept at %s\n", client, exe, backup)
+	fmt.Fprintf(out, "restart %s to use it; `mcproxy setup %s --undo` puts the file back\n", client, client)
+	return nil
+}
+
+// undoSetup puts back the file setup saved.
+func undoSetup(path string, out io.Writer) error {
+	backup := path + backupSuffix
+	data, err := os.ReadFile(backup)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no backup at %s: setup was not run for this client (or was undone already)", backup)
+	}
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		fmt.Fprintf(out, "removed %s (the client had no file before setup)\n", path)
+	} else {
+		if _, err := writeWithBackup(path, nil, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "restored %s\n", path)
+	}
+	if err := os.Remove(backup); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "the servers imported into mcproxy's config stay there; remove them with `mcproxy remove NAME` if you like")
+	return nil
+}

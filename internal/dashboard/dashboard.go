@@ -1,0 +1,241 @@
+// Package dashboard serves what a running mcproxy knows about itself: GET
+// /status as JSON (each server's state, last error, tools and uptime; the
+// noa sessions; the index size), GET /status/search (what retrieve_tools
+// would answer) and a small web page at / that shows both (issue 18). The
+// page is one embedded file with no external assets. The package reads
+// through the functions of Source and changes nothing; the HTTP guard (Host,
+// Origin, auth_token) is the front's, around it.
+package dashboard
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+// Paths the dashboard serves.
+const (
+	PathPage   = "/"
+	PathStatus = "/status"
+	PathSearch = "/status/search"
+)
+
+// CookieToken is the cookie the page's requests carry auth_token in, set
+// when the page is opened as /?token=... (a browser cannot add an
+// Authorization header to a page it navigates to). The front's guard reads
+// the same name (server.CookieToken).
+const CookieToken = "mcproxy_token"
+
+// Hit is one tool a search returns.
+type Hit struct {
+	ID          string  `json:"id"`
+	Server      string  `json:"server"`
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Score       float64 `json:"score"`
+}
+
+// Session is one noa session as the page shows it.
+type Session struct {
+	ID           string    `json:"id"`
+	LastActive   time.Time `json:"last_active"`
+	Messages     int       `json:"messages"`
+	Blocks       int       `json:"blocks"`
+	ActiveBlocks int       `json:"active_blocks"`
+	TokensSaved  int       `json:"tokens_saved"`
+	Bytes        int64     `json:"bytes"`
+}
+
+// Source is where the dashboard reads from. Servers and Tools are
+// required; a nil Search, Sessions or IndexSize leaves that part out.
+type Source struct {
+	Servers   func() []upstream.Status
+	Tools     func() []config.Tool
+	Search    func(ctx context.Context, query string, limit int) ([]Hit, error)
+	Sessions  func() ([]Session, error)
+	IndexSize func() (int, error)
+	// Version is mcproxy's version; Started is when it started.
+	Version string
+	Started time.Time
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// Server is one upstream in /status.
+type Server struct {
+	Name      string     `json:"name"`
+	Transport string     `json:"transport"`
+	State     string     `json:"state"`
+	LastError string     `json:"last_error,omitempty"`
+	ToolCount int        `json:"tool_count"`
+	Since     *time.Time `json:"since,omitempty"`
+	// UptimeSeconds is how long a ready server has been ready (0 otherwise).
+	UptimeSeconds int64      `json:"uptime_seconds"`
+	RetryAt       *time.Time `json:"retry_at,omitempty"`
+	Tools         []Tool     `json:"tools"`
+}
+
+// Tool is one exposed tool in /status.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Status is the /status document.
+type Status struct {
+	Version       string    `json:"version"`
+	Started       time.Time `json:"started"`
+	UptimeSeconds int64     `json:"uptime_seconds"`
+	Servers       []Server  `json:"servers"`
+	Sessions      []Session `json:"sessions"`
+	SessionsError string    `json:"sessions_error,omitempty"`
+	IndexSize     int       `json:"index_size"`
+}
+
+// maxSessions bounds the sessions /status lists (the most recent first).
+const maxSessions = 50
+
+// New returns the handler for PathPage, PathStatus and PathSearch.
+func New(src Source, log *zap.Logger) http.Handler {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if src.Now == nil {
+		src.Now = time.Now
+	}
+	d := &dash{src: src, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathStatus, d.status)
+	mux.HandleFunc("GET "+PathSearch, d.search)
+	mux.HandleFunc("GET /{$}", d.page)
+	return mux
+}
+
+type dash struct {
+	src Source
+	log *zap.Logger
+}
+
+//go:embed page.html
+var page []byte
+
+func (d *dash) page(w http.ResponseWriter, r *http.Request) {
+	if t := r.URL.Query().Get("token"); t != "" {
+		// The guard has checked it; keep it in a cookie and drop it from
+		// the address bar (and the browser's history).
+		http.SetCookie(w, &http.Cookie{Name: CookieToken, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q := r.URL.Query()
+		q.Del("token")
+		target := "/"
+		if len(q) > 0 {
+			target += "?" + q.Encode()
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(page)
+}
+
+// snapshot builds the /status document.
+func (d *dash) snapshot() Status {
+	now := d.src.Now()
+	st := Status{Version: d.src.Version, Started: d.src.Started, UptimeSeconds: int64(now.Sub(d.src.Started).Seconds())}
+	byServer := map[string][]Tool{}
+	for _, t := range d.src.Tools() {
+		byServer[t.Server] = append(byServer[t.Server], Tool{Name: t.Name, Description: t.Description})
+	}
+	for _, s := range d.src.Servers() {
+		srv := Server{Name: s.Server, Transport: s.Transport, State: string(s.State), LastError: s.LastError, ToolCount: s.Tools, Tools: byServer[s.Server]}
+		if srv.Tools == nil {
+			srv.Tools = []Tool{}
+		}
+		if !s.Since.IsZero() {
+			since := s.Since
+			srv.Since = &since
+			if s.State == upstream.StateReady {
+				srv.UptimeSeconds = int64(now.Sub(since).Seconds())
+			}
+		}
+		if !s.RetryAt.IsZero() {
+			at := s.RetryAt
+			srv.RetryAt = &at
+		}
+		st.Servers = append(st.Servers, srv)
+	}
+	if st.Servers == nil {
+		st.Servers = []Server{}
+	}
+	st.Sessions = []Session{}
+	if d.src.Sessions != nil {
+		list, err := d.src.Sessions()
+		if err != nil {
+			st.SessionsError = err.Error()
+		}
+		slices.SortStableFunc(list, func(a, b Session) int { return b.LastActive.Compare(a.LastActive) })
+		st.Sessions = append(st.Sessions, list[:min(len(list), maxSessions)]...)
+	}
+	if d.src.IndexSize != nil {
+		if n, err := d.src.IndexSize(); err == nil {
+			st.IndexSize = n
+		} else {
+			d.log.Warn("counting the index for /status", zap.Error(err))
+		}
+	}
+	return st
+}
+
+func (d *dash) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, d.snapshot())
+}
+
+func (d *dash) search(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if d.src.Search == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no tool search in direct mode"})
+		return
+	}
+	if q == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "give a query as ?q=..."})
+		return
+	}
+	limit := 0 // the configured retrieve_limit, as retrieve_tools uses
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 50 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "limit must be 1 to 50"})
+			return
+		}
+		limit = n
+	}
+	hits, err := d.src.Search(r.Context(), q, limit)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	if hits == nil {
+		hits = []Hit{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"query": q, "hits": hits})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

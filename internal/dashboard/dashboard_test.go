@@ -1,0 +1,97 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+func testHandler() http.Handler {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	return New(Source{
+		Servers: func() []upstream.Status {
+			return []upstream.Status{
+				{Server: "git", Transport: "stdio", State: upstream.StateReady, Tools: 1, Since: t0.Add(-90 * time.Second)},
+				{Server: "web", Transport: "streamable-http", State: upstream.StateDown, LastError: "connecting: 502"},
+			}
+		},
+		Tools: func() []config.Tool {
+			return []config.Tool{{ID: "git:log", Server: "git", Name: "log", Description: "show commits"}}
+		},
+		Search: func(_ context.Context, q string, limit int) ([]Hit, error) {
+			return []Hit{{ID: "git:log", Server: "git", Name: "log", Score: float64(limit)}}, nil
+		},
+		IndexSize: func() (int, error) { return 1, nil },
+		Version:   "v1",
+		Started:   t0.Add(-time.Hour),
+		Now:       func() time.Time { return t0 },
+	}, nil)
+}
+
+func get(h http.Handler, target string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+	return w
+}
+
+func TestStatusDocument(t *testing.T) {
+	w := get(testHandler(), PathStatus)
+	var st Status
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.UptimeSeconds != 3600 || st.IndexSize != 1 || len(st.Servers) != 2 {
+		t.Fatalf("got %+v", st)
+	}
+	if git := st.Servers[0]; git.UptimeSeconds != 90 || len(git.Tools) != 1 || git.Tools[0].Name != "log" {
+		t.Errorf("git: got %+v, want 90s up and its tool", git)
+	}
+	if web := st.Servers[1]; web.UptimeSeconds != 0 || web.LastError != "connecting: 502" || web.Tools == nil {
+		t.Errorf("web: got %+v, want down with its error and an empty tool list", web)
+	}
+}
+
+func TestSearchRequests(t *testing.T) {
+	h := testHandler()
+	for _, tc := range []struct {
+		target string
+		code   int
+		want   string
+	}{
+		{PathSearch + "?q=log", 200, `"score": 0`},
+		{PathSearch + "?q=log&limit=7", 200, `"score": 7`},
+		{PathSearch, 400, "give a query"},
+		{PathSearch + "?q=x&limit=99", 400, "limit must be 1 to 50"},
+	} {
+		w := get(h, tc.target)
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("%s: got %d %s, want %d with %q", tc.target, w.Code, w.Body.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// Opening the page with ?token= moves the token into a cookie and out of
+// the address.
+func TestPageTokenBecomesCookie(t *testing.T) {
+	w := get(testHandler(), "/?token=s3cret&q=git")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/?q=git" {
+		t.Fatalf("got %d to %q, want 303 to /?q=git", w.Code, w.Header().Get("Location"))
+	}
+	c := w.Result().Cookies()
+	if len(c) != 1 || c[0].Name != CookieToken || c[0].Value != "s3cret" || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie: got %+v", c)
+	}
+	if w := get(testHandler(), "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "<title>mcproxy</title>") {
+		t.Errorf("page: got %d", w.Code)
+	}
+	if w := get(testHandler(), "/other"); w.Code != http.StatusNotFound {
+		t.Errorf("/other: got %d, want 404 (the page is / alone)", w.Code)
+	}
+}
