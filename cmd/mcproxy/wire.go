@@ -84,12 +84,23 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 				f.ToolsChanged(name, tools)
 			}
 		},
+		OnCatalogChanged: func(name string, c *upstream.Catalog) {
+			if f := front.Load(); f != nil {
+				f.CatalogChanged(name, c)
+			}
+		},
+		OnResourceUpdated: func(name, uri string) {
+			if f := front.Load(); f != nil {
+				f.ResourceUpdated(name, uri)
+			}
+		},
 	})
 	f, err := server.New(server.Deps{
 		Upstreams: mgr,
 		Index:     rank,
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
+		Catalogs:  mgr,
 	}, server.Options{
 		Version:        opts.Version,
 		Mode:           cfg.Mode,
@@ -98,6 +109,9 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		IndexMetadata:  arm.EncodeIndexMetadata,
 		WaitForStart:   opts.WaitForStart,
 		StdioSessionID: opts.StdioSessionID,
+		Prefix: func(name string) string {
+			return cfg.MCPServers[name].NamePrefix(name)
+		},
 	})
 	if err != nil {
 		_ = mgr.Close()

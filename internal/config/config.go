@@ -112,6 +112,12 @@ type ServerConfig struct {
 	// inherit (ApplyDefaults copies the top-level values into zero ones).
 	InitTimeout Duration `json:"init_timeout,omitempty"`
 	CallTimeout Duration `json:"call_timeout,omitempty"`
+
+	// Prefix replaces the default "<server>__" in front of this server's
+	// names in direct mode (tools) and in both modes (prompts); "" exposes
+	// its names exactly as the server sends them. nil means the default
+	// (see NamePrefix).
+	Prefix *string `json:"prefix,omitempty"`
 }
 
 // Modes, transports and defaults.

@@ -96,6 +96,9 @@ type Deps struct {
 	// cuts and their recall tool, read_result, are kept. nil means noa is
 	// off.
 	Sessions *session.Manager
+	// Catalogs serves the upstreams' prompts, resources and completion
+	// (catalog.go); nil means the front offers tools only.
+	Catalogs Catalogs
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -125,6 +128,10 @@ type Options struct {
 	// mcp-go session id is the constant "stdio"; give each run its own
 	// (session.NewSessionID). Unused when Deps.Sessions is nil.
 	StdioSessionID string
+	// Prefix is what goes in front of a server's names in direct mode
+	// (tools) and for prompts: config.ServerConfig.NamePrefix. nil means
+	// server + "__" for every server.
+	Prefix func(server string) string
 }
 
 // maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
@@ -153,6 +160,16 @@ type Server struct {
 	// direct holds the direct-mode registrations: exposed name → entry, so
 	// a resync only touches what changed. Guarded by syncMu.
 	direct map[string]directEntry
+	// arrival numbers servers in the order their tools first came
+	// (guarded by mu), for direct-mode name collisions; collided holds
+	// the collisions already logged.
+	arrival  map[string]uint64
+	arrivals uint64
+	collided map[string]bool
+
+	// catalog serves prompts, resources and completion (nil without
+	// Deps.Catalogs).
+	catalog *catalogFront
 
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
@@ -190,6 +207,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if opts.IndexMetadata == nil {
 		opts.IndexMetadata = PlainMetadata
+	}
+	if opts.Prefix == nil {
+		opts.Prefix = func(server string) string { return server + config.PrefixSeparator }
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
@@ -248,7 +268,17 @@ func New(deps Deps, opts Options) (*Server, error) {
 		})
 	}
 	mcpOpts = append(mcpOpts, mcpserver.WithInstructions(instructions))
+	var cf *catalogFront
+	if deps.Catalogs != nil {
+		cf = newCatalogFront(deps.Catalogs, nil, log, opts.Prefix)
+		mcpOpts = append(mcpOpts, cf.options()...)
+		cf.hook(hooks, s.started)
+	}
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
+	if cf != nil {
+		cf.mcp = s.mcp
+		s.catalog = cf
+	}
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
@@ -371,6 +401,9 @@ func (s *Server) Resync() {
 	for _, name := range names {
 		s.ToolsChanged(name, byServer[name])
 	}
+	if s.catalog != nil {
+		s.catalog.resync()
+	}
 }
 
 // ToolsChanged records server's new tool set (nil when it went down): it
@@ -401,7 +434,15 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 	}
 	if len(tools) == 0 {
 		delete(s.tools, server)
+		delete(s.arrival, server)
 	} else {
+		if s.arrival == nil {
+			s.arrival = map[string]uint64{}
+		}
+		if _, ok := s.arrival[server]; !ok {
+			s.arrivals++
+			s.arrival[server] = s.arrivals
+		}
 		s.tools[server] = tools
 		for _, t := range tools {
 			s.byID[t.ID] = t

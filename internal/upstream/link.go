@@ -43,6 +43,10 @@ type link struct {
 	sess     *session  // the live session when ready
 	tools    []mcp.Tool
 	changed  chan struct{} // closed and replaced on every state change
+	catalog  *Catalog      // prompts, resources, templates (nil unless ready)
+	// subs are the resource URIs the front is subscribed to on this
+	// server; each new session renews them (catalog.go).
+	subs map[string]bool
 }
 
 // setState changes the state and wakes everyone waiting on changed. l.mu
@@ -71,7 +75,7 @@ func (l *link) run(ctx context.Context) {
 		markFirst()
 		l.mu.Lock()
 		live := l.sess
-		l.sess, l.tools, l.retryAt = nil, nil, time.Time{}
+		l.sess, l.tools, l.catalog, l.retryAt = nil, nil, nil, time.Time{}
 		if l.state != StateDown {
 			l.lastErr = "upstream manager closed"
 		}
@@ -109,10 +113,12 @@ func (l *link) run(ctx context.Context) {
 		exposed := l.filter(tools)
 		l.mu.Lock()
 		l.sess, l.tools, l.failures, l.lastErr, l.retryAt = sess, exposed, 0, "", time.Time{}
+		l.catalog = sess.catalog
 		l.setState(StateReady)
 		early := sess.earlyLoss
 		l.mu.Unlock()
 		l.notify(exposed)
+		l.notifyCatalog(sess.catalog)
 		markFirst()
 		if early != nil { // lost between initialize and going live
 			l.markLost(sess, early)
@@ -128,6 +134,7 @@ func (l *link) run(ctx context.Context) {
 			return
 		}
 		l.notify(nil)
+		l.notifyCatalog(nil)
 		l.closeSession(sess)
 		if !l.sleep(ctx) {
 			return
@@ -153,6 +160,8 @@ func (l *link) serve(ctx context.Context, s *session) {
 			return
 		case <-s.refresh:
 			l.refresh(ctx, s)
+		case <-s.catalogRefresh:
+			l.refreshCatalog(ctx, s)
 		case <-tick:
 			l.ping(ctx, s)
 		}
@@ -182,14 +191,7 @@ func (l *link) refresh(ctx context.Context, s *session) {
 	defer cancel()
 	tools, err := s.listTools(rctx, l.log)
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		if isConnErr(err) && rctx.Err() == nil {
-			l.markLost(s, fmt.Errorf("refreshing tools: %w", err))
-			return
-		}
-		l.log.Warn("refreshing tools after list_changed failed; keeping the previous list", zap.Error(err))
+		l.refreshFailed(ctx, rctx, s, "tools", err)
 		return
 	}
 	exposed := l.filter(tools)
@@ -256,7 +258,7 @@ func (l *link) downLocked(err error) time.Duration {
 	l.lastErr = err.Error()
 	l.lastFail = now
 	l.retryAt = now.Add(d)
-	l.sess, l.tools = nil, nil
+	l.sess, l.tools, l.catalog = nil, nil, nil
 	l.setState(StateDown)
 	return d
 }

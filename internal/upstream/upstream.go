@@ -42,6 +42,14 @@ type Options struct {
 	// other than Close. It runs on the server's supervisor goroutine, so a
 	// slow callback delays that server's reconnects. nil = no callback.
 	OnToolsChanged func(server string, tools []config.Tool)
+	// OnCatalogChanged is called like OnToolsChanged, right after it, with
+	// the server's prompts, resources and templates (catalog.go); nil when
+	// the server went down. nil = no callback.
+	OnCatalogChanged func(server string, c *Catalog)
+	// OnResourceUpdated is called when a server sends
+	// notifications/resources/updated for uri. It runs on the connection's
+	// reader, so it must not block. nil = no callback.
+	OnResourceUpdated func(server, uri string)
 	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles per
 	// consecutive failure. Zero = 1s and 30s.
 	MinBackoff, MaxBackoff time.Duration
