@@ -269,3 +269,28 @@ func rewriteToolCall(msg []byte, server string) []byte {
 	}
 	return out
 }
+
+// TestTypeScriptClientCatalog drives mcproxy (retrieve mode) in front of
+// server-everything with the TypeScript SDK client: prompts, completion,
+// resources, templates, resource_links and a subscription seen by one of two
+// sessions only (testdata/catalog.mjs).
+func TestTypeScriptClientCatalog(t *testing.T) {
+	needNode(t)
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
+		},
+		"data_dir":     filepath.Join(dir, "data"),
+		"init_timeout": "60s",
+	})
+	base, _ := serveHTTP(t, config)
+	arg, _ := json.Marshal(map[string]any{"url": base + "/mcp", "server": "everything"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "catalog.mjs"), string(arg)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("catalog.mjs (TypeScript SDK client): %v\n%s", err, out)
+	}
+	t.Logf("catalog.mjs:\n%s", out)
+}
