@@ -71,6 +71,10 @@ type catalogFront struct {
 	regTemplates string
 
 	subs *subscriptions
+	// started is closed once the upstreams had their first chance to
+	// connect (Server.Started); a subscription made before waits for it,
+	// so its owner is known.
+	started <-chan struct{}
 }
 
 type promptRoute struct{ server, name string }
@@ -426,6 +430,7 @@ func upstreamInstructions(cats []*upstream.Catalog) string {
 // initialize's capabilities and instructions, the hidden catch-all
 // template, and the upstream side of subscriptions.
 func (c *catalogFront) hook(h *mcpserver.Hooks, started <-chan struct{}) {
+	c.started = started
 	h.AddAfterInitialize(c.advertise(started))
 	h.AddAfterListResourceTemplates(hideCatchAll)
 	h.AddAfterSubscribe(c.subscribed)

@@ -217,6 +217,11 @@ func (c *catalogFront) subscribed(ctx context.Context, _ any, req *mcp.Subscribe
 		return
 	}
 	uri := req.Params.URI
+	select {
+	case <-c.started:
+	case <-ctx.Done():
+		return
+	}
 	server, session, ok := c.subscriber(ctx, uri)
 	if !ok {
 		c.log.Warn("a client subscribed to a resource no server offers; it will get no updates", zap.String("uri", uri))
