@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,5 +96,84 @@ func TestSubscriptionRenewedAfterUpstreamRestart(t *testing.T) {
 	}
 	if !strings.Contains(p.output(), "renewed resource subscription") {
 		t.Errorf("mcproxy log: no \"renewed resource subscription\" line, want the renewal logged")
+	}
+}
+
+// TestPrefixCollisionsWithheld puts two copies of the Go SDK's conformance
+// server behind mcproxy, both with "prefix": "": every tool, prompt and
+// resource URI of the second collides with the first's. Each name is exposed
+// once, and the log names both servers for what was withheld.
+func TestPrefixCollisionsWithheld(t *testing.T) {
+	ref := referenceServer(t)
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{
+			"one": map[string]any{"command": ref, "prefix": ""},
+			"two": map[string]any{"command": ref, "prefix": ""},
+		},
+		"data_dir": filepath.Join(dir, "data"),
+		"mode":     "direct",
+	})
+	base, p := serveHTTP(t, config)
+	c := startHTTP(t, base+"/mcp")
+	initialize(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	tools := listTools(t, c)
+	if !slices.Contains(tools, "test_simple_text") {
+		t.Fatalf("tools/list: got %v, want test_simple_text exposed under its own name", tools)
+	}
+	seen := map[string]int{}
+	for _, n := range tools {
+		seen[n]++
+	}
+	for n, k := range seen {
+		if k > 1 {
+			t.Errorf("tools/list: %q listed %d times, want once", n, k)
+		}
+	}
+	prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, pr := range prompts.Prompts {
+		names = append(names, pr.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}; !slices.Equal(names, want) {
+		t.Errorf("prompts/list: got %v, want each of the server's prompts once, as it names them: %v", names, want)
+	}
+	res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uris := map[string]bool{}
+	for _, r := range res.Resources {
+		if uris[r.URI] {
+			t.Errorf("resources/list: %q listed twice", r.URI)
+		}
+		uris[r.URI] = true
+	}
+	got, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "test_simple_prompt"}})
+	if err != nil || len(got.Messages) == 0 {
+		t.Errorf("prompts/get test_simple_prompt: got %v, %v; want the kept server's messages", got, err)
+	}
+	// Which server keeps the names depends on which came up first.
+	log := p.output()
+	later, keeper := "two", "one"
+	if strings.Contains(log, `of server "one" collides`) {
+		later, keeper = "one", "two"
+	}
+	for _, want := range []string{
+		`prompt "test_simple_prompt" of server "` + later + `" collides with the one server "` + keeper + `" exposes`,
+		`tool "test_simple_text" of server "` + later + `" collides with the tool server "` + keeper + `" exposes as "test_simple_text"`,
+		`resource "test://static-text" of server "` + later + `" collides with the one server "` + keeper + `"`,
+		"set mcpServers." + later + ".prefix",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("mcproxy log lacks %q:\n%s", want, log)
+		}
 	}
 }

@@ -189,8 +189,12 @@ func (c *catalogFront) withhold(kind, name, keeper, later string) {
 		return
 	}
 	c.withheld[key] = true
-	c.log.Warn(fmt.Sprintf("%s %q of server %q collides with the one server %q exposes under the same name; %q keeps it and this one is withheld (set mcpServers.%s.prefix to expose it under another name)",
-		kind, name, later, keeper, keeper, later),
+	fix := fmt.Sprintf("set mcpServers.%s.prefix to expose it under another name", later)
+	if kind != "prompt" {
+		fix = "URIs are passed on as the servers send them, so only one server can offer it"
+	}
+	c.log.Warn(fmt.Sprintf("%s %q of server %q collides with the one server %q exposes under the same name; %q keeps it and this one is withheld (%s)",
+		kind, name, later, keeper, keeper, fix),
 		zap.String("upstream", later), zap.String("kept_by", keeper))
 }
 
