@@ -94,7 +94,7 @@ func (l *link) run(ctx context.Context) {
 		l.setState(StateConnecting)
 		l.mu.Unlock()
 
-		sess, tools, err := l.dial(ctx)
+		sess, tools, err := l.connect(ctx)
 		if ctx.Err() != nil {
 			l.closeSession(sess)
 			return

@@ -62,6 +62,9 @@ type session struct {
 	closing bool           // set once close has begun; no new goroutines after
 	wg      sync.WaitGroup // goroutines this session owns
 	reqID   atomic.Int64
+	// postStatus is the HTTP status of the last POST (streamable HTTP),
+	// which mcp-go's "likely a legacy SSE server" error leaves out.
+	postStatus atomic.Int32
 }
 
 // spawn runs f on a goroutine the session owns, unless the session is
@@ -218,6 +221,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
 		s.http = newHTTPClient()
+		s.http.Transport = &statusTap{base: s.http.Transport, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
 			transport.WithHTTPBasicClient(s.http),
