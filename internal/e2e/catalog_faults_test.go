@@ -177,3 +177,95 @@ func TestPrefixCollisionsWithheld(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptsListChangedRelayed has the Go SDK's conformance server add a
+// prompt while a client is connected (its test_trigger_prompt_change tool):
+// mcproxy re-lists the server's prompts, sends the client
+// notifications/prompts/list_changed, and lists the new prompt under the
+// server's prefix.
+func TestPromptsListChangedRelayed(t *testing.T) {
+	ref := referenceServer(t)
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{"conf": map[string]any{"command": ref, "prefix": "c_"}},
+		"data_dir":   filepath.Join(dir, "data"),
+		"mode":       "direct",
+	})
+	base, _ := serveHTTP(t, config)
+	c := startHTTP(t, base+"/mcp")
+	changed := make(chan struct{}, 10)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationPromptsListChanged) {
+			changed <- struct{}{}
+		}
+	})
+	initialize(t, c)
+	// In direct mode tools/list waits for the upstreams' first connection.
+	if tools := listTools(t, c); !slices.Contains(tools, "c_test_trigger_prompt_change") {
+		t.Fatalf("tools/list: got %v, want c_test_trigger_prompt_change", tools)
+	}
+	res := callTool(t, c, "c_test_trigger_prompt_change", nil)
+	if res.IsError {
+		t.Fatalf("c_test_trigger_prompt_change: %s", text(res))
+	}
+	const want = "c___transient_prompt_for_list_changed"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no notifications/prompts/list_changed listing %s within 20s", want)
+		}
+		got, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(got.Prompts, func(p mcp.Prompt) bool { return p.Name == want }) {
+			return
+		}
+	}
+}
+
+// TestListCommand runs `mcproxy list` against the Go SDK's conformance
+// server: it prints the tools, prompts and resources under the names a
+// client sees (the prefix applied to tools in direct mode and to prompts,
+// URIs as sent) and exits 0.
+func TestListCommand(t *testing.T) {
+	ref := referenceServer(t)
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{"conf": map[string]any{"command": ref, "prefix": "c_"}},
+		"data_dir":   filepath.Join(dir, "data"),
+	})
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"list", "--config", config, "--mode", "direct"},
+			[]string{"tools: 28", "c_test_simple_text", "prompts: 5", "c_test_simple_prompt", "resources: 4", "test://static-text", "test://template/{id}/data  (template)"}, nil},
+		{[]string{"list", "tools", "--config", config},
+			[]string{"conf:test_simple_text", "ids for call_tool"}, []string{"prompts:"}},
+		{[]string{"list", "prompts", "--config", config},
+			[]string{"prompts: 5", "  conf\n", "c_test_prompt_with_arguments"}, []string{"tools"}},
+	} {
+		code, stdout, stderr := runBinary(t, time.Minute, tc.args...)
+		if code != 0 {
+			t.Fatalf("mcproxy %v: exit %d, want 0\n%s%s", tc.args, code, stdout, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("mcproxy %v: output lacks %q:\n%s", tc.args, w, stdout)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(stdout, n) {
+				t.Errorf("mcproxy %v: output has %q, want only what was asked:\n%s", tc.args, n, stdout)
+			}
+		}
+	}
+	if code, _, stderr := runBinary(t, time.Minute, "list", "widgets", "--config", config); code != 2 || !strings.Contains(stderr, "want tools, prompts or resources") {
+		t.Errorf("mcproxy list widgets: exit %d, stderr %q; want 2 and the kinds it takes", code, stderr)
+	}
+}
