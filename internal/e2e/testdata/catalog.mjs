@@ -45,6 +45,10 @@ try {
   const caps = a.getServerCapabilities() ?? {};
   if (!caps.prompts || !caps.resources?.subscribe || !caps.completions) fail(`initialize capabilities: got ${JSON.stringify(caps)}, want prompts, resources with subscribe, completions`);
   console.log(`ok capabilities ${JSON.stringify(caps)}`);
+  // The upstream's own instructions follow mcproxy's, under its name.
+  const instructions = a.getInstructions() ?? "";
+  if (!instructions.startsWith("mcproxy") || !instructions.includes(`\n## ${server}\n`)) fail(`instructions: got ${JSON.stringify(instructions.slice(0, 400))}, want mcproxy's, then the upstream's under "## ${server}"`);
+  console.log(`ok instructions carry ${server}'s under its name`);
 
   // Prompts: listed under the server's prefix, fetched with arguments.
   const { prompts } = await a.listPrompts();
