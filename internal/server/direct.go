@@ -194,6 +194,13 @@ func (s *Server) syncDirect() {
 		if !ok {
 			continue // withheld: its name is taken
 		}
+		if _, mine := s.direct[name]; !mine && s.mcp.GetTool(name) != nil {
+			// With a configured prefix ("" above all) an upstream tool can
+			// take the name of one mcproxy serves itself (noa's Compress);
+			// mcproxy's stays.
+			s.logCollision(collision{id: t.ID, keeper: "mcproxy:" + name, name: name})
+			continue
+		}
 		want[name] = true
 		def := s.directTool(t, name)
 		fp, err := json.Marshal(def)

@@ -284,8 +284,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if nf != nil {
 		// noa's tools are the same in both modes: in direct mode they sit
-		// beside the upstream tools, whose server__tool names cannot clash
-		// with them (an exposed upstream name always contains "__").
+		// beside the upstream tools; an upstream tool that a configured
+		// prefix would give one of their names is withheld (syncDirect).
 		if nf.recallOnly {
 			s.mcp.AddTool(readResultTool(), nf.readArchive)
 		} else {
@@ -357,7 +357,7 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
 func (s *Server) instructions() string {
 	if s.opts.Mode == config.ModeDirect {
-		return "mcproxy exposes the tools of several MCP servers; each tool is named server__tool."
+		return "mcproxy exposes the tools of several MCP servers; each tool is named server__tool, unless its server is configured with another prefix."
 	}
 	return "mcproxy fronts several MCP servers. Find a tool with retrieve_tools, then run it with call_tool using the exact id it returned."
 }
