@@ -160,6 +160,23 @@ func TestPrefixCollisionsWithheld(t *testing.T) {
 	if err != nil || len(got.Messages) == 0 {
 		t.Errorf("prompts/get test_simple_prompt: got %v, %v; want the kept server's messages", got, err)
 	}
+	// A subscription to a URI no server offers is refused, saying why.
+	resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(77)),
+		Method: string(mcp.MethodResourcesSubscribe), Params: map[string]any{"uri": "nope://x"},
+	})
+	if err != nil || resp.Error == nil || !strings.Contains(resp.Error.Message, `no server offers resource "nope://x"`) {
+		t.Errorf("resources/subscribe nope://x: got %v / %+v, want an error saying no server offers it", err, resp)
+	}
+	// One that a server offers is accepted.
+	resp, err = c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(78)),
+		Method: string(mcp.MethodResourcesSubscribe), Params: map[string]any{"uri": "test://watched-resource"},
+	})
+	if err != nil || resp.Error != nil {
+		t.Errorf("resources/subscribe test://watched-resource: got %v / %+v, want success", err, resp)
+	}
+
 	// Which server keeps the names depends on which came up first.
 	log := p.output()
 	later, keeper := "two", "one"

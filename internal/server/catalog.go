@@ -437,7 +437,7 @@ func (c *catalogFront) hook(h *mcpserver.Hooks, started <-chan struct{}) {
 	c.started = started
 	h.AddAfterInitialize(c.advertise(started))
 	h.AddAfterListResourceTemplates(hideCatchAll)
-	h.AddAfterSubscribe(c.subscribed)
+	h.AddOnRequestInitialization(c.subscribing)
 	h.AddAfterUnsubscribe(c.unsubscribed)
 	h.AddOnUnregisterSession(c.sessionGone)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -210,31 +211,43 @@ func (s *subscriptions) sessions(server, uri string) []string {
 	return out
 }
 
-// subscribed runs after mcp-go accepted a resources/subscribe: the owning
-// upstream is subscribed when this is the first session to ask.
-func (c *catalogFront) subscribed(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-	if req == nil {
-		return
+// subscribing runs before mcp-go handles any request; for a
+// resources/subscribe it subscribes the owning upstream when this is the
+// first session to ask, and refuses the request, saying why, when no server
+// offers the URI or the upstream refuses. (mcp-go's own handler only
+// acknowledges; its after-hooks cannot fail a request.)
+func (c *catalogFront) subscribing(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil || req.Method != string(mcp.MethodResourcesSubscribe) || req.Params.URI == "" {
+		return nil
 	}
 	uri := req.Params.URI
 	select {
 	case <-c.started:
 	case <-ctx.Done():
-		return
+		return ctx.Err()
 	}
 	server, session, ok := c.subscriber(ctx, uri)
 	if !ok {
-		c.log.Warn("a client subscribed to a resource no server offers; it will get no updates", zap.String("uri", uri))
-		return
+		return fmt.Errorf("no server offers resource %q: subscribe to a URI from resources/list, a resource template or a tool result", uri)
 	}
 	if !c.subs.add(server, uri, session) {
-		return
+		return nil
 	}
 	if err := c.up.Subscribe(ctx, server, uri); err != nil {
-		c.log.Warn("subscribing upstream failed; the client gets no updates for this resource",
-			zap.String("upstream", server), zap.String("uri", uri), zap.Error(err))
 		c.subs.remove(server, uri, session)
+		return fmt.Errorf("subscribing to %q on %q: %w", uri, server, err)
 	}
+	return nil
 }
 
 // subscriber is the server that owns uri and the client session asking.
