@@ -80,6 +80,9 @@ try {
   if (!tmpls.includes("demo://resource/dynamic/text/{resourceId}")) fail(`resources/templates/list: got ${tmpls}`);
   if (tmpls.some((t) => !t.startsWith("demo://"))) fail(`resources/templates/list shows a template no server offers: ${tmpls}`);
   console.log(`ok resources/templates/list ${tmpls.join(",")}`);
+  const tdone = await a.complete({ ref: { type: "ref/resource", uri: "demo://resource/dynamic/text/{resourceId}" }, argument: { name: "resourceId", value: "7" } });
+  if (tdone.completion?.values?.[0] !== "7") fail(`completion/complete of a template argument: got ${JSON.stringify(tdone)}, want ["7"]`);
+  console.log(`ok completion/complete resourceId=7 -> ${tdone.completion.values.join(",")}`);
 
   // resource_links returned by a tool are readable through mcproxy.
   const links = (await call(a, "get-resource-links", { count: 2 })).content.filter((c) => c.type === "resource_link");
