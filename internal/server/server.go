@@ -8,7 +8,9 @@
 // session runs through noa: each tools/call and its result are recorded in
 // the session's host, and the result is tagged, nudged or cut here
 // (noa.go), and the Compress and read_archive tools sit beside the others
-// in both modes.
+// in both modes. With Deps.Catalogs it also passes on the upstreams'
+// prompts, resources (reads and subscriptions) and argument completion
+// (catalog.go, prompts.go, resources.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status

@@ -1,7 +1,8 @@
 // Package upstream owns mcproxy's connections to the MCP servers it fronts:
 // one mcp-go client per configured server over stdio, legacy SSE or
-// streamable HTTP. It initializes each with a timeout, lists tools across all
-// pages, follows notifications/tools/list_changed, reconnects with capped
+// streamable HTTP. It initializes each with a timeout, lists tools (and
+// prompts, resources and templates: catalog.go) across all pages, follows
+// their list_changed notifications, reconnects with capped
 // exponential backoff plus jitter (and on demand when a call needs a server
 // that is down), keeps an HTTP server whose one request failed but which
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
