@@ -209,7 +209,8 @@ func TestPromptsListChangedRelayed(t *testing.T) {
 		"mode":       "direct",
 	})
 	base, _ := serveHTTP(t, config)
-	c := startHTTP(t, base+"/mcp")
+	// The standalone GET stream carries notifications sent outside a call.
+	c := startHTTP(t, base+"/mcp", transport.WithContinuousListening())
 	changed := make(chan struct{}, 10)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationPromptsListChanged) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -354,16 +355,30 @@ func hideCatchAll(_ context.Context, _ any, _ *mcp.ListResourceTemplatesRequest,
 	})
 }
 
+// initializeWait bounds how long an initialize waits for the upstreams'
+// first connection attempt, whose outcome decides the capabilities and
+// instructions it answers with. A client keeps what initialize said for the
+// whole session, and a client that launches mcproxy initializes at once,
+// while its upstreams are still starting.
+const initializeWait = 10 * time.Second
+
 // advertise narrows what initialize says the front offers to what the
 // upstreams offer together, and appends the upstreams' instructions, each
-// under its server name. Before the upstreams had their first chance to
-// connect (started is open) nothing is known yet, so everything stays
-// advertised.
+// under its server name. It waits (up to initializeWait) for the upstreams'
+// first chance to connect; if they have not had it by then, nothing is
+// known, so everything stays advertised.
 func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
-	return func(_ context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	return func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if res == nil {
 			return
 		}
+		wait := time.NewTimer(initializeWait)
+		select {
+		case <-started:
+		case <-ctx.Done():
+		case <-wait.C:
+		}
+		wait.Stop()
 		c.mu.RLock()
 		order := c.order()
 		cats := make([]*upstream.Catalog, 0, len(order))
