@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,7 +219,8 @@ func (s *subscriptions) sessions(server, uri string) []string {
 // acknowledges; its after-hooks cannot fail a request.)
 func (c *catalogFront) subscribing(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
-	if !ok {
+	// Every request passes here; only a subscribe is decoded.
+	if !ok || !bytes.Contains(raw, []byte(mcp.MethodResourcesSubscribe)) {
 		return nil
 	}
 	var req struct {
