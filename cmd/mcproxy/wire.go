@@ -110,6 +110,16 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 				g.ToolsChanged(name, tools)
 			}
 		},
+		OnCatalogChanged: func(name string, c *upstream.Catalog) {
+			if f := front.Load(); f != nil {
+				f.CatalogChanged(name, c)
+			}
+		},
+		OnResourceUpdated: func(name, uri string) {
+			if f := front.Load(); f != nil {
+				f.ResourceUpdated(name, uri)
+			}
+		},
 	})
 	g := newGuard(cfg, mgr, log, func(name string, tools []config.Tool) {
 		if f := front.Load(); f != nil {
@@ -123,6 +133,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Logger:    log.Named("server"),
 		Sessions:  opts.Sessions,
 		Learner:   learner,
+		Catalogs:  mgr,
 	}, server.Options{
 		Version:        opts.Version,
 		Mode:           cfg.Mode,
@@ -131,6 +142,9 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		IndexMetadata:  arm.EncodeIndexMetadata,
 		WaitForStart:   opts.WaitForStart,
 		StdioSessionID: opts.StdioSessionID,
+		Prefix: func(name string) string {
+			return cfg.MCPServers[name].NamePrefix(name)
+		},
 	})
 	if err != nil {
 		_ = mgr.Close()

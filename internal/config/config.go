@@ -134,6 +134,11 @@ type ServerConfig struct {
 	// Quarantine overrides the top-level quarantine for this server; nil
 	// means inherit.
 	Quarantine *bool `json:"quarantine,omitempty"`
+	// Prefix replaces the default "<server>__" in front of this server's
+	// names in direct mode (tools) and in both modes (prompts); "" exposes
+	// its names exactly as the server sends them. nil means the default
+	// (see NamePrefix).
+	Prefix *string `json:"prefix,omitempty"`
 }
 
 // Modes, transports and defaults.

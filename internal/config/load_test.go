@@ -124,6 +124,7 @@ func TestParseRoundTrip(t *testing.T) {
 				URL: "http://h", Headers: map[string]string{"H": "v"}, Transport: "stdio", Type: "stdio",
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
 				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second), Quarantine: boolPtr(false),
+				Prefix: strPtr(""),
 			},
 		},
 		Listen: "127.0.0.1:1", DataDir: "/d", Mode: ModeDirect, RetrieveLimit: 3, Arm: "a",

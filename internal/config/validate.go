@@ -161,6 +161,7 @@ func (c *Config) Validate() error {
 		}
 		errs = append(errs, c.MCPServers[name].validate(path)...)
 	}
+	errs = append(errs, c.validatePrefixes()...)
 	return errors.Join(errs...)
 }
 

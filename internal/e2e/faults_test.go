@@ -271,9 +271,18 @@ func TestKilledStdioChildComesBack(t *testing.T) {
 // childPID finds the direct child of parent whose command line contains name.
 func childPID(t *testing.T, parent int, name string) int {
 	t.Helper()
+	pid := childPIDOrZero(parent, name)
+	if pid == 0 {
+		t.Fatalf("no child of %d running %s", parent, name)
+	}
+	return pid
+}
+
+// childPIDOrZero is childPID answering 0 when there is no such child.
+func childPIDOrZero(parent int, name string) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatal(err)
+		return 0
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -295,6 +304,5 @@ func childPID(t *testing.T, parent int, name string) int {
 			return pid
 		}
 	}
-	t.Fatalf("no child of %d running %s", parent, name)
 	return 0
 }

@@ -93,7 +93,7 @@ func TestFuse(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-12), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("FuseWeighted mismatch (-want +got):\n%s", diff)
 			}
-			if !slices.Equal(lex, tc.lexical) || !slices.Equal(den, tc.dense) {
+			if !cmp.Equal(lex, tc.lexical) || !cmp.Equal(den, tc.dense) {
 				t.Errorf("FuseWeighted modified its inputs")
 			}
 			if tc.weight == 1 {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -34,7 +36,13 @@ type directEntry struct {
 // [A-Za-z0-9_-] replaced by '_', cut to 64 characters with a hash suffix
 // when longer. exact reports whether nothing was replaced or cut.
 func DirectName(server, tool string) (name string, exact bool) {
-	raw := server + "__" + tool
+	return prefixedName(server+config.PrefixSeparator, server, tool)
+}
+
+// prefixedName is DirectName with the server's configured prefix (see
+// config.ServerConfig.NamePrefix) in place of "server__".
+func prefixedName(prefix, server, tool string) (name string, exact bool) {
+	raw := prefix + tool
 	var b strings.Builder
 	exact = true
 	for _, r := range raw {
@@ -68,6 +76,20 @@ func withHash(name, id string) string {
 // the one whose name is exact keeps it (if exactly one is) and every other
 // gets a hash suffix of its id. The result depends only on the set of ids.
 func DirectNames(ids []string) map[string]string {
+	out, _ := directNames(ids, func(s string) string { return s + config.PrefixSeparator }, nil)
+	return out
+}
+
+// collision is a tool held back because an earlier server exposes one under
+// the same name (possible only with configured prefixes).
+type collision struct{ id, keeper, name string }
+
+// directNames is DirectNames with per-server prefixes. When several ids map
+// exactly to one name and one of them has a configured prefix (two servers
+// with prefix "" and a tool of the same name), the id whose server ranks
+// first (rank, lower first; nil = by id) keeps it and the others are
+// withheld: left out of the result and reported.
+func directNames(ids []string, prefix func(string) string, rank func(string) uint64) (map[string]string, []collision) {
 	type cand struct {
 		id    string
 		exact bool
@@ -78,11 +100,43 @@ func DirectNames(ids []string) map[string]string {
 		if !ok {
 			continue
 		}
-		name, exact := DirectName(server, tool)
+		name, exact := prefixedName(prefix(server), server, tool)
 		groups[name] = append(groups[name], cand{id, exact})
 	}
 	out := make(map[string]string, len(ids))
+	var held []collision
 	for name, cs := range groups {
+		var exactIDs []string
+		for _, c := range cs {
+			if c.exact {
+				exactIDs = append(exactIDs, c.id)
+			}
+		}
+		if len(exactIDs) > 1 && slices.ContainsFunc(exactIDs, func(id string) bool {
+			server, _, _ := config.SplitToolID(id)
+			return prefix(server) != server+config.PrefixSeparator
+		}) {
+			// A configured prefix ("" above all) promises names as the
+			// server sends them, so no hash suffix: the first keeps it.
+			slices.SortFunc(exactIDs, func(a, b string) int {
+				sa, _, _ := config.SplitToolID(a)
+				sb, _, _ := config.SplitToolID(b)
+				if rank != nil && rank(sa) != rank(sb) {
+					return cmp.Compare(rank(sa), rank(sb))
+				}
+				return strings.Compare(a, b)
+			})
+			for _, id := range exactIDs[1:] {
+				held = append(held, collision{id: id, keeper: exactIDs[0], name: name})
+			}
+			kept := cs[:0:0]
+			for _, c := range cs {
+				if !c.exact || c.id == exactIDs[0] {
+					kept = append(kept, c)
+				}
+			}
+			cs = kept
+		}
 		if len(cs) == 1 {
 			out[cs[0].id] = name
 			continue
@@ -101,7 +155,8 @@ func DirectNames(ids []string) map[string]string {
 			out[c.id] = withHash(name, c.id)
 		}
 	}
-	return out
+	slices.SortFunc(held, func(a, b collision) int { return strings.Compare(a.id, b.id) })
+	return out, held
 }
 
 // syncDirect makes the exposed direct-mode tools match the catalog, adding,
@@ -120,7 +175,10 @@ func (s *Server) syncDirect() {
 	for i, t := range tools {
 		ids[i] = t.ID
 	}
-	names := DirectNames(ids)
+	names, held := directNames(ids, s.opts.Prefix, s.toolRank)
+	for _, h := range held {
+		s.logCollision(h)
+	}
 	byName := make(map[string]string, len(names))
 	for id, name := range names {
 		byName[name] = id
@@ -132,7 +190,17 @@ func (s *Server) syncDirect() {
 	want := make(map[string]bool, len(tools))
 	var add []mcpserver.ServerTool
 	for _, t := range tools {
-		name := names[t.ID]
+		name, ok := names[t.ID]
+		if !ok {
+			continue // withheld: its name is taken
+		}
+		if _, mine := s.direct[name]; !mine && s.mcp.GetTool(name) != nil {
+			// With a configured prefix ("" above all) an upstream tool can
+			// take the name of one mcproxy serves itself (noa's Compress);
+			// mcproxy's stays.
+			s.logCollision(collision{id: t.ID, keeper: "mcproxy:" + name, name: name})
+			continue
+		}
 		want[name] = true
 		def := s.directTool(t, name)
 		fp, err := json.Marshal(def)
@@ -188,4 +256,35 @@ func (s *Server) directHandler(server, tool string) mcpserver.ToolHandlerFunc {
 		}
 		return s.callUpstream(ctx, server, tool, req.GetArguments())
 	}
+}
+
+// toolRank orders servers by when their tools first arrived, so that of two
+// servers exposing one name the earlier keeps it.
+func (s *Server) toolRank(server string) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if r, ok := s.arrival[server]; ok {
+		return r
+	}
+	return ^uint64(0)
+}
+
+// logCollision logs, once per pair, a tool withheld for its name.
+func (s *Server) logCollision(h collision) {
+	key := h.id + "\x00" + h.keeper
+	s.mu.Lock()
+	if s.collided == nil {
+		s.collided = map[string]bool{}
+	}
+	seen := s.collided[key]
+	s.collided[key] = true
+	s.mu.Unlock()
+	if seen {
+		return
+	}
+	server, tool, _ := config.SplitToolID(h.id)
+	keeper, _, _ := config.SplitToolID(h.keeper)
+	s.log.Warn(fmt.Sprintf("tool %q of server %q collides with the tool server %q exposes as %q; %q keeps the name and this one is withheld (set mcpServers.%s.prefix to expose it under another name)",
+		tool, server, keeper, h.name, keeper, server),
+		zap.String("upstream", server), zap.String("tool", tool), zap.String("kept_by", keeper))
 }

@@ -189,3 +189,26 @@ func TestDirectModeKeepsSchemaAndSkipsUnchanged(t *testing.T) {
 		t.Errorf("unchanged tool was re-registered: got %+v, want %+v", after, before)
 	}
 }
+
+func TestDirectNamesConfiguredPrefixes(t *testing.T) {
+	prefix := func(server string) string {
+		switch server {
+		case "a", "b":
+			return "" // both expose their names as they send them
+		case "g":
+			return "git_"
+		}
+		return server + "__"
+	}
+	rank := func(server string) uint64 { return map[string]uint64{"b": 1, "a": 2}[server] }
+	got, held := directNames([]string{"a:echo", "b:echo", "a:add", "g:log", "c:x"}, prefix, rank)
+	want := map[string]string{"b:echo": "echo", "a:add": "add", "g:log": "git_log", "c:x": "c__x"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("names mismatch (-want +got):\n%s", diff)
+	}
+	// b came first, so a's echo is withheld, not renamed.
+	wantHeld := []collision{{id: "a:echo", keeper: "b:echo", name: "echo"}}
+	if diff := cmp.Diff(wantHeld, held, cmp.AllowUnexported(collision{})); diff != "" {
+		t.Errorf("withheld mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -189,6 +189,9 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		if res == nil {
 			return mcp.NewToolResultError(fmt.Sprintf("%s returned no result.", id)), nil
 		}
+		if s.catalog != nil {
+			s.catalog.noteLinks(server, res)
+		}
 		out := *res
 		// The front negotiates its own protocol version with the client; the
 		// upstream's result-type marker belongs to the other connection.

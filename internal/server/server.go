@@ -8,7 +8,9 @@
 // session runs through noa: each tools/call and its result are recorded in
 // the session's host, and the result is tagged, nudged or cut here
 // (noa.go), and the Compress and read_archive tools sit beside the others
-// in both modes.
+// in both modes. With Deps.Catalogs it also passes on the upstreams'
+// prompts, resources (reads and subscriptions) and argument completion
+// (catalog.go, prompts.go, resources.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status
@@ -104,6 +106,9 @@ type Deps struct {
 	// retrieve mode which words lead to which tool (config "learn"); nil
 	// means nothing is learned.
 	Learner *learn.Learner
+	// Catalogs serves the upstreams' prompts, resources and completion
+	// (catalog.go); nil means the front offers tools only.
+	Catalogs Catalogs
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -133,6 +138,10 @@ type Options struct {
 	// mcp-go session id is the constant "stdio"; give each run its own
 	// (session.NewSessionID). Unused when Deps.Sessions is nil.
 	StdioSessionID string
+	// Prefix is what goes in front of a server's names in direct mode
+	// (tools) and for prompts: config.ServerConfig.NamePrefix. nil means
+	// server + "__" for every server.
+	Prefix func(server string) string
 }
 
 // maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
@@ -165,6 +174,16 @@ type Server struct {
 	// direct holds the direct-mode registrations: exposed name → entry, so
 	// a resync only touches what changed. Guarded by syncMu.
 	direct map[string]directEntry
+	// arrival numbers servers in the order their tools first came
+	// (guarded by mu), for direct-mode name collisions; collided holds
+	// the collisions already logged.
+	arrival  map[string]uint64
+	arrivals uint64
+	collided map[string]bool
+
+	// catalog serves prompts, resources and completion (nil without
+	// Deps.Catalogs).
+	catalog *catalogFront
 
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
@@ -202,6 +221,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if opts.IndexMetadata == nil {
 		opts.IndexMetadata = PlainMetadata
+	}
+	if opts.Prefix == nil {
+		opts.Prefix = func(server string) string { return server + config.PrefixSeparator }
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
@@ -267,14 +289,24 @@ func New(deps Deps, opts Options) (*Server, error) {
 		})
 	}
 	mcpOpts = append(mcpOpts, mcpserver.WithInstructions(instructions))
+	var cf *catalogFront
+	if deps.Catalogs != nil {
+		cf = newCatalogFront(deps.Catalogs, nil, log, opts.Prefix)
+		mcpOpts = append(mcpOpts, cf.options()...)
+		cf.hook(hooks, s.started)
+	}
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
+	if cf != nil {
+		cf.mcp = s.mcp
+		s.catalog = cf
+	}
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
 	if nf != nil {
 		// noa's tools are the same in both modes: in direct mode they sit
-		// beside the upstream tools, whose server__tool names cannot clash
-		// with them (an exposed upstream name always contains "__").
+		// beside the upstream tools; an upstream tool that a configured
+		// prefix would give one of their names is withheld (syncDirect).
 		if nf.recallOnly {
 			s.mcp.AddTool(readResultTool(), nf.readArchive)
 		} else {
@@ -346,7 +378,7 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
 func (s *Server) instructions() string {
 	if s.opts.Mode == config.ModeDirect {
-		return "mcproxy exposes the tools of several MCP servers; each tool is named server__tool."
+		return "mcproxy exposes the tools of several MCP servers; each tool is named server__tool, unless its server is configured with another prefix."
 	}
 	return "mcproxy fronts several MCP servers. Find a tool with retrieve_tools, then run it with call_tool using the exact id it returned."
 }
@@ -390,6 +422,9 @@ func (s *Server) Resync() {
 	for _, name := range names {
 		s.ToolsChanged(name, byServer[name])
 	}
+	if s.catalog != nil {
+		s.catalog.resync()
+	}
 }
 
 // ToolsChanged records server's new tool set (nil when it went down): it
@@ -420,7 +455,15 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 	}
 	if len(tools) == 0 {
 		delete(s.tools, server)
+		delete(s.arrival, server)
 	} else {
+		if s.arrival == nil {
+			s.arrival = map[string]uint64{}
+		}
+		if _, ok := s.arrival[server]; !ok {
+			s.arrivals++
+			s.arrival[server] = s.arrivals
+		}
 		s.tools[server] = tools
 		for _, t := range tools {
 			s.byID[t.ID] = t

@@ -46,6 +46,10 @@ type link struct {
 	tools    []mcp.Tool
 	changed  chan struct{} // closed and replaced on every state change
 	since    time.Time     // when state last changed (zero: never started)
+	catalog  *Catalog      // prompts, resources, templates (nil unless ready)
+	// subs are the resource URIs the front is subscribed to on this
+	// server; each new session renews them (catalog.go).
+	subs map[string]bool
 }
 
 // setState changes the state and wakes everyone waiting on changed. l.mu
@@ -77,7 +81,7 @@ func (l *link) run(ctx context.Context) {
 		markFirst()
 		l.mu.Lock()
 		live := l.sess
-		l.sess, l.tools, l.retryAt = nil, nil, time.Time{}
+		l.sess, l.tools, l.catalog, l.retryAt = nil, nil, nil, time.Time{}
 		if l.state != StateDown {
 			l.lastErr = "upstream manager closed"
 		}
@@ -96,7 +100,7 @@ func (l *link) run(ctx context.Context) {
 		l.setState(StateConnecting)
 		l.mu.Unlock()
 
-		sess, tools, err := l.dial(ctx)
+		sess, tools, err := l.connect(ctx)
 		if ctx.Err() != nil {
 			l.closeSession(sess)
 			return
@@ -115,10 +119,12 @@ func (l *link) run(ctx context.Context) {
 		exposed := l.filter(tools)
 		l.mu.Lock()
 		l.sess, l.tools, l.failures, l.lastErr, l.retryAt = sess, exposed, 0, "", time.Time{}
+		l.catalog = sess.catalog
 		l.setState(StateReady)
 		early := sess.earlyLoss
 		l.mu.Unlock()
 		l.notify(exposed)
+		l.notifyCatalog(sess.catalog)
 		markFirst()
 		if early != nil { // lost between initialize and going live
 			l.markLost(sess, early)
@@ -134,6 +140,7 @@ func (l *link) run(ctx context.Context) {
 			return
 		}
 		l.notify(nil)
+		l.notifyCatalog(nil)
 		l.closeSession(sess)
 		if !l.sleep(ctx) {
 			return
@@ -159,6 +166,8 @@ func (l *link) serve(ctx context.Context, s *session) {
 			return
 		case <-s.refresh:
 			l.refresh(ctx, s)
+		case <-s.catalogRefresh:
+			l.refreshCatalog(ctx, s)
 		case <-tick:
 			l.ping(ctx, s)
 		}
@@ -188,14 +197,7 @@ func (l *link) refresh(ctx context.Context, s *session) {
 	defer cancel()
 	tools, err := s.listTools(rctx, l.log)
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		if isConnErr(err) && rctx.Err() == nil {
-			l.markLost(s, fmt.Errorf("refreshing tools: %w", err))
-			return
-		}
-		l.log.Warn("refreshing tools after list_changed failed; keeping the previous list", zap.Error(err))
+		l.refreshFailed(ctx, rctx, s, "tools", err)
 		return
 	}
 	exposed := l.filter(tools)
@@ -263,7 +265,7 @@ func (l *link) downLocked(err error) time.Duration {
 	l.lastErr = tidyError(l.m.redact.String(err.Error()))
 	l.lastFail = now
 	l.retryAt = now.Add(d)
-	l.sess, l.tools = nil, nil
+	l.sess, l.tools, l.catalog = nil, nil, nil
 	l.setState(StateDown)
 	return d
 }

@@ -53,11 +53,18 @@ type session struct {
 	earlyLoss error
 
 	refresh chan struct{} // a tools/list_changed arrived (capacity 1)
+	// catalogRefresh: a prompts or resources list_changed arrived
+	// (capacity 1); catalog is what dial listed besides tools.
+	catalogRefresh chan struct{}
+	catalog        *Catalog
 
 	mu      sync.Mutex
 	closing bool           // set once close has begun; no new goroutines after
 	wg      sync.WaitGroup // goroutines this session owns
 	reqID   atomic.Int64
+	// postStatus is the HTTP status of the last POST (streamable HTTP),
+	// which mcp-go's "likely a legacy SSE server" error leaves out.
+	postStatus atomic.Int32
 }
 
 // spawn runs f on a goroutine the session owns, unless the session is
@@ -93,6 +100,8 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		cancel:  cancel,
 		lost:    make(chan struct{}),
 		refresh: make(chan struct{}, 1),
+
+		catalogRefresh: make(chan struct{}, 1),
 	}
 	ictx, icancel := context.WithTimeoutCause(sctx, l.init.d, errInitTimeout)
 	defer icancel()
@@ -127,6 +136,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			s.signalRefresh()
 		}
+		l.catalogNotification(s, n)
 	})
 	if err := s.client.Start(sctx); err != nil {
 		return fail("starting transport", err)
@@ -142,6 +152,16 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	if err != nil {
 		return fail("listing tools", err)
 	}
+	cat, err := s.listCatalog(ictx, l.name, info)
+	if err != nil {
+		if isConnErr(err) || ictx.Err() != nil {
+			return fail("listing prompts and resources", err)
+		}
+		l.log.Warn("the upstream's prompts or resources could not be listed; serving its tools only", zap.Error(err))
+		cat = &Catalog{Server: l.name, Instructions: info.Instructions, Capabilities: info.Capabilities}
+	}
+	s.catalog = cat
+	l.resubscribe(ictx, s)
 	if !stopWatch() {
 		// The timeout fired just as we finished.
 		return fail("initialize", ictx.Err())
@@ -151,7 +171,8 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		zap.String("server_name", info.ServerInfo.Name),
 		zap.String("server_version", info.ServerInfo.Version),
 		zap.String("protocol", info.ProtocolVersion),
-		zap.Int("tools", len(tools)))
+		zap.Int("tools", len(tools)), zap.Int("prompts", len(cat.Prompts)),
+		zap.Int("resources", len(cat.Resources)), zap.Int("resource_templates", len(cat.Templates)))
 	return s, tools, nil
 }
 
@@ -200,6 +221,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
 		s.http = newHTTPClient()
+		s.http.Transport = &statusTap{base: s.http.Transport, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
 			transport.WithHTTPBasicClient(s.http),

@@ -1,7 +1,8 @@
 // Package upstream owns mcproxy's connections to the MCP servers it fronts:
 // one mcp-go client per configured server over stdio, legacy SSE or
-// streamable HTTP. It initializes each with a timeout, lists tools across all
-// pages, follows notifications/tools/list_changed, reconnects with capped
+// streamable HTTP. It initializes each with a timeout, lists tools (and
+// prompts, resources and templates: catalog.go) across all pages, follows
+// their list_changed notifications, reconnects with capped
 // exponential backoff plus jitter (and on demand when a call needs a server
 // that is down), keeps an HTTP server whose one request failed but which
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
@@ -43,6 +44,14 @@ type Options struct {
 	// other than Close. It runs on the server's supervisor goroutine, so a
 	// slow callback delays that server's reconnects. nil = no callback.
 	OnToolsChanged func(server string, tools []config.Tool)
+	// OnCatalogChanged is called like OnToolsChanged, right after it, with
+	// the server's prompts, resources and templates (catalog.go); nil when
+	// the server went down. nil = no callback.
+	OnCatalogChanged func(server string, c *Catalog)
+	// OnResourceUpdated is called when a server sends
+	// notifications/resources/updated for uri. It runs on the connection's
+	// reader, so it must not block. nil = no callback.
+	OnResourceUpdated func(server, uri string)
 	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles per
 	// consecutive failure. Zero = 1s and 30s.
 	MinBackoff, MaxBackoff time.Duration

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// getPrompt serves prompts/get for every exposed prompt: it finds the
+// server and the prompt's own name behind the exposed name and asks it.
+func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	c.mu.RLock()
+	r, ok := c.prompts[req.Params.Name]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("no prompt %q: list them with prompts/list", req.Params.Name)
+	}
+	res, err := c.up.GetPrompt(ctx, r.server, r.name, req.Params.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("getting prompt %q from %q: %w", r.name, r.server, err)
+	}
+	out := *res
+	out.ResultType = ""
+	return &out, nil
+}
+
+// promptCompleter routes completion/complete for a prompt's argument to the
+// server that owns the prompt, under the prompt's own name.
+type promptCompleter struct{ c *catalogFront }
+
+func (p promptCompleter) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	p.c.mu.RLock()
+	r, ok := p.c.prompts[name]
+	p.c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("no prompt %q: list them with prompts/list", name)
+	}
+	params := mcp.CompleteParams{
+		Ref:      mcp.PromptReference{Type: "ref/prompt", Name: r.name},
+		Argument: arg,
+		Context:  cctx,
+	}
+	return p.c.complete(ctx, r.server, params)
+}
+
+// resourceCompleter routes completion/complete for a resource template's
+// argument to the server that owns the template (or the resource).
+type resourceCompleter struct{ c *catalogFront }
+
+func (rc resourceCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	server, ok := rc.c.templateOwner(uri)
+	if !ok {
+		server, ok = rc.c.owner(uri)
+	}
+	if !ok {
+		return nil, fmt.Errorf("no resource template %q: list them with resources/templates/list", uri)
+	}
+	params := mcp.CompleteParams{
+		Ref:      mcp.ResourceReference{Type: "ref/resource", URI: uri},
+		Argument: arg,
+		Context:  cctx,
+	}
+	return rc.c.complete(ctx, server, params)
+}
+
+func (c *catalogFront) complete(ctx context.Context, server string, params mcp.CompleteParams) (*mcp.Completion, error) {
+	c.mu.RLock()
+	cat := c.catalogs[server]
+	c.mu.RUnlock()
+	if cat == nil || cat.Capabilities.Completions == nil {
+		// The server offers no completion: no suggestions, as the spec's
+		// default answer.
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	res, err := c.up.Complete(ctx, server, params)
+	if err != nil {
+		return nil, fmt.Errorf("completing %q on %q: %w", params.Argument.Name, server, err)
+	}
+	out := res.Completion
+	out.Values = slices.Clone(out.Values)
+	return &out, nil
+}
+
+// templateOwner finds the server whose template text is exactly tmpl.
+func (c *catalogFront) templateOwner(tmpl string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, t := range c.tmpls {
+		if templateKey(t.tmpl) == tmpl {
+			return t.server, true
+		}
+	}
+	return "", false
+}
