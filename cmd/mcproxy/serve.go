@@ -17,6 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -92,6 +93,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		WaitForStart:   true,
 		Sessions:       sessions,
 		StdioSessionID: stdioID,
+		OpenBrowser:    oauth.SystemOpener(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -28,6 +29,7 @@ type stack struct {
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
+	auth  *oauth.Set // sign-ins to HTTP upstreams; closed after mgr
 }
 
 // stackOptions say how to wire a stack.
@@ -44,6 +46,10 @@ type stackOptions struct {
 	Sessions *session.Manager
 	// StdioSessionID is the noa session id of a stdio connection.
 	StdioSessionID string
+	// OpenBrowser starts an upstream's OAuth sign-in in the user's
+	// browser when the upstream asks for one (oauth.SystemOpener). nil =
+	// such an upstream waits in "needs sign-in" for mcproxy auth login.
+	OpenBrowser func(ctx context.Context, url string) error
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -77,7 +83,13 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// The manager reports tool changes to the front, which exists only
 	// after the manager does; nothing is reported before start.
 	var front atomic.Pointer[server.Server]
+	auth, err := oauth.NewSet(cfg, oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
+	if err != nil {
+		_ = rank.Close()
+		return nil, err
+	}
 	mgr := upstream.New(cfg, upstream.Options{
+		OAuth:  auth,
 		Logger: log.Named("upstream"),
 		OnToolsChanged: func(name string, tools []config.Tool) {
 			if f := front.Load(); f != nil {
@@ -101,11 +113,12 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
+		auth.Close()
 		_ = rank.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, rank: rank, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, rank: rank, dense: dense, front: f, auth: auth}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -121,7 +134,9 @@ func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 // close stops the upstreams (children stop in stages), then the ranking's
 // dense worker and index.
 func (s *stack) close() error {
-	return errors.Join(s.mgr.Close(), s.rank.Close())
+	err := s.mgr.Close()
+	s.auth.Close()
+	return errors.Join(err, s.rank.Close())
 }
 
 // openIndex opens the on-disk index in opts.Dir, falling back to memory when
