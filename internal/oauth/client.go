@@ -286,7 +286,7 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 	if t == nil {
 		return nil, nil
 	}
-	if t.AccessToken != "" && (t.Expiry.IsZero() || time.Until(t.Expiry) > refreshMargin) {
+	if usable(t) {
 		return t, nil
 	}
 	if t.RefreshToken == "" {
@@ -310,6 +310,12 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 		return nil, nil
 	}
 	return nt, nil
+}
+
+// usable reports whether t can be sent as is: it has an access token that
+// is not about to expire.
+func usable(t *Token) bool {
+	return t != nil && t.AccessToken != "" && (t.Expiry.IsZero() || time.Until(t.Expiry) > refreshMargin)
 }
 
 // refresh trades t's refresh token for a new token and stores it.

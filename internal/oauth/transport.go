@@ -133,7 +133,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // none was sent): another request's new token, a refresh, the client
 // credentials grant, or a sign-in in the browser.
 func (c *Client) obtain(ctx context.Context, ch challenge, tok *Token, stepUp bool) error {
-	if cur := c.current(); cur != tok && cur != nil && cur.AccessToken != "" && !stepUp {
+	if cur := c.current(); cur != tok && usable(cur) && !stepUp {
 		return nil // replaced while this request was out
 	}
 	if tok != nil && !stepUp && c.invalidate(tok) {
