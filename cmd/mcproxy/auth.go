@@ -79,7 +79,11 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "Signed out of %s: its stored tokens are deleted.\n", pos[0])
 			return exitOK
 		}
-		return authLogin(ctx, c, *noBrowser, dir, stdout, stderr)
+		code = authLogin(ctx, c, *noBrowser, dir, stdout, stderr)
+		if code == exitOK && hasHeader(cfg.MCPServers[pos[0]].Headers, "Authorization") {
+			fmt.Fprintf(stderr, "Note: mcpServers.%s.headers sets Authorization, which mcproxy sends instead of the tokens: remove it to use the sign-in.\n", pos[0])
+		}
+		return code
 	}
 	fmt.Fprintf(stderr, "mcproxy auth: unknown command %q\n\n%s", sub, authUsage)
 	return exitUsage

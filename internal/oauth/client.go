@@ -138,6 +138,7 @@ func (c *Client) saveLocked(r *Record) error {
 	r.ServerURL = c.serverURL
 	c.rec = r
 	if c.mem {
+		r.Updated = time.Now().UTC()
 		return nil
 	}
 	if err := c.st.save(r); err != nil {

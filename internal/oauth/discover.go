@@ -42,6 +42,7 @@ type serverMetadata struct {
 // discovery is what the client learned about a server before signing in.
 type discovery struct {
 	resource string          // the resource parameter value
+	prm      bool            // protected resource metadata was found
 	scopes   []string        // scopes_supported of the protected resource
 	as       *serverMetadata // the authorization server
 }
@@ -89,6 +90,7 @@ func (c *Client) discover(ctx context.Context, hint string) (*discovery, error) 
 	d := &discovery{resource: canonicalResource(c.serverURL)}
 	var issuer string
 	if prm != nil {
+		d.prm = true
 		if prm.Resource != "" {
 			if !resourceBinds(prm.Resource, c.serverURL) {
 				return nil, fmt.Errorf("%w: %s says resource %q, but this server is %s; refusing to sign in (a token for it would be sent here)",

@@ -229,7 +229,7 @@ var ErrNoSignIn = errors.New("the server does not ask for a sign-in")
 // says so. show receives the sign-in URL before open is tried (so it can
 // be printed); open may be nil.
 func (c *Client) Login(ctx context.Context, show func(string), open func(context.Context, string) error) error {
-	ch, err := c.probe(ctx)
+	ch, open2xx, err := c.probe(ctx)
 	if err != nil {
 		return err
 	}
@@ -240,6 +240,11 @@ func (c *Client) Login(ctx context.Context, show func(string), open func(context
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return fmt.Errorf("discovering how to sign in to %q: %w", c.name, err)
+	}
+	if open2xx && !d.prm {
+		// It answered without a challenge and publishes no protected
+		// resource metadata: nothing says it uses OAuth.
+		return ErrNoSignIn
 	}
 	want := c.wantScopes(d, ch, false)
 	if c.cfg.Grant == "client_credentials" {
@@ -259,28 +264,26 @@ func (c *Client) Login(ctx context.Context, show func(string), open func(context
 }
 
 // probe sends an unauthenticated initialize and returns the challenge of
-// its 401. ErrNoSignIn when the server answers without one.
-func (c *Client) probe(ctx context.Context) (challenge, error) {
+// its 401 (or 403); ok2xx is true when the server answered it instead
+// (some let initialize through and guard what follows).
+func (c *Client) probe(ctx context.Context) (ch challenge, ok2xx bool, err error) {
 	body := `{"jsonrpc":"2.0","id":"mcproxy-auth-probe","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcproxy","version":"auth"}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.serverURL, bytes.NewReader([]byte(body)))
 	if err != nil {
-		return challenge{}, err
+		return challenge{}, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return challenge{}, fmt.Errorf("reaching %s: %w", c.serverURL, err)
+		return challenge{}, false, fmt.Errorf("reaching %s: %w", c.serverURL, err)
 	}
 	drain(resp)
-	switch resp.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return parseChallenge(resp.Header), nil
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return parseChallenge(resp.Header), false, nil
+	case resp.StatusCode/100 == 2:
+		return challenge{}, true, nil
 	}
-	if resp.StatusCode/100 == 2 {
-		// Some servers let initialize through and guard what follows;
-		// discovery through the well-known URLs still works.
-		return challenge{}, nil
-	}
-	return challenge{}, nil
+	return challenge{}, false, fmt.Errorf("%s answered HTTP %d to an MCP initialize: check mcpServers.%s.url", c.serverURL, resp.StatusCode, c.name)
 }

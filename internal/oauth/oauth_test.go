@@ -375,3 +375,48 @@ func TestHeadlessRefreshToken(t *testing.T) {
 		t.Fatalf("stored record %+v (%v), want the rotated refresh token", r, err)
 	}
 }
+
+// TestRefreshOn401 checks that a token the server refuses before its
+// expiry (revoked, or the server restarted) is refreshed and the request
+// retried once with the new one, with no sign-in.
+func TestRefreshOn401(t *testing.T) {
+	s := protectedSite(t, nil)
+	refreshes := 0
+	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		if r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != "r1" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+			return
+		}
+		refreshes++
+		serveJSON(map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 3600})(w, r)
+	})
+	dir := t.TempDir()
+	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
+		Token:        &Token{AccessToken: "revoked", RefreshToken: "r1", Expiry: time.Now().Add(time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
+	resp, err := post(t, c, s.srv.URL+"/mcp", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %v %v, want 200 after a refresh", resp, err)
+	}
+	if refreshes != 1 {
+		t.Errorf("refreshes: got %d, want 1", refreshes)
+	}
+	if st := c.Status(); !st.SignedIn || !st.Refreshing {
+		t.Errorf("status %+v: want signed in, keeping the refresh token the server did not rotate", st)
+	}
+}
+
+func TestLoginNotNeeded(t *testing.T) {
+	s := newSite(t)
+	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{})
+	if err := c.Login(context.Background(), nil, nil); !errors.Is(err, ErrNoSignIn) {
+		t.Errorf("got %v, want ErrNoSignIn", err)
+	}
+}
