@@ -37,6 +37,10 @@ type serverMetadata struct {
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported,omitempty"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported,omitempty"`
 	GrantTypesSupported               []string `json:"grant_types_supported,omitempty"`
+
+	// published is true when the server published this document (false:
+	// the 2025-03-26 default endpoints were assumed).
+	published bool
 }
 
 // discovery is what the client learned about a server before signing in.
@@ -155,6 +159,7 @@ func (c *Client) serverMetadata(ctx context.Context, issuer string) (*serverMeta
 		if doc.Issuer == "" {
 			doc.Issuer = issuer
 		}
+		doc.published = true
 		return &doc, nil
 	}
 	// 2025-03-26 "Fallbacks for Servers without Metadata Discovery".

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,12 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 	defer cancel()
 	if d.as.AuthorizationEndpoint == "" {
 		return fmt.Errorf("the authorization server %s has no authorization_endpoint", d.as.Issuer)
+	}
+	if d.as.published && !slices.Contains(d.as.CodeChallengeMethodsSupported, "S256") {
+		// MCP authorization, "Authorization Code Protection": without
+		// PKCE S256 in the metadata the client must not proceed.
+		return fmt.Errorf("the authorization server %s does not list PKCE S256 in code_challenge_methods_supported, so signing in to %q through it is not safe; ask the server's operator to enable PKCE",
+			d.as.Issuer, c.name)
 	}
 	ln, err := c.listen()
 	if err != nil {

@@ -175,7 +175,7 @@ func protectedSite(t *testing.T, as map[string]any) *site {
 		"resource": origin + "/mcp", "authorization_servers": []string{origin},
 	}))
 	meta := map[string]any{"issuer": origin, "authorization_endpoint": origin + "/authorize", "token_endpoint": origin + "/token",
-		"registration_endpoint": origin + "/register"}
+		"registration_endpoint": origin + "/register", "code_challenge_methods_supported": []string{"S256"}}
 	for k, v := range as {
 		meta[k] = v
 	}
@@ -418,5 +418,22 @@ func TestLoginNotNeeded(t *testing.T) {
 	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{})
 	if err := c.Login(context.Background(), nil, nil); !errors.Is(err, ErrNoSignIn) {
 		t.Errorf("got %v, want ErrNoSignIn", err)
+	}
+}
+
+// TestRefusesWithoutPKCE: metadata that does not list S256 stops the
+// sign-in before the browser opens (MCP authorization, "Authorization Code
+// Protection").
+func TestRefusesWithoutPKCE(t *testing.T) {
+	s := protectedSite(t, map[string]any{"code_challenge_methods_supported": []string{"plain"}})
+	s.mux.Handle("POST /register", serveJSON(map[string]any{"client_id": "c"}))
+	opened := false
+	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Open: func(context.Context, string) error { opened = true; return nil }})
+	_, err := post(t, c, s.srv.URL+"/mcp", nil)
+	if err == nil || !strings.Contains(err.Error(), "PKCE S256") {
+		t.Fatalf("got %v, want a refusal naming PKCE S256", err)
+	}
+	if opened {
+		t.Error("the browser was opened")
 	}
 }
