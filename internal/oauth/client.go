@@ -298,7 +298,13 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c.log.Warn("token refresh failed; signing in again", zap.Error(err))
+		var oe *OAuthError
+		if !errors.As(err, &oe) {
+			// The authorization server could not be asked (down,
+			// unreachable): keep the refresh token for the next try.
+			return nil, fmt.Errorf("upstream %q: %w", c.name, err)
+		}
+		c.log.Warn("the authorization server refused the refresh token; signing in again", zap.Error(err))
 		c.mu.Lock()
 		if c.rec != nil && c.rec.Token == t {
 			nr := *c.rec

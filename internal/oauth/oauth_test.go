@@ -437,3 +437,40 @@ func TestRefusesWithoutPKCE(t *testing.T) {
 		t.Error("the browser was opened")
 	}
 }
+
+// TestRefreshKeptWhenServerDown: a refresh that cannot reach the
+// authorization server fails the request but keeps the refresh token; a
+// refusal (invalid_grant) drops it.
+func TestRefreshKeptWhenServerDown(t *testing.T) {
+	s := protectedSite(t, nil)
+	down := true
+	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		if down {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+	})
+	dir := t.TempDir()
+	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
+		Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
+	if _, err := post(t, c, s.srv.URL+"/mcp", nil); err == nil || errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("with the authorization server failing: got %v, want a plain error", err)
+	}
+	if st := c.Status(); !st.Refreshing {
+		t.Fatalf("status %+v: the refresh token was dropped after a 502", st)
+	}
+	down = false
+	if _, err := post(t, c, s.srv.URL+"/mcp", nil); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("after invalid_grant: got %v, want needs sign-in", err)
+	}
+	if st := c.Status(); st.Refreshing {
+		t.Errorf("status %+v: the refused refresh token is still stored", st)
+	}
+}

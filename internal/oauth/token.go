@@ -94,6 +94,11 @@ func (c *Client) tokenRequest(ctx context.Context, as *serverMetadata, reg *Regi
 		oe.Status = resp.StatusCode
 		return nil, &oe
 	}
+	if resp.StatusCode/100 == 5 {
+		// The server failed, it did not refuse: not an OAuthError, so
+		// callers keep what they have and try again later.
+		return nil, fmt.Errorf("token endpoint %s answered HTTP %d: %s", as.TokenEndpoint, resp.StatusCode, firstBytes(data, 200))
+	}
 	if resp.StatusCode/100 != 2 {
 		return nil, &OAuthError{Code: "http_error", Description: firstBytes(data, 200), Status: resp.StatusCode}
 	}
