@@ -319,6 +319,16 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 	return nt, nil
 }
 
+// stored is what of reg goes to the token file: a dynamic registration
+// whole (nothing else knows it), a configured client without its secret
+// (it stays in the config).
+func stored(reg *Registration) *Registration {
+	if reg.Dynamic {
+		return reg
+	}
+	return &Registration{Issuer: reg.Issuer, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod, RedirectURI: reg.RedirectURI}
+}
+
 // usable reports whether t can be sent as is: it has an access token that
 // is not about to expire.
 func usable(t *Token) bool {
@@ -346,7 +356,7 @@ func (c *Client) refresh(ctx context.Context, t *Token) (*Token, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	nr := Record{Resource: d.resource, Registration: reg, Token: nt}
+	nr := Record{Resource: d.resource, Registration: stored(reg), Token: nt}
 	if c.rec != nil {
 		nr.Granted = c.rec.Granted
 		if c.rec.Registration != nil {

@@ -191,12 +191,7 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec := &Record{Resource: d.resource, Token: t, Granted: scopes}
-	if reg.Dynamic {
-		rec.Registration = reg
-	} else {
-		rec.Registration = &Registration{Issuer: reg.Issuer, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod, RedirectURI: reg.RedirectURI}
-	}
+	rec := &Record{Resource: d.resource, Token: t, Granted: scopes, Registration: stored(reg)}
 	if err := c.saveLocked(rec); err != nil {
 		return err
 	}

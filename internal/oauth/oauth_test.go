@@ -348,9 +348,11 @@ func TestSystemOpenerBrowser(t *testing.T) {
 func TestHeadlessRefreshToken(t *testing.T) {
 	s := protectedSite(t, nil)
 	var form map[string][]string
+	var basicUser string
 	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		form = r.PostForm
+		basicUser, _, _ = r.BasicAuth()
 		if r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != "from-another-machine" {
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
@@ -359,13 +361,13 @@ func TestHeadlessRefreshToken(t *testing.T) {
 		serveJSON(map[string]any{"access_token": "good", "token_type": "Bearer", "refresh_token": "rotated", "expires_in": 3600})(w, r)
 	})
 	dir := t.TempDir()
-	c := newTestClient(t, s.srv.URL+"/mcp", &config.OAuthConfig{ClientID: "pre", RefreshToken: "from-another-machine"}, Options{Dir: dir})
+	c := newTestClient(t, s.srv.URL+"/mcp", &config.OAuthConfig{ClientID: "pre", ClientSecret: "s3cret", RefreshToken: "from-another-machine"}, Options{Dir: dir})
 	resp, err := post(t, c, s.srv.URL+"/mcp", nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %v %v, want 200", resp, err)
 	}
-	if got := form["client_id"]; len(got) != 1 || got[0] != "pre" {
-		t.Errorf("client_id %v, want pre", got)
+	if basicUser != "pre" {
+		t.Errorf("client authenticated as %q, want pre (HTTP Basic, OAuth's default with a secret)", basicUser)
 	}
 	if got := form["resource"]; len(got) != 1 || got[0] != s.srv.URL+"/mcp" {
 		t.Errorf("resource %v, want %s/mcp", got, s.srv.URL)
@@ -373,6 +375,9 @@ func TestHeadlessRefreshToken(t *testing.T) {
 	r, err := store{path: filepath.Join(dir, "srv.json")}.load()
 	if err != nil || r == nil || r.Token.RefreshToken != "rotated" {
 		t.Fatalf("stored record %+v (%v), want the rotated refresh token", r, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "srv.json")); strings.Contains(string(data), "s3cret") {
+		t.Errorf("the token file holds the client secret from the config: %s", data)
 	}
 }
 

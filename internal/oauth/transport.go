@@ -182,7 +182,7 @@ func (c *Client) clientCredentials(ctx context.Context, d *discovery, scopes []s
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.saveLocked(&Record{Resource: d.resource, Registration: reg, Token: t, Granted: scopes}); err != nil {
+	if err := c.saveLocked(&Record{Resource: d.resource, Registration: stored(reg), Token: t, Granted: scopes}); err != nil {
 		return err
 	}
 	c.log.Info("obtained a token with the client credentials grant", zap.Time("expiry", t.Expiry))
