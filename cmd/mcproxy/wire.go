@@ -83,11 +83,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// The manager reports tool changes to the front, which exists only
 	// after the manager does; nothing is reported before start.
 	var front atomic.Pointer[server.Server]
-	auth, err := oauth.NewSet(cfg, oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
-	if err != nil {
-		_ = rank.Close()
-		return nil, err
-	}
+	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
 		OAuth:  auth,
 		Logger: log.Named("upstream"),

@@ -479,3 +479,25 @@ func TestRefreshKeptWhenServerDown(t *testing.T) {
 		t.Errorf("status %+v: the refused refresh token is still stored", st)
 	}
 }
+
+// TestSetFollowsConfig: a reloaded config with the same server settings
+// keeps its client (and its sign-in in progress); changed settings get a
+// new one; a stdio server gets none.
+func TestSetFollowsConfig(t *testing.T) {
+	s := NewSet(Options{Dir: t.TempDir()})
+	defer s.Close()
+	a := config.ServerConfig{URL: "https://h/mcp"}
+	c1 := s.Client("h", a)
+	if c1 == nil || s.Client("h", config.ServerConfig{URL: "https://h/mcp"}) != c1 {
+		t.Fatal("the same settings did not return the same client")
+	}
+	if c2 := s.Client("h", config.ServerConfig{URL: "https://h/mcp", OAuth: &config.OAuthConfig{Scopes: []string{"x"}}}); c2 == nil || c2 == c1 {
+		t.Error("changed oauth settings returned the old client")
+	}
+	if s.Client("local", config.ServerConfig{Command: "true"}) != nil {
+		t.Error("a stdio server got an OAuth client")
+	}
+	if s.Client("bad", config.ServerConfig{URL: "https://b/mcp", OAuth: &config.OAuthConfig{PrivateKey: "not pem"}}) != nil {
+		t.Error("an unusable private key still gave a client")
+	}
+}

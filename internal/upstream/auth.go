@@ -20,7 +20,7 @@ const signInPoll = time.Second
 // authClient is l's OAuth client, nil for stdio servers or when the
 // manager has no OAuth set.
 func (l *link) authClient() *oauth.Client {
-	return l.m.opts.OAuth.Client(l.name)
+	return l.m.opts.OAuth.Client(l.name, l.cfg)
 }
 
 // newHTTP is the HTTP client of one session: its own connection pool, and

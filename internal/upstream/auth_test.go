@@ -33,17 +33,14 @@ func TestNeedsSignIn(t *testing.T) {
 	servers := map[string]config.ServerConfig{"hosted": {URL: srv.URL + "/mcp"}}
 
 	t.Run("with OAuth", func(t *testing.T) {
-		set, err := oauth.NewSet(&config.Config{MCPServers: servers}, oauth.Options{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		set := oauth.NewSet(oauth.Options{Dir: t.TempDir()})
 		t.Cleanup(set.Close)
 		m := startManager(t, servers, Options{OAuth: set, MinBackoff: 50 * time.Millisecond})
 		st := statusOf(t, m, "hosted")
 		if st.State != StateNeedsSignIn || !strings.Contains(st.LastError, "mcproxy auth login hosted") {
 			t.Errorf("got state %q, error %q; want needs sign-in naming `mcproxy auth login hosted`", st.State, st.LastError)
 		}
-		_, err = m.Call(t.Context(), "hosted", "any", nil)
+		_, err := m.Call(t.Context(), "hosted", "any", nil)
 		if de, ok := err.(*DownError); !ok || de.State != StateNeedsSignIn || !strings.Contains(err.Error(), "mcproxy auth login hosted") {
 			t.Errorf("Call: got %v, want a *DownError in needs sign-in naming the command", err)
 		}
