@@ -109,7 +109,13 @@ func (l *link) run(ctx context.Context) {
 			}
 			markFirst()
 			l.closeSession(sess)
-			if signIn && !l.waitSignIn(ctx, stamp) || !signIn && !l.sleep(ctx) {
+			var waited bool
+			if signIn {
+				waited = l.waitSignIn(ctx, stamp)
+			} else {
+				waited = l.sleep(ctx)
+			}
+			if !waited {
 				return
 			}
 			continue
