@@ -312,8 +312,10 @@ func TestOAuthSignIn(t *testing.T) {
 		t.Errorf("refresh grants: got %d, want at least 1 after the access token expired", n)
 	}
 	saved, _ := os.ReadFile(file)
-	if strings.Contains(proxy.output(), extractAccess(t, saved)) {
-		t.Errorf("the proxy's log contains the access token")
+	for _, secret := range storedTokens(t, saved) {
+		if strings.Contains(proxy.output(), secret) {
+			t.Errorf("the proxy's log contains a stored token")
+		}
 	}
 
 	// Revoked tokens: the server is back to needs sign-in.
@@ -338,16 +340,18 @@ func TestOAuthSignIn(t *testing.T) {
 	}
 }
 
-func extractAccess(t *testing.T, data []byte) string {
+// storedTokens returns the access and refresh tokens of a token file.
+func storedTokens(t *testing.T, data []byte) []string {
 	var rec struct {
 		Token struct {
-			AccessToken string `json:"access_token"`
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
 		} `json:"token"`
 	}
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Token.AccessToken == "" {
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Token.AccessToken == "" || rec.Token.RefreshToken == "" {
 		t.Fatalf("token file: %v, %q", err, data)
 	}
-	return rec.Token.AccessToken
+	return []string{rec.Token.AccessToken, rec.Token.RefreshToken}
 }
 
 // waitFor polls cond every 200ms until it holds or limit passes.
