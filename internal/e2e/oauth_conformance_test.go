@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,11 +49,7 @@ func TestOAuthConformance(t *testing.T) {
 		t.Skip("node is not on PATH, so the MCP conformance suite (npm @modelcontextprotocol/conformance) cannot run: install Node.js 20 and run npm ci")
 	}
 	conformance := testenv.NodeBin(t, "conformance")
-	helper := filepath.Join(t.TempDir(), "oauthclient")
-	build := exec.Command("go", "build", "-o", helper, "github.com/mcproxy/mcproxy/internal/e2e/testdata/oauthclient")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building oauthclient: %v\n%s", err, out)
-	}
+	helper := oauthClient(t)
 	total := 0
 	for _, suite := range []string{"auth", "backcompat", "extensions"} {
 		out := filepath.Join(t.TempDir(), suite)
@@ -120,6 +118,29 @@ func TestOAuthConformance(t *testing.T) {
 		}
 	}
 	t.Logf("conformance: %d checks passed", total)
+}
+
+var (
+	oauthClientOnce sync.Once
+	oauthClientPath string
+	oauthClientErr  error
+)
+
+// oauthClient builds testdata/oauthclient once per test binary (next to
+// the mcproxy binary TestMain built) and returns its path.
+func oauthClient(t *testing.T) string {
+	t.Helper()
+	oauthClientOnce.Do(func() {
+		oauthClientPath = filepath.Join(filepath.Dir(binary), "oauthclient")
+		out, err := exec.Command("go", "build", "-o", oauthClientPath, "github.com/mcproxy/mcproxy/internal/e2e/testdata/oauthclient").CombinedOutput()
+		if err != nil {
+			oauthClientErr = fmt.Errorf("building oauthclient: %v\n%s", err, out)
+		}
+	})
+	if oauthClientErr != nil {
+		t.Fatal(oauthClientErr)
+	}
+	return oauthClientPath
 }
 
 // resultStamp is the time the suite appends to a scenario's results directory.

@@ -220,10 +220,7 @@ func newProtectedServer(t *testing.T) (*httptest.Server, func(*authServer)) {
 // clients share the one signed-in upstream, an expired access token is
 // refreshed, and revoked tokens put the server back in needs sign-in.
 func TestOAuthSignIn(t *testing.T) {
-	helper := filepath.Join(t.TempDir(), "oauthclient")
-	if out, err := exec.Command("go", "build", "-o", helper, "github.com/mcproxy/mcproxy/internal/e2e/testdata/oauthclient").CombinedOutput(); err != nil {
-		t.Fatalf("building oauthclient: %v\n%s", err, out)
-	}
+	helper := oauthClient(t)
 	rs, bind := newProtectedServer(t)
 	const ttl = 2 * time.Second
 	as := newAuthServer(t, rs.URL+"/mcp", ttl)
