@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,6 +293,25 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 	}
 	if t.RefreshToken == "" {
 		return nil, nil
+	}
+	if !c.mem {
+		// Another process sharing the file may be refreshing too: take
+		// turns, and use what it stored if it did.
+		if err := os.MkdirAll(filepath.Dir(c.st.path), 0o700); err != nil {
+			return nil, fmt.Errorf("creating the token directory: %w", err)
+		}
+		unlock, err := lockFile(ctx, c.st.path+".lock")
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		c.mu.Lock()
+		if r := c.record(); r != nil && r.Token != t && usable(r.Token) {
+			nt := r.Token
+			c.mu.Unlock()
+			return nt, nil
+		}
+		c.mu.Unlock()
 	}
 	nt, err := c.refresh(ctx, t)
 	if err != nil {

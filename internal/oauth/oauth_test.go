@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,10 +348,13 @@ func TestSystemOpenerBrowser(t *testing.T) {
 // through; the rotated refresh token is stored for next time.
 func TestHeadlessRefreshToken(t *testing.T) {
 	s := protectedSite(t, nil)
+	var mu sync.Mutex
 	var form map[string][]string
 	var basicUser string
 	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
+		mu.Lock()
+		defer mu.Unlock()
 		form = r.PostForm
 		basicUser, _, _ = r.BasicAuth()
 		if r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != "from-another-machine" {
@@ -366,6 +370,8 @@ func TestHeadlessRefreshToken(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %v %v, want 200", resp, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if basicUser != "pre" {
 		t.Errorf("client authenticated as %q, want pre (HTTP Basic, OAuth's default with a secret)", basicUser)
 	}
@@ -386,9 +392,12 @@ func TestHeadlessRefreshToken(t *testing.T) {
 // retried once with the new one, with no sign-in.
 func TestRefreshOn401(t *testing.T) {
 	s := protectedSite(t, nil)
+	var mu sync.Mutex
 	refreshes := 0
 	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
+		mu.Lock()
+		defer mu.Unlock()
 		if r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != "r1" {
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
@@ -409,9 +418,11 @@ func TestRefreshOn401(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %v %v, want 200 after a refresh", resp, err)
 	}
+	mu.Lock()
 	if refreshes != 1 {
 		t.Errorf("refreshes: got %d, want 1", refreshes)
 	}
+	mu.Unlock()
 	if st := c.Status(); !st.SignedIn || !st.Refreshing {
 		t.Errorf("status %+v: want signed in, keeping the refresh token the server did not rotate", st)
 	}
@@ -448,9 +459,10 @@ func TestRefusesWithoutPKCE(t *testing.T) {
 // refusal (invalid_grant) drops it.
 func TestRefreshKeptWhenServerDown(t *testing.T) {
 	s := protectedSite(t, nil)
-	down := true
+	var down atomic.Bool
+	down.Store(true)
 	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
-		if down {
+		if down.Load() {
 			http.Error(w, "bad gateway", http.StatusBadGateway)
 			return
 		}
@@ -471,7 +483,7 @@ func TestRefreshKeptWhenServerDown(t *testing.T) {
 	if st := c.Status(); !st.Refreshing {
 		t.Fatalf("status %+v: the refresh token was dropped after a 502", st)
 	}
-	down = false
+	down.Store(false)
 	if _, err := post(t, c, s.srv.URL+"/mcp", nil); !errors.Is(err, ErrSignInRequired) {
 		t.Fatalf("after invalid_grant: got %v, want needs sign-in", err)
 	}
@@ -499,5 +511,56 @@ func TestSetFollowsConfig(t *testing.T) {
 	}
 	if s.Client("bad", config.ServerConfig{URL: "https://b/mcp", OAuth: &config.OAuthConfig{PrivateKey: "not pem"}}) != nil {
 		t.Error("an unusable private key still gave a client")
+	}
+}
+
+// TestSharedFileRefreshesOnce: two clients sharing a token file (two
+// mcproxy processes, one per client app) whose access token has expired
+// spend the rotating refresh token once; the second uses what the first
+// stored.
+func TestSharedFileRefreshesOnce(t *testing.T) {
+	s := protectedSite(t, nil)
+	var mu sync.Mutex
+	valid := map[string]bool{"r1": true}
+	refreshes := 0
+	s.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		defer mu.Unlock()
+		if !valid[r.PostForm.Get("refresh_token")] {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"refresh token reused"}`))
+			return
+		}
+		delete(valid, r.PostForm.Get("refresh_token"))
+		refreshes++
+		valid["r2"] = true
+		time.Sleep(50 * time.Millisecond) // widen the window the lock closes
+		serveJSON(map[string]any{"access_token": "good", "token_type": "Bearer", "refresh_token": "r2", "expires_in": 3600})(w, r)
+	})
+	dir := t.TempDir()
+	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
+		Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
+	b := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
+	var wg sync.WaitGroup
+	for _, c := range []*Client{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := post(t, c, s.srv.URL+"/mcp", nil); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("got %v %v, want 200", resp, err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if refreshes != 1 {
+		t.Errorf("refreshes: got %d, want 1", refreshes)
 	}
 }
