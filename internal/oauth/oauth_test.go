@@ -406,13 +406,7 @@ func TestRefreshOn401(t *testing.T) {
 		refreshes++
 		serveJSON(map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 3600})(w, r)
 	})
-	dir := t.TempDir()
-	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
-		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
-		Token:        &Token{AccessToken: "revoked", RefreshToken: "r1", Expiry: time.Now().Add(time.Hour)},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dir := seedTokens(t, s, &Token{AccessToken: "revoked", RefreshToken: "r1", Expiry: time.Now().Add(time.Hour)})
 	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
 	resp, err := post(t, c, s.srv.URL+"/mcp", nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -469,13 +463,7 @@ func TestRefreshKeptWhenServerDown(t *testing.T) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
 	})
-	dir := t.TempDir()
-	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
-		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
-		Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dir := seedTokens(t, s, &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)})
 	c := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
 	if _, err := post(t, c, s.srv.URL+"/mcp", nil); err == nil || errors.Is(err, ErrSignInRequired) {
 		t.Fatalf("with the authorization server failing: got %v, want a plain error", err)
@@ -538,13 +526,7 @@ func TestSharedFileRefreshesOnce(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // widen the window the lock closes
 		serveJSON(map[string]any{"access_token": "good", "token_type": "Bearer", "refresh_token": "r2", "expires_in": 3600})(w, r)
 	})
-	dir := t.TempDir()
-	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
-		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
-		Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dir := seedTokens(t, s, &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)})
 	a := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
 	b := newTestClient(t, s.srv.URL+"/mcp", nil, Options{Dir: dir})
 	var wg sync.WaitGroup
@@ -563,4 +545,18 @@ func TestSharedFileRefreshesOnce(t *testing.T) {
 	if refreshes != 1 {
 		t.Errorf("refreshes: got %d, want 1", refreshes)
 	}
+}
+
+// seedTokens stores tok for server "srv" of site s, as a dynamic client
+// registered earlier, in a new directory it returns.
+func seedTokens(t *testing.T, s *site, tok *Token) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
+		Token:        tok,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
