@@ -12,8 +12,8 @@
 //
 // It plugs into an upstream's HTTP client as a RoundTripper (Client.Wrap);
 // it does not speak MCP, and it decides nothing about reconnecting: it
-// reports a server that needs a user with *SignInError and says when new
-// tokens appear (Client.TokensChanged).
+// reports a server that needs a user with *SignInError and shows when new
+// tokens appear (Client.Stamp).
 //
 // mcp-go's client transports have an OAuthHandler; it is not used here
 // because it lacks what the spec's clients must do beyond the basic flow
