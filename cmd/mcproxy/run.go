@@ -37,6 +37,7 @@ Usage:
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
   mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
+  mcproxy auth   login SERVER|status|logout SERVER [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
   mcproxy embeddings build    (word vectors for query expansion; mcproxy embeddings help)
   mcproxy version
@@ -71,6 +72,8 @@ embeddings
 tools    Reviews tools held because their definition changed since it was
          approved or their text looks like a prompt injection, and approves
          them (mcproxy tools help; docs/security.md).
+auth     Signs in to remote servers that require OAuth, shows what is
+         stored, signs out (mcproxy auth help; docs/remote-servers.md).
 sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
@@ -109,6 +112,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSessions(rest, stdout, stderr)
 	case "learned":
 		return runLearned(rest, stdout, stderr)
+	case "auth":
+		return runAuth(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "embeddings":

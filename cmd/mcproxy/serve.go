@@ -17,6 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -100,6 +101,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Sessions:       sessions,
 		StdioSessionID: stdioID,
 		LearnFile:      learnFile(cfg),
+		OpenBrowser:    oauth.SystemOpener(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/integrity"
 	"github.com/mcproxy/mcproxy/internal/learn"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -37,6 +38,7 @@ type stack struct {
 	// closed when it has returned.
 	stopGuard context.CancelFunc
 	guardDone chan struct{}
+	auth      *oauth.Set // sign-ins to HTTP upstreams; closed after mgr
 }
 
 // stackOptions say how to wire a stack.
@@ -56,6 +58,10 @@ type stackOptions struct {
 	// LearnFile is the store of words learned from use; "" learns
 	// nothing (config "learn": false, or a run that keeps nothing).
 	LearnFile string
+	// OpenBrowser starts an upstream's OAuth sign-in in the user's
+	// browser when the upstream asks for one (oauth.SystemOpener). nil =
+	// such an upstream waits in "needs sign-in" for mcproxy auth login.
+	OpenBrowser func(ctx context.Context, url string) error
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -103,7 +109,9 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// after the manager does; nothing is reported before start.
 	var front atomic.Pointer[server.Server]
 	var guard atomic.Pointer[integrity.Guard]
+	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
+		OAuth:  auth,
 		Logger: log.Named("upstream"),
 		OnToolsChanged: func(name string, tools []config.Tool) {
 			if g := guard.Load(); g != nil {
@@ -148,11 +156,12 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
+		auth.Close()
 		_ = rank.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f}, nil
+	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f, auth: auth}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -171,6 +180,7 @@ func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 func (s *stack) close() error {
 	err := s.mgr.Close()
 	s.stopGuardPoll()
+	s.auth.Close()
 	return errors.Join(err, s.rank.Close())
 }
 

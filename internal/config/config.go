@@ -112,6 +112,10 @@ type ServerConfig struct {
 	// URL reaches a remote server; Headers are sent with every request.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth tunes signing in to a server that requires OAuth (see
+	// OAuthConfig). nil = sign in with discovery and defaults when the
+	// server asks for it.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 	// Transport is TransportStreamableHTTP (default for a URL) or
 	// TransportSSE. Type is accepted as an alias because Claude Code and
 	// VS Code configs spell it "type" ("stdio", "http", "sse").

@@ -125,6 +125,11 @@ func TestParseRoundTrip(t *testing.T) {
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
 				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second), Quarantine: boolPtr(false),
 				Prefix: strPtr(""),
+				OAuth: &OAuthConfig{
+					ClientID: "c", ClientSecret: "s", TokenEndpointAuthMethod: "client_secret_basic",
+					ClientMetadataURL: "https://m/c.json", Scopes: []string{"read"}, Grant: GrantClientCredentials,
+					PrivateKey: "k", RefreshToken: "r", RedirectPort: 8400, LoginTimeout: Duration(time.Minute),
+				},
 			},
 		},
 		Listen: "127.0.0.1:1", DataDir: "/d", Mode: ModeDirect, RetrieveLimit: 3, Arm: "a",
@@ -156,6 +161,7 @@ func TestParseRoundTrip(t *testing.T) {
 	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
 	assertAllSet(t, reflect.ValueOf(in.Embeddings), "EmbeddingsConfig")
 	assertAllSet(t, reflect.ValueOf(in.MCPServers["a"]), "ServerConfig")
+	assertAllSet(t, reflect.ValueOf(*in.MCPServers["a"].OAuth), "OAuthConfig")
 
 	data, err := json.Marshal(in)
 	if err != nil {

@@ -224,6 +224,7 @@ func (s ServerConfig) validate(path string) []error {
 			add("cwd", "only a stdio server (command) has a working directory")
 		}
 	}
+	errs = append(errs, s.OAuth.validate(joinPath(path, "oauth"), hasURL)...)
 	if hasCommand && len(s.Headers) > 0 {
 		add("headers", "only an HTTP server (url) takes headers; pass values to a stdio server with env")
 	}

@@ -396,3 +396,16 @@ func runBinary(t testing.TB, timeout time.Duration, args ...string) (int, string
 	t.Fatalf("running mcproxy %v: %v\n%s", args, err, stderr.String())
 	return 0, "", ""
 }
+
+// waitFor polls cond every 200ms until it holds, failing the test after
+// limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

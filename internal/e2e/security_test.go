@@ -235,15 +235,3 @@ func TestToolIntegrity(t *testing.T) {
 		t.Errorf("approvals file: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
 }
-
-// waitFor polls cond until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", limit, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}

@@ -35,6 +35,8 @@ func downText(e *upstream.DownError, now time.Time) string {
 	switch {
 	case e.State == upstream.StateDisabled:
 		b.WriteString(" It is disabled in the mcproxy config; its tools cannot be called until it is enabled.")
+	case e.State == upstream.StateNeedsSignIn:
+		b.WriteString(" Retrying will not help until the user signs in: ask them to run the command above, then retry.")
 	case !e.RetryAt.IsZero():
 		wait := e.RetryAt.Sub(now).Round(time.Second)
 		if wait < 0 {

@@ -44,6 +44,13 @@ func TestErrorTexts(t *testing.T) {
 			want: `Server "git" is unavailable (state: disabled). It is disabled in the mcproxy config; its tools cannot be called until it is enabled. Tools of other servers still work.`,
 		},
 		{
+			name: "needs sign-in",
+			got: downText(&upstream.DownError{Server: "linear", State: upstream.StateNeedsSignIn, RetryAt: now.Add(30 * time.Second),
+				LastError: "upstream \"linear\" needs sign-in (no browser to open here): run `mcproxy auth login linear`"}, now),
+			want: "Server \"linear\" is unavailable (state: needs sign-in). Last error: upstream \"linear\" needs sign-in (no browser to open here): run `mcproxy auth login linear`. " +
+				"Retrying will not help until the user signs in: ask them to run the command above, then retry. Tools of other servers still work.",
+		},
+		{
 			name: "timeout set for the server",
 			got:  timeoutText(&upstream.TimeoutError{Server: "web", Tool: "crawl", Limit: 2 * time.Minute, Setting: "mcpServers.web.call_timeout"}),
 			want: `Calling web:crawl timed out after 2m0s (the limit set by mcpServers.web.call_timeout). The tool may still be running upstream. If it needs longer, raise mcpServers.web.call_timeout in the mcproxy config; otherwise retry with a smaller request.`,

@@ -34,6 +34,9 @@ func (e *DownError) Error() string {
 	if e.State == StateDisabled {
 		return fmt.Sprintf("upstream %q is disabled in the config (mcpServers.%s.enabled is false)", e.Server, e.Server)
 	}
+	if e.State == StateNeedsSignIn && e.LastError != "" {
+		return e.LastError // it names the server and the command to run
+	}
 	msg := fmt.Sprintf("upstream %q is %s", e.Server, e.State)
 	if e.LastError != "" {
 		msg += ": " + e.LastError

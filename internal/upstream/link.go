@@ -100,6 +100,7 @@ func (l *link) run(ctx context.Context) {
 		l.setState(StateConnecting)
 		l.mu.Unlock()
 
+		stamp := l.tokenStamp()
 		sess, tools, err := l.connect(ctx)
 		if ctx.Err() != nil {
 			l.closeSession(sess)
@@ -107,10 +108,24 @@ func (l *link) run(ctx context.Context) {
 		}
 		if err != nil {
 			d := l.down(err)
-			l.log.Warn("upstream unavailable", zap.Error(err), zap.Duration("retry_in", d))
+			signIn := needsSignIn(err)
+			if signIn {
+				l.mu.Lock()
+				l.setState(StateNeedsSignIn)
+				l.mu.Unlock()
+				l.log.Warn("upstream needs sign-in", zap.Error(err))
+			} else {
+				l.log.Warn("upstream unavailable", zap.Error(err), zap.Duration("retry_in", d))
+			}
 			markFirst()
 			l.closeSession(sess)
-			if !l.sleep(ctx) {
+			var waited bool
+			if signIn {
+				waited = l.waitSignIn(ctx, stamp)
+			} else {
+				waited = l.sleep(ctx)
+			}
+			if !waited {
 				return
 			}
 			continue
@@ -347,7 +362,7 @@ func (l *link) acquire(ctx context.Context) (*session, error) {
 			s := l.sess
 			l.mu.Unlock()
 			return s, nil
-		case StateDown:
+		case StateDown, StateNeedsSignIn:
 			if !asked && l.m.ctx.Err() == nil && time.Since(l.lastFail) >= l.m.minBackoff {
 				asked = true
 				select {

@@ -119,7 +119,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		if errors.Is(context.Cause(ictx), errInitTimeout) {
 			err = fmt.Errorf("%s timed out after %s (limit set by %s)", step, l.init.d, l.init.setting)
 		} else {
-			err = fmt.Errorf("%s: %w", step, err)
+			err = fmt.Errorf("%s: %w", step, l.explainAuth(err))
 		}
 		if s.proc != nil && isConnErr(err) && s.proc.waitFor(time.Second) {
 			// The child died during start-up; its exit status and stderr
@@ -205,7 +205,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		})
 	case config.TransportSSE:
 		l.logHTTP()
-		s.http = newHTTPClient()
+		s.http = l.newHTTP()
 		sse, err := transport.NewSSE(l.cfg.URL,
 			transport.WithHeaders(l.cfg.Headers),
 			transport.WithHTTPClient(s.http),
@@ -220,7 +220,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.tr = &httpTap{HTTPConnection: sse, s: s}
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
-		s.http = newHTTPClient()
+		s.http = l.newHTTP()
 		s.http.Transport = &statusTap{base: s.http.Transport, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),

@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
 )
 
@@ -64,6 +65,9 @@ type Options struct {
 	// a call. Stdio children are watched through their process instead.
 	// Zero = 30s; negative = never.
 	PingInterval time.Duration
+	// OAuth signs in to HTTP servers that answer 401 (see internal/oauth).
+	// nil = no sign-in: such a server stays down with the 401's error.
+	OAuth *oauth.Set
 }
 
 // Defaults for the zero Options fields.
@@ -84,6 +88,10 @@ const (
 	StateReady      State = "ready"      // initialized; calls go through
 	StateDown       State = "down"       // the last attempt failed or the connection was lost; a retry is scheduled
 	StateDisabled   State = "disabled"   // enabled: false in the config; never started
+	// StateNeedsSignIn: the server wants an OAuth sign-in that mcproxy
+	// cannot finish alone; it connects as soon as tokens are stored
+	// (mcproxy auth login SERVER).
+	StateNeedsSignIn State = "needs sign-in"
 )
 
 // Status is one server's state as Manager.Status reports it.
@@ -333,6 +341,9 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, ctx.Err())
 	case cctx.Err() != nil && context.Cause(cctx) == errCallTimeout:
 		return nil, &TimeoutError{Server: server, Tool: tool, Limit: l.call.d, Setting: l.call.setting}
+	case needsSignIn(err):
+		l.markLost(s, err)
+		return nil, &DownError{Server: server, State: StateNeedsSignIn, LastError: err.Error()}
 	case isConnErr(err) && s.proc == nil:
 		return nil, l.httpCallFailed(s, tool, err)
 	case isConnErr(err):
