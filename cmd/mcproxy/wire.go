@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -82,6 +83,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		OnToolsChanged: func(name string, tools []config.Tool) {
 			if f := front.Load(); f != nil {
 				f.ToolsChanged(name, tools)
+			}
+		},
+		OnLog: func(name string, n mcp.LoggingMessageNotification) {
+			if f := front.Load(); f != nil {
+				f.ServerLog(name, n)
 			}
 		},
 	})

@@ -157,6 +157,9 @@ type Server struct {
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
 	startedOnce sync.Once
+
+	// relay carries what upstreams send during a call to its client (relay.go).
+	relay *relay
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -207,6 +210,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		byID:    map[string]config.Tool{},
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
+		relay:   newRelay(deps.Upstreams, log),
 	}
 	if !opts.WaitForStart {
 		s.Started()
@@ -225,7 +229,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// Outermost, so a panic while recording a call is caught too.
 		mcpserver.WithRecovery(),
 		mcpserver.WithHooks(hooks),
+		mcpserver.WithLogging(),
+		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
 	}
+	s.relay.hooks(hooks)
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
@@ -249,6 +256,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	mcpOpts = append(mcpOpts, mcpserver.WithInstructions(instructions))
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
+	s.relay.mcp = s.mcp
+	s.mcp.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, s.relay.rootsChanged)
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}

@@ -53,6 +53,7 @@ type session struct {
 	earlyLoss error
 
 	refresh chan struct{} // a tools/list_changed arrived (capacity 1)
+	calls   calls         // calls in flight, for relaying what the upstream sends during them
 
 	mu      sync.Mutex
 	closing bool           // set once close has begun; no new goroutines after
@@ -126,7 +127,9 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			s.signalRefresh()
+			return
 		}
+		s.relayNotification(l.name, l.m.opts.OnLog, l.log, n)
 	})
 	if err := s.client.Start(sctx); err != nil {
 		return fail("starting transport", err)
@@ -138,6 +141,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	if err != nil {
 		return fail("initialize", err)
 	}
+	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
 	if err != nil {
 		return fail("listing tools", err)
@@ -212,7 +216,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	default:
 		return fmt.Errorf("mcpServers.%s has neither a command nor a url", l.name)
 	}
-	s.client = client.NewClient(s.tr, client.WithProtocolVersion(protocolVersion))
+	s.client = client.NewClient(s.tr, append(s.relayOptions(l.name), client.WithProtocolVersion(protocolVersion))...)
 	return nil
 }
 

@@ -54,6 +54,10 @@ type Options struct {
 	// a call. Stdio children are watched through their process instead.
 	// Zero = 30s; negative = never.
 	PingInterval time.Duration
+	// OnLog receives an upstream's notifications/message that no call in
+	// flight can be credited with (server-wide messages), for every client
+	// session. nil = dropped.
+	OnLog func(server string, n mcp.LoggingMessageNotification)
 }
 
 // Defaults for the zero Options fields.
@@ -108,6 +112,9 @@ type Manager struct {
 	mu      sync.Mutex // orders Start's launch against Close
 	closed  bool
 	started chan struct{} // closed when Start has launched the supervisors
+
+	logMu    sync.Mutex
+	logLevel mcp.LoggingLevel // the last SetLogLevel ("" = never set)
 }
 
 // New prepares a Manager for cfg's servers; nothing starts until Start. cfg
@@ -320,6 +327,14 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	if args == nil {
 		// Servers validate arguments as an object; null fails there.
 		req.Params.Arguments = map[string]any{}
+	}
+	if p := peerFrom(ctx); p != nil {
+		in, pctx := s.calls.begin(cctx, server, p)
+		defer s.calls.end(in)
+		cctx = pctx
+		if in.token != "" {
+			req.Params.Meta = &mcp.Meta{ProgressToken: in.token}
+		}
 	}
 	res, err := s.client.CallTool(cctx, req)
 	if err == nil {
