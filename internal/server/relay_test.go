@@ -205,12 +205,21 @@ func (w sniffWriter) Flush() {
 
 func startRelayFront(t *testing.T, servers map[string]config.ServerConfig) *relayFront {
 	t.Helper()
+	return startRelayFrontMode(t, servers, config.ModeDirect)
+}
+
+func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, mode string) *relayFront {
+	t.Helper()
 	var front *Server
 	mgr := upstream.New(&config.Config{MCPServers: servers}, upstream.Options{
 		OnLog: func(server string, n mcp.LoggingMessageNotification) { front.ServerLog(server, n) },
 	})
 	t.Cleanup(func() { _ = mgr.Close() })
-	s, err := New(Deps{Upstreams: mgr, Logger: zap.NewNop()}, Options{Mode: config.ModeDirect})
+	deps := Deps{Upstreams: mgr, Logger: zap.NewNop()}
+	if mode == config.ModeRetrieve {
+		deps.Index = newWordIndex()
+	}
+	s, err := New(deps, Options{Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,11 +336,16 @@ func dialFront(t *testing.T, url, version string, c *frontClient) *frontClient {
 
 func (c *frontClient) call(t *testing.T, name string, meta *mcp.Meta) string {
 	t.Helper()
+	return c.callArgs(t, name, map[string]any{}, meta)
+}
+
+func (c *frontClient) callArgs(t *testing.T, name string, args map[string]any, meta *mcp.Meta) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var req mcp.CallToolRequest
 	req.Params.Name = name
-	req.Params.Arguments = map[string]any{}
+	req.Params.Arguments = args
 	req.Params.Meta = meta
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
@@ -466,6 +480,35 @@ func TestRelayLegacyClient(t *testing.T) {
 			t.Errorf("got %q", got)
 		}
 	})
+}
+
+// TestRelayRetrieveMode: call_tool relays exactly as a direct-mode tool
+// does: progress with the client's token, and the upstream's requests.
+func TestRelayRetrieveMode(t *testing.T) {
+	sc, _ := startRelayUpstream(t, "stdio")
+	f := startRelayFrontMode(t, map[string]config.ServerConfig{"up": sc}, config.ModeRetrieve)
+	c := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	callTool := func(tool string, meta *mcp.Meta) string {
+		return c.callArgs(t, ToolCall, map[string]any{"name": "up:" + tool, "arguments": map[string]any{}}, meta)
+	}
+	if got := callTool("slow", &mcp.Meta{ProgressToken: 42}); !strings.Contains(got, "token seen upstream: mcproxy-up-") {
+		t.Errorf("slow: got %q", got)
+	}
+	waitFor(t, "3 progress notifications", func() bool { return len(c.notifications("notifications/progress")) == 3 })
+	for _, n := range c.notifications("notifications/progress") {
+		if tok := n.Params.AdditionalFields["progressToken"]; tok != float64(42) {
+			t.Errorf("progress token %v (%T), want the client's 42", tok, tok)
+		}
+	}
+	for tool, want := range map[string]string{
+		"ask":   "model said: four, said the client's model",
+		"form":  `action=accept content={"name":"Ada"}`,
+		"roots": "roots=file:///work/client-root",
+	} {
+		if got := callTool(tool, nil); got != want {
+			t.Errorf("%s: got %q, want %q", tool, got, want)
+		}
+	}
 }
 
 // TestRelayAmbiguousRequest: mcp-go's HTTP server sends its sampling and
