@@ -140,6 +140,20 @@ func (s *Server) ServerLog(server string, n mcp.LoggingMessageNotification) {
 	}
 }
 
+// announce tells every client session, as a log message of mcproxy's own
+// (logger "mcproxy", at each session's level), that an upstream's tools
+// changed or that it went down: a client that set a log level sees why
+// tools came or went.
+func (s *Server) announce(server string, tools int) {
+	n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "mcproxy",
+		fmt.Sprintf("upstream %q is ready with %d tools", server, tools))
+	if tools == 0 {
+		n = mcp.NewLoggingMessageNotification(mcp.LoggingLevelWarning, "mcproxy",
+			fmt.Sprintf("upstream %q is down or has no tools; its tools are gone until it is back", server))
+	}
+	s.ServerLog("mcproxy", n)
+}
+
 type callReqKey struct{}
 
 // middleware keeps the client's tools/call request in the context, so
@@ -384,7 +398,9 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	_, _ = rand.Read(b[:])
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
-	p.timer = time.AfterFunc(pendingTTL, cancel)
+	// Unanswered past the TTL, the call is cancelled and forgotten; a late
+	// retry is told to start over.
+	p.timer = time.AfterFunc(pendingTTL, func() { r.forget(p) })
 	r.mu.Lock()
 	r.pending[p.id] = p
 	r.mu.Unlock()
@@ -425,10 +441,16 @@ func (r *relay) await(ctx context.Context, p *parked) (*mcp.CallToolResult, erro
 			},
 		}, nil
 	case <-ctx.Done():
+		// The client gave up on this request (cancelled it or went away):
+		// the call is cancelled with it. A call stays parked only between
+		// an input_required answer and its retry.
+		r.forget(p)
 		return nil, ctx.Err()
 	}
 }
 
+// forget cancels p's call (if still running) and drops it. It may run more
+// than once.
 func (r *relay) forget(p *parked) {
 	p.timer.Stop()
 	p.cancel()

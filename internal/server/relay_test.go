@@ -143,6 +143,22 @@ func newRelayUpstream(dir string) *mcpserver.MCPServer {
 		}
 		return mcp.NewToolResultText("roots=" + strings.Join(uris, ",")), nil
 	})
+	srv.AddTool(noArgs("later", "logs once more after the call returned"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		go func() {
+			time.Sleep(200 * time.Millisecond) // after the result, so no call is in flight
+			_ = srv.SendLogMessageToClient(context.WithoutCancel(ctx), mcp.NewLoggingMessageNotification(mcp.LoggingLevelNotice, "later", "server-wide news"))
+		}()
+		return mcp.NewToolResultText("ok"), nil
+	})
+	srv.AddTool(noArgs("block", "blocks until cancelled"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mark(dir, "blocking")
+		select {
+		case <-ctx.Done():
+			mark(dir, "block-cancelled")
+		case <-time.After(20 * time.Second):
+		}
+		return mcp.NewToolResultText("unblocked"), nil
+	})
 	srv.AddTool(noArgs("wait_elicit", "elicits and reports whether it was cancelled"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		mark(dir, "waiting")
 		_, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
@@ -174,6 +190,7 @@ func textOf(c any) string {
 // relayFront is mcproxy's front in direct mode over a real upstream
 // manager, served over HTTP; sniff records every response body it sent.
 type relayFront struct {
+	*Server
 	url   string
 	mu    sync.Mutex
 	sniff bytes.Buffer
@@ -228,7 +245,7 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 	defer cancel()
 	mgr.Start(ctx)
 	s.Resync()
-	f := &relayFront{}
+	f := &relayFront{Server: s}
 	h, closeSessions := s.Handler(HTTPOptions{})
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(sniffWriter{w, f}, r)
@@ -668,5 +685,71 @@ func TestRelayUnknownRequestState(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "names no call waiting for input") || !strings.Contains(err.Error(), "send the call again without requestState") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestRelayStatelessCancel: a stateless client that gives up on a call
+// (its request ends) gets the upstream call cancelled, though the call
+// runs apart from the request so that it could be parked.
+func TestRelayStatelessCancel(t *testing.T) {
+	sc, dir := startRelayUpstream(t, "stdio")
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
+	c := dialFront(t, f.url, "", answeringClient())
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		var req mcp.CallToolRequest
+		req.Params.Name = "up__block"
+		_, err := c.CallTool(ctx, req)
+		errc <- err
+	}()
+	waitFor(t, "the upstream call to start", func() bool { return marked(dir, "blocking") })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the cancelled call succeeded")
+	}
+	waitFor(t, "the upstream call to be cancelled", func() bool { return marked(dir, "block-cancelled") })
+}
+
+// TestRelayServerWideLog: a log message the upstream sends with no call in
+// flight reaches every session at its level, and mcproxy's own messages
+// (an upstream's tools gone) reach them too.
+func TestRelayServerWideLog(t *testing.T) {
+	sc, _ := startRelayUpstream(t, "stdio")
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
+	a := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	b := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	quiet := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for c, level := range map[*frontClient]mcp.LoggingLevel{a: mcp.LoggingLevelInfo, b: mcp.LoggingLevelDebug, quiet: mcp.LoggingLevelError} {
+		var lr mcp.SetLevelRequest
+		lr.Params.Level = level
+		if err := c.SetLevel(ctx, lr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.call(t, "up__later", nil)
+	data := func(c *frontClient) []string {
+		var out []string
+		for _, n := range c.notifications("notifications/message") {
+			out = append(out, fmt.Sprint(n.Params.AdditionalFields["logger"], ": ", n.Params.AdditionalFields["data"]))
+		}
+		return out
+	}
+	for _, c := range []*frontClient{a, b} {
+		waitFor(t, "the server-wide message", func() bool { return slices.Contains(data(c), "later: server-wide news") })
+	}
+	f.ToolsChanged("up", nil)
+	for _, c := range []*frontClient{a, b} {
+		waitFor(t, "mcproxy's own message", func() bool {
+			return slices.ContainsFunc(data(c), func(s string) bool { return strings.HasPrefix(s, `mcproxy: upstream "up" is down`) })
+		})
+	}
+	if err := quiet.Ping(ctx); err != nil { // a round trip, so anything sent to it has arrived
+		t.Fatal(err)
+	}
+	if got := data(quiet); len(got) != 0 {
+		t.Errorf("a session at level error got %q", got)
 	}
 }

@@ -422,6 +422,7 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 		s.syncDirect()
 	}
 	s.log.Info("tools changed", zap.String("upstream", server), zap.Int("tools", len(tools)))
+	s.announce(server, len(tools))
 }
 
 func (s *Server) syncIndex(server string, tools []config.Tool) {
