@@ -73,6 +73,9 @@ func marked(dir, name string) bool {
 // elicitation and roots requests back to their caller.
 func newRelayUpstream(dir string) *mcpserver.MCPServer {
 	srv := mcpserver.NewMCPServer("relay-upstream", "1", mcpserver.WithLogging(), mcpserver.WithToolCapabilities(false))
+	srv.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, func(context.Context, mcp.JSONRPCNotification) {
+		mark(dir, "roots-changed")
+	})
 	noArgs := func(name, desc string) mcp.Tool { return mcp.NewTool(name, mcp.WithDescription(desc)) }
 	srv.AddTool(noArgs("slow", "reports progress three times and logs"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var token any
@@ -416,7 +419,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // standalone GET stream mcproxy keeps open, after the call's result: see
 // TestRelayHTTPUpstream for what is checked there.)
 func TestRelayLegacyClient(t *testing.T) {
-	sc, _ := startRelayUpstream(t, "stdio")
+	sc, dir := startRelayUpstream(t, "stdio")
 	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
 	c := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
 
@@ -496,6 +499,14 @@ func TestRelayLegacyClient(t *testing.T) {
 		if got := c.call(t, "up__roots", nil); got != "roots=file:///work/client-root" {
 			t.Errorf("got %q", got)
 		}
+	})
+	t.Run("roots list_changed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.RootListChanges(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the upstream to hear that the roots changed", func() bool { return marked(dir, "roots-changed") })
 	})
 }
 
