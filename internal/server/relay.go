@@ -45,6 +45,7 @@ type relay struct {
 	mcp *mcpserver.MCPServer
 	up  Upstreams
 	log *zap.Logger
+	ttl time.Duration // how long a parked call waits for its retry (pendingTTL)
 
 	mu       sync.Mutex
 	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
@@ -54,7 +55,7 @@ type relay struct {
 }
 
 func newRelay(up Upstreams, log *zap.Logger) *relay {
-	return &relay{up: up, log: log, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{}, pending: map[string]*parked{}}
+	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{}, pending: map[string]*parked{}}
 }
 
 // hooks wires the relay into the mcp-go server's hooks: logging/setLevel
@@ -243,7 +244,8 @@ func (p *clientPeer) capabilities() mcp.ClientCapabilities {
 
 // asking joins the upstream request's context (which ends when the
 // upstream gives up) with the client call's (which ends when the client
-// cancels or disconnects): the client is asked under both.
+// cancels or disconnects, or, for a parked call, when it is forgotten):
+// the client is asked under both.
 func (p *clientPeer) asking(ctx context.Context) (context.Context, context.CancelFunc) {
 	base := p.ctx
 	if p.detached {
@@ -262,12 +264,12 @@ func (p *clientPeer) CreateMessage(ctx context.Context, req mcp.CreateMessageReq
 	if p.capabilities().Sampling == nil {
 		return nil, noCapability("a model completion (sampling/createMessage)", "sampling")
 	}
-	if p.park != nil {
-		resp, err := p.park.answer(ctx, mcp.NewSamplingInputRequest(req.CreateMessageParams), mcp.MethodSamplingCreateMessage)
-		return resp.Sampling, err
-	}
 	c, cancel := p.asking(ctx)
 	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewSamplingInputRequest(req.CreateMessageParams), mcp.MethodSamplingCreateMessage)
+		return resp.Sampling, err
+	}
 	return p.mcp.RequestSampling(c, req)
 }
 
@@ -279,12 +281,12 @@ func (p *clientPeer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	if req.Params.Mode == mcp.ElicitationModeURL && caps.URL == nil {
 		return nil, errors.New("the client that made this call supports only form elicitation (it declared no elicitation.url capability), so mcproxy cannot send it a URL elicitation")
 	}
-	if p.park != nil {
-		resp, err := p.park.answer(ctx, mcp.NewElicitationInputRequest(req.Params), mcp.MethodElicitationCreate)
-		return resp.Elicitation, err
-	}
 	c, cancel := p.asking(ctx)
 	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewElicitationInputRequest(req.Params), mcp.MethodElicitationCreate)
+		return resp.Elicitation, err
+	}
 	return p.mcp.RequestElicitation(c, req)
 }
 
@@ -292,12 +294,12 @@ func (p *clientPeer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*
 	if p.capabilities().Roots == nil {
 		return nil, noCapability("its roots (roots/list)", "roots")
 	}
-	if p.park != nil {
-		resp, err := p.park.answer(ctx, mcp.NewRootsInputRequest(), mcp.MethodListRoots)
-		return resp.Roots, err
-	}
 	c, cancel := p.asking(ctx)
 	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewRootsInputRequest(), mcp.MethodListRoots)
+		return resp.Roots, err
+	}
 	return p.mcp.RequestRoots(c, req)
 }
 
@@ -400,7 +402,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	p := &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
 	// Unanswered past the TTL, the call is cancelled and forgotten; a late
 	// retry is told to start over.
-	p.timer = time.AfterFunc(pendingTTL, func() { r.forget(p) })
+	p.timer = time.AfterFunc(r.ttl, func() { r.forget(p) })
 	r.mu.Lock()
 	r.pending[p.id] = p
 	r.mu.Unlock()
@@ -431,7 +433,7 @@ func (r *relay) await(ctx context.Context, p *parked) (*mcp.CallToolResult, erro
 	case a := <-p.asks:
 		p.mu.Lock()
 		p.waiting = &a
-		p.timer.Reset(pendingTTL)
+		p.timer.Reset(r.ttl)
 		p.mu.Unlock()
 		return &mcp.CallToolResult{
 			Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
