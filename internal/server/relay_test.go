@@ -806,3 +806,34 @@ func TestRelayParkedExpires(t *testing.T) {
 		t.Errorf("late retry: got %v", err)
 	}
 }
+
+// TestRelayProgressPerSession: two sessions' calls in flight on one
+// upstream connection each get their own progress, under their own token.
+func TestRelayProgressPerSession(t *testing.T) {
+	sc, _ := startRelayUpstream(t, "stdio")
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
+	clients := []*frontClient{
+		dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient()),
+		dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient()),
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.call(t, "up__slow", &mcp.Meta{ProgressToken: fmt.Sprintf("session-%d", i)})
+		}()
+	}
+	wg.Wait()
+	for i, c := range clients {
+		waitFor(t, "3 progress notifications", func() bool { return len(c.notifications("notifications/progress")) >= 3 })
+		if c.call(t, "up__level", nil); len(c.notifications("notifications/progress")) != 3 {
+			t.Errorf("session %d got %d progress notifications, want its own 3", i, len(c.notifications("notifications/progress")))
+		}
+		for _, n := range c.notifications("notifications/progress") {
+			if tok := n.Params.AdditionalFields["progressToken"]; tok != fmt.Sprintf("session-%d", i) {
+				t.Errorf("session %d got progress for token %v", i, tok)
+			}
+		}
+	}
+}
