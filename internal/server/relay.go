@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -163,10 +164,41 @@ type callReqKey struct{}
 func (r *relay) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !mcpserver.IsModernRequest(ctx) {
-			return next(context.WithValue(ctx, callReqKey{}, &req), req)
+			notes := new(atomic.Bool)
+			ctx = context.WithValue(context.WithValue(ctx, callReqKey{}, &req), notesKey{}, notes)
+			res, err := next(ctx, req)
+			if notes.Load() {
+				settle(ctx)
+			}
+			return res, err
 		}
 		return r.roundTrip(ctx, req, next)
 	}
+}
+
+type notesKey struct{}
+
+// settleLimit bounds how long a result waits for the call's notifications.
+const settleLimit = 100 * time.Millisecond
+
+// settle holds a call's result until the notifications relayed for it
+// have left the session's queue. mcp-go's front hands that queue to the
+// call's own stream and to the standalone GET stream alike; a progress
+// notification taken by the GET stream could otherwise reach the client
+// after the result, when its token is no longer known there. Once the
+// queue is empty a moment more lets the GET stream write what it took.
+// This narrows the window; it cannot close it (docs/relay.md).
+func settle(ctx context.Context) {
+	cs := mcpserver.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	ch := cs.NotificationChannel()
+	deadline := time.Now().Add(settleLimit)
+	for len(ch) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
 }
 
 // peer builds the upstream.Peer of the call in ctx (nil when ctx holds no
@@ -184,6 +216,7 @@ func (s *Server) peer(ctx context.Context) upstream.Peer {
 		p.session = cs.SessionID()
 	}
 	p.park, _ = ctx.Value(parkKey{}).(*parked)
+	p.notes, _ = ctx.Value(notesKey{}).(*atomic.Bool)
 	return p
 }
 
@@ -194,7 +227,8 @@ type clientPeer struct {
 	log     *zap.Logger
 	token   mcp.ProgressToken
 	session string
-	park    *parked // non-nil for a stateless client: ask through input_required
+	park    *parked      // non-nil for a stateless client: ask through input_required
+	notes   *atomic.Bool // set once a notification was relayed for the call (nil: not tracked)
 	// detached: the peer stands for its session, not one call, so asking
 	// the client does not end with the call (upstream.SessionPeer).
 	detached bool
@@ -216,12 +250,20 @@ func (p *clientPeer) Progress(params map[string]any) {
 		out[k] = v
 	}
 	out["progressToken"] = p.token
+	p.noted()
 	if err := p.mcp.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), out); err != nil {
 		p.log.Debug("relaying progress", zap.Error(err))
 	}
 }
 
+func (p *clientPeer) noted() {
+	if p.notes != nil {
+		p.notes.Store(true)
+	}
+}
+
 func (p *clientPeer) Log(server string, n mcp.LoggingMessageNotification) {
+	p.noted()
 	if err := p.mcp.SendLogMessageToClient(p.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 		p.log.Debug("relaying a log message", zap.String("upstream", server), zap.Error(err))
 	}

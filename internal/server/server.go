@@ -8,7 +8,10 @@
 // session runs through noa: each tools/call and its result are recorded in
 // the session's host, and the result is tagged, nudged or cut here
 // (noa.go), and the Compress and read_archive tools sit beside the others
-// in both modes.
+// in both modes. What an upstream sends while serving a call (progress, log
+// messages, sampling, elicitation and roots requests) is relayed to the
+// client session that made the call, a stateless 2026-07-28 client through
+// multi round-trip results (relay.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status

@@ -5,7 +5,9 @@
 // exponential backoff plus jitter (and on demand when a call needs a server
 // that is down), keeps an HTTP server whose one request failed but which
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
-// child's stderr under its server name and stops children in stages.
+// child's stderr under its server name and stops children in stages. What an
+// upstream sends while serving a call (progress, log messages, sampling,
+// elicitation and roots requests) goes to that call's Peer (requests.go).
 //
 // It does not index or render tools and does not serve MCP itself; it hands
 // tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
