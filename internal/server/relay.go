@@ -52,7 +52,6 @@ type relay struct {
 	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
 	sessions map[string]struct{}         // every client session registered
 	pending  map[string]*parked          // requestState -> parked call
-	wg       sync.WaitGroup              // parked calls' goroutines
 }
 
 func newRelay(up Upstreams, log *zap.Logger) *relay {
@@ -450,9 +449,9 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	r.mu.Unlock()
 	cctx = context.WithValue(cctx, parkKey{}, p)
 	cctx = context.WithValue(cctx, callReqKey{}, &req)
-	r.wg.Add(1)
+	// The relay owns this goroutine; forget (the call's end, the client
+	// giving up, or the TTL) cancels its context, which ends it.
 	go func() {
-		defer r.wg.Done()
 		defer close(p.done)
 		defer func() {
 			if v := recover(); v != nil {
