@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -126,6 +127,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		OnResourceUpdated: func(name, uri string) {
 			if f := front.Load(); f != nil {
 				f.ResourceUpdated(name, uri)
+			}
+		},
+		OnLog: func(name string, n mcp.LoggingMessageNotification) {
+			if f := front.Load(); f != nil {
+				f.ServerLog(name, n)
 			}
 		},
 	})

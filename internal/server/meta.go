@@ -184,6 +184,9 @@ func (s *Server) callable(server, id string) bool {
 // not fit the tool's schema gains a text block naming what to fix.
 func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	id := config.ToolID(server, tool)
+	if p := s.peer(ctx); p != nil {
+		ctx = upstream.WithPeer(ctx, p)
+	}
 	res, err := s.up.Call(ctx, server, tool, args)
 	if err == nil {
 		if res == nil {

@@ -10,7 +10,10 @@
 // (noa.go), and the Compress and read_archive tools sit beside the others
 // in both modes. With Deps.Catalogs it also passes on the upstreams'
 // prompts, resources (reads and subscriptions) and argument completion
-// (catalog.go, prompts.go, resources.go).
+// (catalog.go, prompts.go, resources.go). What an upstream
+// sends while serving a call (progress, log messages, sampling, elicitation
+// and roots requests) is relayed to the client session that made the call, a
+// stateless 2026-07-28 client through multi round-trip results (relay.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status
@@ -188,6 +191,9 @@ type Server struct {
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
 	startedOnce sync.Once
+
+	// relay carries what upstreams send during a call to its client (relay.go).
+	relay *relay
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -241,6 +247,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		byID:    map[string]config.Tool{},
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
+		relay:   newRelay(deps.Upstreams, log),
 	}
 	if !opts.WaitForStart {
 		s.Started()
@@ -266,7 +273,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// Outermost, so a panic while recording a call is caught too.
 		mcpserver.WithRecovery(),
 		mcpserver.WithHooks(hooks),
+		mcpserver.WithLogging(),
+		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
 	}
+	s.relay.hooks(hooks)
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
@@ -300,6 +310,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		cf.mcp = s.mcp
 		s.catalog = cf
 	}
+	s.relay.mcp = s.mcp
+	s.mcp.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, s.relay.rootsChanged)
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
@@ -475,6 +487,7 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 		s.syncDirect()
 	}
 	s.log.Info("tools changed", zap.String("upstream", server), zap.Int("tools", len(tools)))
+	s.announce(server, len(tools))
 }
 
 func (s *Server) syncIndex(server string, tools []config.Tool) {

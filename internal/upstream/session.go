@@ -57,6 +57,7 @@ type session struct {
 	// (capacity 1); catalog is what dial listed besides tools.
 	catalogRefresh chan struct{}
 	catalog        *Catalog
+	calls          calls // calls in flight, for relaying what the upstream sends during them
 
 	mu      sync.Mutex
 	closing bool           // set once close has begun; no new goroutines after
@@ -135,6 +136,10 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			s.signalRefresh()
+			return
+		}
+		if s.relayNotification(l.name, l.m.opts.OnLog, l.log, n) {
+			return
 		}
 		l.catalogNotification(s, n)
 	})
@@ -148,6 +153,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	if err != nil {
 		return fail("initialize", err)
 	}
+	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
 	if err != nil {
 		return fail("listing tools", err)
@@ -234,7 +240,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	default:
 		return fmt.Errorf("mcpServers.%s has neither a command nor a url", l.name)
 	}
-	s.client = client.NewClient(s.tr, client.WithProtocolVersion(protocolVersion))
+	s.client = client.NewClient(s.tr, append(s.relayOptions(l.name), client.WithProtocolVersion(protocolVersion))...)
 	return nil
 }
 

@@ -6,7 +6,9 @@
 // exponential backoff plus jitter (and on demand when a call needs a server
 // that is down), keeps an HTTP server whose one request failed but which
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
-// child's stderr under its server name and stops children in stages.
+// child's stderr under its server name and stops children in stages. What an
+// upstream sends while serving a call (progress, log messages, sampling,
+// elicitation and roots requests) goes to that call's Peer (requests.go).
 //
 // It does not index or render tools and does not serve MCP itself; it hands
 // tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
@@ -68,6 +70,10 @@ type Options struct {
 	// OAuth signs in to HTTP servers that answer 401 (see internal/oauth).
 	// nil = no sign-in: such a server stays down with the 401's error.
 	OAuth *oauth.Set
+	// OnLog receives an upstream's notifications/message that no call in
+	// flight can be credited with (server-wide messages), for every client
+	// session. nil = dropped.
+	OnLog func(server string, n mcp.LoggingMessageNotification)
 }
 
 // Defaults for the zero Options fields.
@@ -133,6 +139,9 @@ type Manager struct {
 	mu      sync.Mutex // orders Start's launch against Close
 	closed  bool
 	started chan struct{} // closed when Start has launched the supervisors
+
+	logMu    sync.Mutex
+	logLevel mcp.LoggingLevel // the last SetLogLevel ("" = never set)
 }
 
 // New prepares a Manager for cfg's servers; nothing starts until Start. cfg
@@ -331,6 +340,14 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	if args == nil {
 		// Servers validate arguments as an object; null fails there.
 		req.Params.Arguments = map[string]any{}
+	}
+	if p := peerFrom(ctx); p != nil {
+		in, pctx := s.calls.begin(cctx, server, p)
+		defer s.calls.end(in)
+		cctx = pctx
+		if in.token != "" {
+			req.Params.Meta = &mcp.Meta{ProgressToken: in.token}
+		}
 	}
 	res, err := s.client.CallTool(cctx, req)
 	if err == nil {

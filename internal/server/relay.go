@@ -1,0 +1,503 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/upstream"
+)
+
+// This file relays what an upstream sends while it serves a tool call to
+// the client session that made the call: progress with the client's own
+// token, log messages, and the upstream's sampling, elicitation and roots
+// requests, whose answers go back. A client on a revision before
+// 2026-07-28 is asked with server-to-client requests; a stateless
+// 2026-07-28 client cannot be, so its call is answered with an
+// input_required result (multi round-trip, SEP-2322) carrying the
+// upstream's request, the upstream call is kept waiting, and the client's
+// retry with the answer resumes it.
+
+// Relayer is the optional part of Upstreams the relay uses. *upstream.Manager
+// implements it; without it, log levels and roots changes are not forwarded.
+type Relayer interface {
+	// SetLogLevel applies a logging/setLevel to every upstream.
+	SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error
+	// RootsChanged forwards notifications/roots/list_changed to every upstream.
+	RootsChanged(ctx context.Context)
+}
+
+// pendingTTL is how long a call parked for a stateless client's answer
+// waits for the retry; past it the upstream call is cancelled.
+const pendingTTL = 10 * time.Minute
+
+// relay is the front's side of the relaying: per-session log levels and the
+// calls parked for stateless clients.
+type relay struct {
+	mcp *mcpserver.MCPServer
+	up  Upstreams
+	log *zap.Logger
+	ttl time.Duration // how long a parked call waits for its retry (pendingTTL)
+
+	mu       sync.Mutex
+	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
+	sessions map[string]struct{}         // every client session registered
+	pending  map[string]*parked          // requestState -> parked call
+}
+
+func newRelay(up Upstreams, log *zap.Logger) *relay {
+	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{}, pending: map[string]*parked{}}
+}
+
+// hooks wires the relay into the mcp-go server's hooks: logging/setLevel
+// is applied upstream, and a session that ends is forgotten.
+func (r *relay) hooks(h *mcpserver.Hooks) {
+	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		cs := mcpserver.ClientSessionFromContext(ctx)
+		if cs == nil {
+			return
+		}
+		r.mu.Lock()
+		r.levels[cs.SessionID()] = req.Params.Level
+		level := r.verboseLocked()
+		r.mu.Unlock()
+		r.applyLevel(ctx, level)
+	})
+	h.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
+		r.mu.Lock()
+		r.sessions[cs.SessionID()] = struct{}{}
+		r.mu.Unlock()
+	})
+	h.AddOnUnregisterSession(func(ctx context.Context, cs mcpserver.ClientSession) {
+		r.mu.Lock()
+		delete(r.sessions, cs.SessionID())
+		_, had := r.levels[cs.SessionID()]
+		delete(r.levels, cs.SessionID())
+		level := r.verboseLocked()
+		r.mu.Unlock()
+		if had && level != "" {
+			r.applyLevel(context.WithoutCancel(ctx), level)
+		}
+	})
+}
+
+// verboseLocked is the most verbose level any session asked for: the
+// upstreams, shared by every session, must send at least that much; each
+// session's own level is applied when a message is relayed to it.
+func (r *relay) verboseLocked() mcp.LoggingLevel {
+	best := mcp.LoggingLevel("")
+	for _, l := range r.levels {
+		// best.ShouldSendTo(l): a message at best reaches a session at l,
+		// so l is at least as verbose.
+		if best == "" || best.ShouldSendTo(l) {
+			best = l
+		}
+	}
+	return best
+}
+
+func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
+	rl, ok := r.up.(Relayer)
+	if !ok || level == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rl.SetLogLevel(ctx, level); err != nil {
+		r.log.Warn("applying logging/setLevel to the upstreams", zap.String("level", string(level)), zap.Error(err))
+	}
+}
+
+// rootsChanged forwards a client's notifications/roots/list_changed.
+func (r *relay) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
+	if rl, ok := r.up.(Relayer); ok {
+		rl.RootsChanged(ctx)
+	}
+}
+
+// ServerLog relays an upstream's log message that no call can be credited
+// with to every client session, each at its own level. It matches
+// upstream.Options.OnLog.
+func (s *Server) ServerLog(server string, n mcp.LoggingMessageNotification) {
+	s.relay.mu.Lock()
+	ids := make([]string, 0, len(s.relay.sessions))
+	for id := range s.relay.sessions {
+		ids = append(ids, id)
+	}
+	s.relay.mu.Unlock()
+	for _, id := range ids {
+		if err := s.mcp.SendLogMessageToSpecificClient(id, n); err != nil {
+			s.log.Debug("relaying an upstream log message", zap.String("upstream", server), zap.String("session_id", id), zap.Error(err))
+		}
+	}
+}
+
+// announce tells every client session, as a log message of mcproxy's own
+// (logger "mcproxy", at each session's level), that an upstream's tools
+// changed or that it went down: a client that set a log level sees why
+// tools came or went.
+func (s *Server) announce(server string, tools int) {
+	n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "mcproxy",
+		fmt.Sprintf("upstream %q is ready with %d tools", server, tools))
+	if tools == 0 {
+		n = mcp.NewLoggingMessageNotification(mcp.LoggingLevelWarning, "mcproxy",
+			fmt.Sprintf("upstream %q is down or has no tools; its tools are gone until it is back", server))
+	}
+	s.ServerLog("mcproxy", n)
+}
+
+type callReqKey struct{}
+
+// middleware keeps the client's tools/call request in the context, so
+// callUpstream can build the call's peer, and runs a stateless client's
+// call through the multi round-trip machinery.
+func (r *relay) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !mcpserver.IsModernRequest(ctx) {
+			notes := new(atomic.Bool)
+			ctx = context.WithValue(context.WithValue(ctx, callReqKey{}, &req), notesKey{}, notes)
+			res, err := next(ctx, req)
+			if notes.Load() {
+				settle(ctx)
+			}
+			return res, err
+		}
+		return r.roundTrip(ctx, req, next)
+	}
+}
+
+type notesKey struct{}
+
+// settleLimit bounds how long a result waits for the call's notifications.
+const settleLimit = 100 * time.Millisecond
+
+// settle holds a call's result until the notifications relayed for it
+// have left the session's queue. mcp-go's front hands that queue to the
+// call's own stream and to the standalone GET stream alike; a progress
+// notification taken by the GET stream could otherwise reach the client
+// after the result, when its token is no longer known there. Once the
+// queue is empty a moment more lets the GET stream write what it took.
+// This narrows the window; it cannot close it (docs/relay.md).
+func settle(ctx context.Context) {
+	cs := mcpserver.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	ch := cs.NotificationChannel()
+	deadline := time.Now().Add(settleLimit)
+	for len(ch) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+}
+
+// peer builds the upstream.Peer of the call in ctx (nil when ctx holds no
+// client call, as in tests calling handlers directly).
+func (s *Server) peer(ctx context.Context) upstream.Peer {
+	req, ok := ctx.Value(callReqKey{}).(*mcp.CallToolRequest)
+	if !ok {
+		return nil
+	}
+	p := &clientPeer{mcp: s.mcp, ctx: ctx, log: s.log}
+	if req.Params.Meta != nil {
+		p.token = req.Params.Meta.ProgressToken
+	}
+	if cs := mcpserver.ClientSessionFromContext(ctx); cs != nil {
+		p.session = cs.SessionID()
+	}
+	p.park, _ = ctx.Value(parkKey{}).(*parked)
+	p.notes, _ = ctx.Value(notesKey{}).(*atomic.Bool)
+	return p
+}
+
+// clientPeer is one client call as the upstream manager sees it.
+type clientPeer struct {
+	mcp     *mcpserver.MCPServer
+	ctx     context.Context // the client call's handler context
+	log     *zap.Logger
+	token   mcp.ProgressToken
+	session string
+	park    *parked      // non-nil for a stateless client: ask through input_required
+	notes   *atomic.Bool // set once a notification was relayed for the call (nil: not tracked)
+	// detached: the peer stands for its session, not one call, so asking
+	// the client does not end with the call (upstream.SessionPeer).
+	detached bool
+}
+
+// Detached implements upstream.SessionPeer.
+func (p *clientPeer) Detached() upstream.Peer {
+	d := *p
+	d.detached = true
+	return &d
+}
+
+func (p *clientPeer) Session() string     { return p.session }
+func (p *clientPeer) WantsProgress() bool { return p.token != nil }
+
+func (p *clientPeer) Progress(params map[string]any) {
+	out := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		out[k] = v
+	}
+	out["progressToken"] = p.token
+	p.noted()
+	if err := p.mcp.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), out); err != nil {
+		p.log.Debug("relaying progress", zap.Error(err))
+	}
+}
+
+func (p *clientPeer) noted() {
+	if p.notes != nil {
+		p.notes.Store(true)
+	}
+}
+
+func (p *clientPeer) Log(server string, n mcp.LoggingMessageNotification) {
+	p.noted()
+	if err := p.mcp.SendLogMessageToClient(p.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+		p.log.Debug("relaying a log message", zap.String("upstream", server), zap.Error(err))
+	}
+}
+
+// capabilities are what the client declared: per request on 2026-07-28,
+// at initialize before.
+func (p *clientPeer) capabilities() mcp.ClientCapabilities {
+	if info := mcpserver.RequestProtocolInfoFromContext(p.ctx); info != nil && info.Modern {
+		if info.ClientCapabilities != nil {
+			return *info.ClientCapabilities
+		}
+		return mcp.ClientCapabilities{}
+	}
+	if cs, ok := mcpserver.ClientSessionFromContext(p.ctx).(mcpserver.SessionWithClientInfo); ok {
+		return cs.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+// asking joins the upstream request's context (which ends when the
+// upstream gives up) with the client call's (which ends when the client
+// cancels or disconnects, or, for a parked call, when it is forgotten):
+// the client is asked under both.
+func (p *clientPeer) asking(ctx context.Context) (context.Context, context.CancelFunc) {
+	base := p.ctx
+	if p.detached {
+		base = context.WithoutCancel(base)
+	}
+	c, cancel := context.WithCancel(base)
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+func noCapability(what, capability string) error {
+	return fmt.Errorf("the client that made this call declared no %q capability, so mcproxy cannot ask it for %s", capability, what)
+}
+
+func (p *clientPeer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if p.capabilities().Sampling == nil {
+		return nil, noCapability("a model completion (sampling/createMessage)", "sampling")
+	}
+	c, cancel := p.asking(ctx)
+	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewSamplingInputRequest(req.CreateMessageParams), mcp.MethodSamplingCreateMessage)
+		return resp.Sampling, err
+	}
+	return p.mcp.RequestSampling(c, req)
+}
+
+func (p *clientPeer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	caps := p.capabilities().Elicitation
+	if caps == nil {
+		return nil, noCapability("input from the user (elicitation/create)", "elicitation")
+	}
+	if req.Params.Mode == mcp.ElicitationModeURL && caps.URL == nil {
+		return nil, errors.New("the client that made this call supports only form elicitation (it declared no elicitation.url capability), so mcproxy cannot send it a URL elicitation")
+	}
+	c, cancel := p.asking(ctx)
+	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewElicitationInputRequest(req.Params), mcp.MethodElicitationCreate)
+		return resp.Elicitation, err
+	}
+	return p.mcp.RequestElicitation(c, req)
+}
+
+func (p *clientPeer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if p.capabilities().Roots == nil {
+		return nil, noCapability("its roots (roots/list)", "roots")
+	}
+	c, cancel := p.asking(ctx)
+	defer cancel()
+	if p.park != nil {
+		resp, err := p.park.answer(c, mcp.NewRootsInputRequest(), mcp.MethodListRoots)
+		return resp.Roots, err
+	}
+	return p.mcp.RequestRoots(c, req)
+}
+
+type parkKey struct{}
+
+// parked is a stateless client's call whose upstream is waiting for an
+// answer only the client can give. The call runs on its own goroutine
+// under a context of its own (each round trip is a separate client
+// request); it ends with the call, when pendingTTL passes without a retry,
+// or when the client's retry names it and then goes away.
+type parked struct {
+	id     string
+	cancel context.CancelFunc
+	asks   chan parkedAsk // the upstream's requests, one at a time
+	done   chan struct{}  // closed when the call returned
+	res    *mcp.CallToolResult
+	err    error
+
+	mu      sync.Mutex
+	waiting *parkedAsk // the ask the client was sent, awaiting its answer
+	timer   *time.Timer
+}
+
+type parkedAsk struct {
+	req    mcp.InputRequest
+	answer chan mcp.InputResponse // capacity 1
+}
+
+// ask hands req to the client through the call's next input_required
+// result and waits for the retry that answers it.
+func (p *parked) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	a := parkedAsk{req: req, answer: make(chan mcp.InputResponse, 1)}
+	select {
+	case p.asks <- a:
+	case <-ctx.Done():
+		return mcp.InputResponse{}, ctx.Err()
+	}
+	select {
+	case resp := <-a.answer:
+		return resp, nil
+	case <-ctx.Done():
+		return mcp.InputResponse{}, ctx.Err()
+	}
+}
+
+// answer asks req through the client's next round trip and decodes its
+// answer as method's result (the matching field of the response is set).
+func (p *parked) answer(ctx context.Context, req mcp.InputRequest, method mcp.MCPMethod) (mcp.InputResponse, error) {
+	resp, err := p.ask(ctx, req)
+	if err != nil {
+		return mcp.InputResponse{}, err
+	}
+	if err := resp.DecodeFor(method); err != nil {
+		return mcp.InputResponse{}, fmt.Errorf("the client's answer to %s does not decode as its result: %w", method, err)
+	}
+	if resp.Sampling == nil && resp.Elicitation == nil && resp.Roots == nil {
+		return mcp.InputResponse{}, fmt.Errorf("the client answered %s with an empty result", method)
+	}
+	return resp, nil
+}
+
+// inputKey names the single input request of each round.
+const inputKey = "mcproxy"
+
+// roundTrip serves a stateless client's tools/call: a fresh call starts
+// parked; a retry carrying a known requestState answers the parked call's
+// open question. Either way it answers with the call's result or its next
+// question.
+func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	var p *parked
+	if state := req.Params.RequestState; state != "" {
+		r.mu.Lock()
+		p = r.pending[state]
+		r.mu.Unlock()
+		if p == nil {
+			return nil, fmt.Errorf("requestState %q names no call waiting for input (it finished, or waited more than %s); send the call again without requestState", state, pendingTTL)
+		}
+		resp, ok := req.Params.InputResponses[inputKey]
+		p.mu.Lock()
+		w := p.waiting
+		if ok && w != nil {
+			p.waiting = nil
+		}
+		p.mu.Unlock()
+		if !ok || w == nil {
+			return nil, fmt.Errorf("the retry of a call waiting for input must carry inputResponses[%q]", inputKey)
+		}
+		w.answer <- resp
+	} else {
+		p = r.park(ctx, req, next)
+	}
+	return r.await(ctx, p)
+}
+
+// park starts a stateless client's call on its own goroutine.
+func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) *parked {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
+	// Unanswered past the TTL, the call is cancelled and forgotten; a late
+	// retry is told to start over.
+	p.timer = time.AfterFunc(r.ttl, func() { r.forget(p) })
+	r.mu.Lock()
+	r.pending[p.id] = p
+	r.mu.Unlock()
+	cctx = context.WithValue(cctx, parkKey{}, p)
+	cctx = context.WithValue(cctx, callReqKey{}, &req)
+	// The relay owns this goroutine; forget (the call's end, the client
+	// giving up, or the TTL) cancels its context, which ends it.
+	go func() {
+		defer close(p.done)
+		defer func() {
+			if v := recover(); v != nil {
+				r.log.Error("a parked tool call panicked", zap.Any("panic", v))
+				p.err = fmt.Errorf("internal error: %v", v)
+			}
+		}()
+		p.res, p.err = next(cctx, req)
+	}()
+	return p
+}
+
+// await answers with p's result, or with its next question as an
+// input_required result. When ctx ends first, p stays parked for a retry.
+func (r *relay) await(ctx context.Context, p *parked) (*mcp.CallToolResult, error) {
+	select {
+	case <-p.done:
+		r.forget(p)
+		return p.res, p.err
+	case a := <-p.asks:
+		p.mu.Lock()
+		p.waiting = &a
+		p.timer.Reset(r.ttl)
+		p.mu.Unlock()
+		return &mcp.CallToolResult{
+			Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+			MultiRoundTripResult: mcp.MultiRoundTripResult{
+				InputRequests: mcp.InputRequests{inputKey: a.req},
+				RequestState:  p.id,
+			},
+		}, nil
+	case <-ctx.Done():
+		// The client gave up on this request (cancelled it or went away):
+		// the call is cancelled with it. A call stays parked only between
+		// an input_required answer and its retry.
+		r.forget(p)
+		return nil, ctx.Err()
+	}
+}
+
+// forget cancels p's call (if still running) and drops it. It may run more
+// than once.
+func (r *relay) forget(p *parked) {
+	p.timer.Stop()
+	p.cancel()
+	r.mu.Lock()
+	delete(r.pending, p.id)
+	r.mu.Unlock()
+}
