@@ -258,3 +258,13 @@ func (g *Guard) Call(ctx context.Context, server, tool string, args map[string]a
 
 // Status is the upstream manager's.
 func (g *Guard) Status() []upstream.Status { return g.up.Status() }
+
+// SetLogLevel passes a client's logging/setLevel to every upstream (the
+// front's relay finds it on the Upstreams it is given, which is the Guard).
+func (g *Guard) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return g.up.SetLogLevel(ctx, level)
+}
+
+// RootsChanged passes a client's notifications/roots/list_changed to every
+// upstream.
+func (g *Guard) RootsChanged(ctx context.Context) { g.up.RootsChanged(ctx) }

@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -116,3 +117,7 @@ func TestGuard(t *testing.T) {
 		t.Errorf("passed on %q with the store broken, want add (already approved in this run)", got)
 	}
 }
+
+// The front's relay finds the optional Relayer methods on the Upstreams it
+// is given; behind the Guard they must still reach the manager.
+var _ server.Relayer = (*Guard)(nil)
