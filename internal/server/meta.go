@@ -67,7 +67,7 @@ func (s *Server) metaTools() []mcpserver.ServerTool {
 }
 
 func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitSettled(ctx); err != nil {
 		return nil, err
 	}
 	args := req.GetArguments()
@@ -85,6 +85,7 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 		limit = int(n)
 	}
+	view := s.viewUpstreams()
 	matches, err := s.Retrieve(ctx, query, limit)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -94,7 +95,7 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 		return mcp.NewToolResultError(fmt.Sprintf("Searching tools failed: %v. Retry; if it keeps failing, the mcproxy log has details.", err)), nil
 	}
 	if len(matches) == 0 {
-		return mcp.NewToolResultText(s.noMatchText(query)), nil
+		return mcp.NewToolResultText(s.noMatchText(query, view)), nil
 	}
 	text, err := s.opts.Render(matches)
 	if err != nil {
@@ -105,22 +106,20 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 	if matches[0].Weak {
 		text = s.weakText(text)
 	}
+	if line := connectionLine(view, matches); line != "" {
+		text += "\n\n" + line
+	}
 	return mcp.NewToolResultText(text), nil
 }
 
 // noMatchText answers an empty search, naming servers whose tools are
 // missing because they are not connected.
-func (s *Server) noMatchText(query string) string {
+func (s *Server) noMatchText(query string, view upstreamView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "No tools match %q. Try other words: the object the tool acts on (file, issue, page) or the action (read, create, search).", query)
-	var notReady []string
-	for _, st := range s.up.Status() {
-		if st.State != upstream.StateReady && st.State != upstream.StateDisabled {
-			notReady = append(notReady, fmt.Sprintf("%s (%s)", st.Server, st.State))
-		}
-	}
-	if len(notReady) > 0 {
-		fmt.Fprintf(&b, " Not connected right now, so not searched: %s.", strings.Join(notReady, ", "))
+	if line := connectionLine(view, nil); line != "" {
+		b.WriteString("\n")
+		b.WriteString(line)
 	}
 	if dir := s.serverDirectory(); dir != "" {
 		b.WriteString("\n\n")
@@ -130,7 +129,7 @@ func (s *Server) noMatchText(query string) string {
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitLaunched(ctx); err != nil {
 		return nil, err
 	}
 	args := req.GetArguments()
@@ -269,7 +268,7 @@ func (s *Server) suggestions(ctx context.Context, id string) []string {
 }
 
 func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitSettled(ctx); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -295,7 +294,10 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 		InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 		Error        string          `json:"error,omitempty"`
+		// Note marks a tool known from the last run (warm.go).
+		Note string `json:"note,omitempty"`
 	}
+	s.viewUpstreams()
 	out := make([]described, 0, len(names))
 	found := 0
 	for _, id := range names {
@@ -308,6 +310,9 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 		d := described{Name: id, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)}
 		if mt, ok := s.up.MCPTool(t.Server, t.Name); ok {
 			d.OutputSchema = outputSchema(mt)
+		}
+		if s.isStale(t.Server) {
+			d.Note = staleNote(t.Server)
 		}
 		out = append(out, d)
 	}
