@@ -155,14 +155,19 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 
 // callable reports whether a call to id should reach the upstream manager:
 // the tool is in the catalog, or its server is configured but not ready (the
-// manager then reconnects on demand or explains why it cannot).
+// manager then reconnects on demand or explains why it cannot), or ready
+// with its tool list not in the catalog yet (a call made while the server
+// comes up; the manager knows its tools).
 func (s *Server) callable(server, id string) bool {
 	if _, ok := s.tool(id); ok {
 		return true
 	}
 	for _, st := range s.up.Status() {
 		if st.Server == server {
-			return st.State != upstream.StateReady
+			s.mu.RLock()
+			_, listed := s.tools[server]
+			s.mu.RUnlock()
+			return st.State != upstream.StateReady || !listed
 		}
 	}
 	return false

@@ -95,3 +95,19 @@ func TestWarmStartBadFile(t *testing.T) {
 		t.Errorf("after the server came up: got %q, %v; want the file rewritten with test:echo", data, err)
 	}
 }
+
+// TestCallBeforeToolsListed: a call_tool made while its server has just
+// come up, before its tool list reached the catalog, goes to the server
+// (which knows its tools) instead of being refused as unknown.
+func TestCallBeforeToolsListed(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, &front{Server: s}, "inprocess", nil)
+	res := callTool(t, c, ToolCall, map[string]any{"name": "test:echo", "arguments": map[string]any{"message": "hi"}})
+	if res.IsError || text(res) != "Echo: hi" {
+		t.Errorf("call_tool before the catalog lists test: got %q (isError %v), want the echo", text(res), res.IsError)
+	}
+}
