@@ -10,7 +10,7 @@
 // row per benchmark, one column per metric), {{metric "group" "Benchmark"
 // "unit"}} one figure, {{ratio "group" "BenchmarkA" "BenchmarkB" "unit"}}
 // A's figure over B's, {{run "group"}} the lines saying when and how the
-// group was measured.
+// group was measured, {{measured "group"}} whether it has a saved run.
 package main
 
 import (
@@ -91,7 +91,15 @@ func run(resultsDir, tmplPath, outPath string) error {
 			if g == nil {
 				return fmt.Sprintf("_Not measured yet: run `bench/scripts/benchmarks.sh %s`._", name), nil
 			}
-			return fmt.Sprintf("Measured at commit `%s` on %s:\n\n```sh\n%s\n```", g.header["commit"], g.header["date"], strings.Join(g.commands, "\n")), nil
+			machine := ""
+			if m := g.header["machine"]; m != "" {
+				machine = " (" + m + ")"
+			}
+			return fmt.Sprintf("Measured at commit `%s` on %s%s:\n\n```sh\n%s\n```", g.header["commit"], g.header["date"], machine, strings.Join(g.commands, "\n")), nil
+		},
+		"measured": func(name string) bool {
+			_, ok := groups[name]
+			return ok
 		},
 		"table": func(name string) (string, error) {
 			g, _ := lookup(name)
