@@ -95,6 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stdioID := session.NewSessionID(time.Now())
 	st, err := newStack(cfg, stackOptions{
 		IndexDir:       filepath.Join(dataDir, "index"),
+		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
 		Version:        versionString(),
 		Logger:         log,
 		WaitForStart:   true,
@@ -128,8 +129,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	// Serve at once and connect the upstreams alongside: clients can
-	// initialize right away, and their tool calls wait (WaitForStart) until
-	// every upstream has had its first chance to connect.
+	// initialize right away; retrieve_tools and describe_tool answer from
+	// the last known tool lists or wait a short grace for servers without
+	// any, and call_tool waits for its server (server.Options).
 	startCtx, cancelStart := context.WithCancel(ctx)
 	startDone := make(chan struct{})
 	go func() {
@@ -140,6 +142,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				log.Error("panic while starting upstreams", zap.Any("panic", r), zap.Stack("stack"))
 			}
 		}()
+		// The last known tool lists answer retrieve_tools while the
+		// upstreams connect (warm start, issue 13).
+		if n, err := st.front.WarmStart(); err != nil {
+			log.Warn("warm start", zap.Error(err))
+		} else if n > 0 {
+			log.Info("warm start: serving the last known tool lists while the upstreams connect", zap.Int("servers", n))
+		}
 		st.start(startCtx)
 		logStatus(log, st.status())
 		log.Info("mcproxy ready", zap.String("mode", cfg.Mode), zap.String("arm", cfg.Arm), zap.Bool("stdio", *stdio))

@@ -73,6 +73,8 @@ func newSessions(cfg *config.Config, log *zap.Logger) (*session.Manager, error) 
 	opts.Logger = log.Named("session")
 	opts.RecallOnly = cfg.Noa.RecallOnly()
 	opts.Redact = redactor(cfg, false).String
+	// tokens.Counter is additive at line starts: a cut is counted once.
+	opts.CountSplitsAtLines = true
 	log.Info("noa is on", zap.String("sessions", opts.Dir), zap.Int("context_limit", cfg.Noa.ContextLimit),
 		zap.Int("max_result_tokens", cfg.Noa.MaxResultTokens), zap.String("tokenizer", cfg.Tokenizer))
 	return session.NewManager(opts), nil

@@ -51,6 +51,9 @@ type stackOptions struct {
 	// WaitForStart holds tool calls until start has run (see
 	// server.Options.WaitForStart).
 	WaitForStart bool
+	// WarmCatalog is the file of the upstreams' last known tool lists
+	// (server.Options.WarmCatalog); "" means no warm start.
+	WarmCatalog string
 	// Sessions runs noa on client sessions; nil means off. The stack does
 	// not own it: whoever made it closes it after the stack.
 	Sessions *session.Manager
@@ -155,6 +158,8 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Render:         server.ArmRenderer(arm.EncodeListing),
 		IndexMetadata:  arm.EncodeIndexMetadata,
 		WaitForStart:   opts.WaitForStart,
+		WarmCatalog:    opts.WarmCatalog,
+		Launched:       mgr.Launched(),
 		StdioSessionID: opts.StdioSessionID,
 		Prefix: func(name string) string {
 			return cfg.MCPServers[name].NamePrefix(name)

@@ -95,7 +95,9 @@ func alternate(bm *testing.B, a, b func(i int) time.Duration, unitA, unitB, unit
 // with noa on (the default), called alternately in the same run; it reports
 // both latencies and on/off. The cases are a small call_tool (the Go echo
 // upstream), retrieve_tools, a 200 KiB file read and a 5 MB write_file
-// (the npm server-filesystem, over stdio). Nothing is asserted about time.
+// (the npm server-filesystem, over stdio); and the 5 MB write_file through
+// the noa-on proxy against the same server called straight over stdio.
+// Nothing is asserted about time.
 func BenchmarkNoaOverhead(b *testing.B) {
 	upstreamURL := newGoUpstream(b, "bench").url()
 	fsDir := b.TempDir()
@@ -124,6 +126,14 @@ func BenchmarkNoaOverhead(b *testing.B) {
 		return c
 	}
 	off, on := proxy(false), proxy(true)
+	// The filesystem server called straight over stdio, for the 5 MB
+	// write through mcproxy against the direct call (issue 13: at most 1.5x).
+	direct, err := client.NewStdioMCPClient(testenv.NodeBin(b, "mcp-server-filesystem"), os.Environ(), fsDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { direct.Close() })
+	initialize(b, direct)
 	cases := []struct {
 		name string
 		tool string
@@ -141,6 +151,27 @@ func BenchmarkNoaOverhead(b *testing.B) {
 		}},
 	}
 	ctx := context.Background()
+	b.Run("write_file 5MB direct", func(b *testing.B) {
+		call := func(c *client.Client, name string, args map[string]any) time.Duration {
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = name, args
+			start := time.Now()
+			res, err := c.CallTool(ctx, req)
+			d := time.Since(start)
+			if err != nil || res.IsError {
+				b.Fatalf("write_file: %v %+v", err, res)
+			}
+			return d
+		}
+		args := func(i int) map[string]any {
+			return map[string]any{"path": filepath.Join(fsDir, fmt.Sprintf("d%d.txt", i%4)), "content": content}
+		}
+		alternate(b, func(i int) time.Duration { return call(direct, "write_file", args(i)) },
+			func(i int) time.Duration {
+				return call(on, "call_tool", map[string]any{"name": "filesystem:write_file", "arguments": args(i)})
+			},
+			"direct-ns/call", "on-ns/call", "on/direct")
+	})
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			call := func(c *client.Client, i int) time.Duration {

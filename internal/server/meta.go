@@ -67,7 +67,7 @@ func (s *Server) metaTools() []mcpserver.ServerTool {
 }
 
 func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitSettled(ctx); err != nil {
 		return nil, err
 	}
 	args := req.GetArguments()
@@ -88,6 +88,7 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 	if s.learn != nil {
 		s.learn.Refresh()
 	}
+	view := s.viewUpstreams()
 	matches, err := s.Retrieve(ctx, query, limit)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -98,7 +99,7 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	s.learnSearch(ctx, query, matches)
 	if len(matches) == 0 {
-		return mcp.NewToolResultText(s.noMatchText(query)), nil
+		return mcp.NewToolResultText(s.noMatchText(query, view)), nil
 	}
 	text, err := s.opts.Render(matches)
 	if err != nil {
@@ -109,22 +110,20 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 	if matches[0].Weak {
 		text = s.weakText(text)
 	}
+	if line := connectionLine(view, matches); line != "" {
+		text += "\n\n" + line
+	}
 	return mcp.NewToolResultText(text), nil
 }
 
 // noMatchText answers an empty search, naming servers whose tools are
 // missing because they are not connected.
-func (s *Server) noMatchText(query string) string {
+func (s *Server) noMatchText(query string, view upstreamView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "No tools match %q. Try other words: the object the tool acts on (file, issue, page) or the action (read, create, search).", query)
-	var notReady []string
-	for _, st := range s.up.Status() {
-		if st.State != upstream.StateReady && st.State != upstream.StateDisabled {
-			notReady = append(notReady, fmt.Sprintf("%s (%s)", st.Server, st.State))
-		}
-	}
-	if len(notReady) > 0 {
-		fmt.Fprintf(&b, " Not connected right now, so not searched: %s.", strings.Join(notReady, ", "))
+	if line := connectionLine(view, nil); line != "" {
+		b.WriteString("\n")
+		b.WriteString(line)
 	}
 	if dir := s.serverDirectory(); dir != "" {
 		b.WriteString("\n\n")
@@ -134,7 +133,7 @@ func (s *Server) noMatchText(query string) string {
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitLaunched(ctx); err != nil {
 		return nil, err
 	}
 	args := req.GetArguments()
@@ -165,14 +164,19 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 
 // callable reports whether a call to id should reach the upstream manager:
 // the tool is in the catalog, or its server is configured but not ready (the
-// manager then reconnects on demand or explains why it cannot).
+// manager then reconnects on demand or explains why it cannot), or ready
+// with its tool list not in the catalog yet (a call made while the server
+// comes up; the manager knows its tools).
 func (s *Server) callable(server, id string) bool {
 	if _, ok := s.tool(id); ok {
 		return true
 	}
 	for _, st := range s.up.Status() {
 		if st.Server == server {
-			return st.State != upstream.StateReady
+			s.mu.RLock()
+			_, listed := s.tools[server]
+			s.mu.RUnlock()
+			return st.State != upstream.StateReady || !listed
 		}
 	}
 	return false
@@ -286,7 +290,7 @@ func (s *Server) suggestions(ctx context.Context, id string) []string {
 }
 
 func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := s.waitStarted(ctx); err != nil {
+	if err := s.waitSettled(ctx); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -312,7 +316,10 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 		InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 		Error        string          `json:"error,omitempty"`
+		// Note marks a tool known from the last run (warm.go).
+		Note string `json:"note,omitempty"`
 	}
+	s.viewUpstreams()
 	out := make([]described, 0, len(names))
 	found := 0
 	for _, id := range names {
@@ -330,6 +337,9 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 		d := described{Name: id, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)}
 		if mt, ok := s.up.MCPTool(t.Server, t.Name); ok {
 			d.OutputSchema = outputSchema(mt)
+		}
+		if s.isStale(t.Server) {
+			d.Note = staleNote(t.Server)
 		}
 		out = append(out, d)
 	}

@@ -49,6 +49,18 @@ func sessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
 	return stdioID
 }
 
+// argumentsText is a call's arguments as the session records them
+// (session.ArgumentsText): arguments decoded into a map are encoded
+// compact already, so a large payload is not scanned again to compact it.
+func argumentsText(req mcp.CallToolRequest) string {
+	if m, ok := req.Params.Arguments.(map[string]any); ok {
+		if b, err := json.Marshal(m); err == nil {
+			return string(b)
+		}
+	}
+	return session.ArgumentsText(rawArguments(req))
+}
+
 // rawArguments is a call's arguments as JSON.
 func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 	switch v := req.Params.Arguments.(type) {
@@ -134,9 +146,9 @@ func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHand
 		}
 		run := func(ctx context.Context) (*mcp.CallToolResult, error) { return next(ctx, req) }
 		if req.Params.Name == ToolRetrieve || req.Params.Name == ToolDescribe {
-			return n.meta(ctx, h, req.Params.Name, rawArguments(req), run)
+			return n.meta(ctx, h, req.Params.Name, argumentsText(req), run)
 		}
-		return n.call(ctx, h, n.nameOf(req), rawArguments(req), true, run)
+		return n.call(ctx, h, n.nameOf(req), argumentsText(req), true, run)
 	}
 }
 
@@ -186,7 +198,7 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 		return mcp.NewToolResultError("read_archive is unavailable: this connection has no session."), nil
 	}
 	raw := rawArguments(req)
-	return n.call(ctx, h, n.recallTool(), raw, false, func(ctx context.Context) (*mcp.CallToolResult, error) {
+	return n.call(ctx, h, n.recallTool(), session.ArgumentsText(raw), false, func(ctx context.Context) (*mcp.CallToolResult, error) {
 		a, err := session.ParseReadArchiveArgs(raw)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -211,7 +223,7 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 // call happened), and if the transcript cannot be written the call still
 // runs and its result is returned as it came (logged): losing the record
 // must not break the tool.
-func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args json.RawMessage, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
 	rctx := context.WithoutCancel(ctx)
 	// An oversize argument (a write_file's content) is cut like a result:
@@ -219,7 +231,7 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 	// The call's record reaches the disk with its result's (one fsync per
 	// call, before the answer).
 	rec, err := h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
-		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
+		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
 	}, CutToSize: cut})
 	if err != nil {
 		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
@@ -264,10 +276,10 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool string, args 
 // needs. These calls read the proxy's own catalogue and must cost the
 // session next to nothing. A Go error from run is recorded and returned
 // unchanged; a failed record is logged.
-func (n *noaFront) meta(ctx context.Context, h *session.Host, tool string, args json.RawMessage, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+func (n *noaFront) meta(ctx context.Context, h *session.Host, tool, args string, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	res, runErr := run(ctx)
 	call := session.Message{CoreMessage: noa.CoreMessage{
-		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: session.ArgumentsText(args),
+		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
 	}}
 	result := session.Message{CoreMessage: noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: tool}, IsError: true}
 	switch {

@@ -324,7 +324,7 @@ func TestCallRecordsAndShapes(t *testing.T) {
 				before = &c
 			}
 			nf := &noaFront{log: zap.NewNop()}
-			got, err := nf.call(context.Background(), h, "fs:read", json.RawMessage(`{ "path" : "/a" }`), true, func(context.Context) (*mcp.CallToolResult, error) {
+			got, err := nf.call(context.Background(), h, "fs:read", session.ArgumentsText(json.RawMessage(`{ "path" : "/a" }`)), true, func(context.Context) (*mcp.CallToolResult, error) {
 				return tc.res, tc.err
 			})
 			if !errors.Is(err, tc.err) {
@@ -383,7 +383,7 @@ func TestNudgeBlockOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for i := 0; i < 200; i++ {
 		text := testenv.Prose(rng, 900)
-		res, err := nf.call(context.Background(), h, fmt.Sprintf("fs:read_%d", i), nil, true, func(context.Context) (*mcp.CallToolResult, error) {
+		res, err := nf.call(context.Background(), h, fmt.Sprintf("fs:read_%d", i), session.ArgumentsText(nil), true, func(context.Context) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(text), nil
 		})
 		if err != nil {
@@ -419,13 +419,13 @@ func TestOversizeResultShaped(t *testing.T) {
 	run := func(res *mcp.CallToolResult) func(context.Context) (*mcp.CallToolResult, error) {
 		return func(context.Context) (*mcp.CallToolResult, error) { return res, nil }
 	}
-	if _, err := nf.call(context.Background(), h, "fs:small", nil, true, run(mcp.NewToolResultText("first"))); err != nil {
+	if _, err := nf.call(context.Background(), h, "fs:small", session.ArgumentsText(nil), true, run(mcp.NewToolResultText("first"))); err != nil {
 		t.Fatal(err)
 	}
 	original := testenv.Prose(rand.New(rand.NewSource(3)), 12000) + "\nlast line ünïcödé ✓"
 	image := mcp.NewImageContent(base64.StdEncoding.EncodeToString(make([]byte, 300)), "image/png")
 	upstream := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(original), image}, StructuredContent: map[string]any{"text": original}}
-	res, err := nf.call(context.Background(), h, "fs:read_big", nil, true, run(upstream))
+	res, err := nf.call(context.Background(), h, "fs:read_big", session.ArgumentsText(nil), true, run(upstream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestOversizeResultShaped(t *testing.T) {
 		t.Errorf("pointer names %v, tag %q; want both m00004", m, tx[1])
 	}
 	// read_archive through the front returns the original's first page.
-	page, err := nf.call(context.Background(), h, session.ReadArchiveToolName, json.RawMessage(`{"ref":"m00004"}`), false, func(ctx context.Context) (*mcp.CallToolResult, error) {
+	page, err := nf.call(context.Background(), h, session.ReadArchiveToolName, session.ArgumentsText(json.RawMessage(`{"ref":"m00004"}`)), false, func(ctx context.Context) (*mcp.CallToolResult, error) {
 		p, err := h.ReadArchive(ctx, session.ReadArchiveArgs{Ref: "m00004"})
 		if err != nil {
 			return nil, err

@@ -137,6 +137,18 @@ type Options struct {
 	// are still connecting, and their first search still sees every tool.
 	// False means calls are answered from whatever the catalog holds.
 	WaitForStart bool
+	// WarmCatalog is the file holding every upstream's last known tool
+	// list, read by WarmStart and rewritten when a list changes (warm.go);
+	// "" means no warm start.
+	WarmCatalog string
+	// StartGrace bounds how long, before Started, retrieve_tools and
+	// describe_tool wait for servers that are connecting with no last known
+	// tools; zero means DefaultStartGrace.
+	StartGrace time.Duration
+	// Launched, closed once the upstreams are connecting, releases
+	// call_tool before Started (the upstream manager then waits for the
+	// target server itself); nil means call_tool waits for Started.
+	Launched <-chan struct{}
 	// StdioSessionID is the noa session id of the stdio connection, whose
 	// mcp-go session id is the constant "stdio"; give each run its own
 	// (session.NewSessionID). Unused when Deps.Sessions is nil.
@@ -188,6 +200,9 @@ type Server struct {
 	// Deps.Catalogs).
 	catalog *catalogFront
 
+	// warm is the warm start state (warm.go).
+	warm warmCatalog
+
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
 	startedOnce sync.Once
@@ -234,6 +249,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
+	if opts.StartGrace <= 0 {
+		opts.StartGrace = DefaultStartGrace
+	}
 	log := deps.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -248,6 +266,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
+		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, loaded: make(chan struct{})},
 	}
 	if !opts.WaitForStart {
 		s.Started()
@@ -449,6 +468,7 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	s.warmLive(server, tools)
 	s.mu.RLock()
 	same := sameTools(s.tools[server], tools)
 	s.mu.RUnlock()
@@ -462,25 +482,7 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 	s.syncIndex(server, tools)
 
 	s.mu.Lock()
-	for _, t := range s.tools[server] {
-		delete(s.byID, t.ID)
-	}
-	if len(tools) == 0 {
-		delete(s.tools, server)
-		delete(s.arrival, server)
-	} else {
-		if s.arrival == nil {
-			s.arrival = map[string]uint64{}
-		}
-		if _, ok := s.arrival[server]; !ok {
-			s.arrivals++
-			s.arrival[server] = s.arrivals
-		}
-		s.tools[server] = tools
-		for _, t := range tools {
-			s.byID[t.ID] = t
-		}
-	}
+	s.setCatalog(server, tools)
 	s.mu.Unlock()
 
 	if s.opts.Mode == config.ModeDirect {

@@ -133,7 +133,7 @@ func BenchmarkHostPayload(b *testing.B) {
 			opts := testOptions(b)
 			opts.Noa = noa.DefaultConfig(DefaultContextLimit)
 			opts.MaxResultTokens = DefaultMaxResultTokens
-			opts.Count = counter.Count
+			opts.Count, opts.CountSplitsAtLines = counter.Count, true // as serve runs it
 			h := openHost(b, opts, "payload")
 			args, _ := json.Marshal(map[string]any{"path": "/big.txt", "content": payload})
 			b.ResetTimer()

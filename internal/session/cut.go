@@ -29,14 +29,36 @@ type cutText struct {
 // measure); the cut is found from byte offsets and counted exactly.
 func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 	limit := h.opts.MaxResultTokens
-	total, over := h.measure(m.Text, limit)
-	if !over {
-		return nil
+	if len(m.Text) <= limit {
+		return nil // a token is at least one byte
 	}
+	// Leave room for the ref tag and the nudge's framing.
+	budget := max(limit-64, limit/2)
 	ref := h.nextRef(m, n0)
 	handle := ref
 	if ref == "" {
 		handle = m.ID // a protected tool's result has no ref
+	}
+	var text string
+	total, over, ok := 0, false, false
+	if h.opts.CountSplitsAtLines {
+		var n int
+		text, n, total, over, ok = h.piecewiseCut(m.Text, limit, budget, func(from, to int) string {
+			return strings.TrimLeft(cutNote(from, to, len(m.Text), h.opts.RecallTool(), handle), "\n")
+		})
+		if ok && !over {
+			h.count.seed(m.Text, total)
+			return nil
+		}
+		if ok {
+			h.count.seed(text, n)
+		}
+	}
+	if !ok {
+		if total, over = h.measure(m.Text, limit); !over {
+			return nil
+		}
+		text = headTail(m.Text, total, budget, h.count.count, h.opts.RecallTool(), handle)
 	}
 	rel, err := ResultsDir+"/"+m.ID+".txt", error(nil)
 	if !dry {
@@ -46,8 +68,6 @@ func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 		h.log.Error("archiving an oversize result; keeping it whole", zap.String("tool", m.ToolName), zap.Int("tokens", total), zap.Error(err))
 		return nil
 	}
-	// Leave room for the ref tag and the nudge's framing.
-	text := headTail(m.Text, total, max(limit-64, limit/2), h.count.count, h.opts.RecallTool(), handle)
 	return &cutText{text: text, rel: rel, ref: ref}
 }
 
@@ -82,9 +102,6 @@ const measureChunk = 16 << 10
 // splitting moves a count by a token or two per piece), so a 5 MB payload
 // costs the tokenizer about limit tokens' worth of text, not 5 MB.
 func (h *Host) measure(text string, limit int) (tokens int, over bool) {
-	if len(text) <= limit {
-		return 0, false
-	}
 	sum, at := 0, 0
 	for at < len(text) {
 		end := len(text)

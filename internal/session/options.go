@@ -53,6 +53,11 @@ type Options struct {
 	// Count measures tokens (tokens.Counter.Count); nil means
 	// noa.DefaultCountTokens.
 	Count noa.TokenCountFn
+	// CountSplitsAtLines says Count is additive at line starts (see
+	// lineStart), as tokens.Counter's encodings are: an oversize text is
+	// then cut from one count of the pieces it keeps. False (for counts
+	// that are not, such as noa.DefaultCountTokens) counts the cut whole.
+	CountSplitsAtLines bool
 	// StateEvery is how many turns may pass between writes of state.json;
 	// zero means DefaultStateEvery, 1 writes it on every turn. Compress
 	// calls always write it.

@@ -293,6 +293,18 @@ func (c *memo) count(text string) int {
 	return n
 }
 
+// seed records text's count, known from its parts' (see piecewiseCut),
+// so the text is not tokenized again.
+func (c *memo) seed(text string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(text) >= bigText {
+		c.big[text] = n
+	} else if len(c.m) < memoLimit {
+		c.m[text] = n
+	}
+}
+
 // release forgets the large texts counted so far.
 func (c *memo) release() {
 	c.mu.Lock()
