@@ -76,6 +76,17 @@ type Config struct {
 	// words or more; each word must be one word (a phrase or a code-style
 	// identifier is ignored, with a warning in the log).
 	Synonyms [][]string `json:"synonyms,omitempty"`
+	// SessionIdleTimeout closes a client session (and a gateway
+	// conversation's host) that has made no request for this long. Zero
+	// means DefaultSessionIdleTimeout.
+	SessionIdleTimeout Duration `json:"session_idle_timeout,omitempty"`
+	// AllowedHosts are the host names, besides localhost, loopback and the
+	// listen address, that requests may be addressed to (Host and Origin):
+	// the names of a deployment behind a reverse proxy or on a LAN.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// Limits caps batches, request bodies, upstream messages and request
+	// reads (see LimitsConfig).
+	Limits LimitsConfig `json:"limits,omitzero"`
 }
 
 // ServerConfig says how to reach one upstream MCP server: either a command to

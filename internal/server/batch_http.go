@@ -48,6 +48,10 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
 			return
 		}
+		if bad := batchTooLong(data, limitsOf(r.Context()).MaxBatch); bad != nil {
+			writeJSON(w, http.StatusBadRequest, bad)
+			return
+		}
 		elems, bad := parseBatch(data)
 		if bad != nil {
 			writeJSON(w, http.StatusBadRequest, bad)
@@ -61,8 +65,16 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 				answers[i].responses = []json.RawMessage{batchError(mcp.INVALID_REQUEST, invalidElement)}
 				continue
 			}
+			// A client that went away gets none of its remaining
+			// messages run (the running ones see its context end).
+			select {
+			case slots <- struct{}{}:
+			case <-r.Context().Done():
+			}
+			if r.Context().Err() != nil {
+				break
+			}
 			wg.Add(1)
-			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots; wg.Done() }()
 				defer func() {
@@ -74,6 +86,9 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 			}()
 		}
 		wg.Wait()
+		if r.Context().Err() != nil {
+			return // nobody reads the answer
+		}
 		if f, ok := refusedAlike(answers); ok {
 			// Every message was refused the same way, at the HTTP level (an
 			// unknown session: 404, which tells the client to initialize

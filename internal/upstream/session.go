@@ -48,6 +48,9 @@ type session struct {
 
 	lost     chan struct{} // closed by link.markLost
 	lostOnce sync.Once
+	// readErr is why reading the upstream stopped, when mcproxy stopped it
+	// (a *MessageTooLargeError); the call that loses its answer reports it.
+	readErr atomic.Pointer[error]
 	// earlyLoss is a loss reported before the session went live (guarded
 	// by the link's mu).
 	earlyLoss error
@@ -172,7 +175,11 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
 			zap.Strings("env_keys", slices.Sorted(maps.Keys(l.cfg.Env))), zap.String("cwd", l.cfg.Cwd))
-		stdio := transport.NewIO(p.stdout, p.stdin, nil)
+		out := &stdoutReader{r: p.stdout, server: l.name, limit: l.m.maxMessage, log: l.log, tooLarge: func(err error) {
+			s.readErr.Store(&err)
+			l.markLost(s, err)
+		}}
+		stdio := transport.NewIO(out, p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
 		s.spawn(func() {

@@ -97,6 +97,7 @@ type Manager struct {
 	minBackoff, maxBackoff time.Duration
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
+	maxMessage             int64         // limits.max_message_bytes
 
 	links map[string]*link
 	names []string // sorted
@@ -121,6 +122,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		stopGrace:    orDefault(opts.StopGrace, DefaultStopGrace),
 		termGrace:    orDefault(opts.TermGrace, DefaultTermGrace),
 		pingInterval: opts.PingInterval,
+		maxMessage:   cfg.Limits.MaxMessageBytes,
 		links:        map[string]*link{},
 		started:      make(chan struct{}),
 	}
@@ -129,6 +131,9 @@ func New(cfg *config.Config, opts Options) *Manager {
 	}
 	if m.pingInterval == 0 {
 		m.pingInterval = DefaultPing
+	}
+	if m.maxMessage <= 0 {
+		m.maxMessage = config.DefaultMaxMessageBytes
 	}
 	if m.maxBackoff < m.minBackoff {
 		m.maxBackoff = m.minBackoff
@@ -389,7 +394,9 @@ func httpStatus(err error) int {
 // last stderr lines), so it is given a moment to be reaped first.
 func (l *link) lostDuringCall(s *session, tool string, err error) error {
 	cause := err
-	if s.proc != nil {
+	if p := s.readErr.Load(); p != nil {
+		cause = *p
+	} else if s.proc != nil {
 		if s.proc.waitFor(time.Second) {
 			cause = s.proc.exitError()
 		}
