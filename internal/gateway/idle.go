@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // idleHosts remembers when each conversation's host was last used, so
@@ -59,27 +61,12 @@ func (s *SessionHosts) ReleaseIdle(now time.Time, idle time.Duration) int {
 }
 
 // RunIdle releases idle conversations' hosts (ReleaseIdle) every quarter
-// of idle (at least every second, at most every minute) until ctx ends. A
-// zero or negative idle releases nothing.
+// of idle until ctx ends (session.SweepIdle). A zero or negative idle
+// releases nothing.
 func (s *SessionHosts) RunIdle(ctx context.Context, idle time.Duration) {
-	if idle <= 0 {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil && s.Logger != nil {
-			s.Logger.Error("panic in the gateway's idle session sweep; idle conversations are no longer released", zap.Any("panic", p), zap.Stack("stack"))
+	session.SweepIdle(ctx, idle, s.Logger, func(now time.Time) {
+		if n := s.ReleaseIdle(now, idle); n > 0 && s.Logger != nil {
+			s.Logger.Info("released idle conversations", zap.Int("conversations", n), zap.Duration("session_idle_timeout", idle))
 		}
-	}()
-	t := time.NewTicker(min(max(idle/4, time.Second), time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if n := s.ReleaseIdle(now, idle); n > 0 && s.Logger != nil {
-				s.Logger.Info("released idle conversations", zap.Int("conversations", n), zap.Duration("session_idle_timeout", idle))
-			}
-		}
-	}
+	})
 }

@@ -74,8 +74,12 @@ func readBody(next http.Handler, l Limits) http.Handler {
 		// tests); the size cap holds either way.
 		_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.MaxRequestBytes))
-		_ = rc.SetReadDeadline(time.Time{})
 		var tooBig *http.MaxBytesError
+		if err != nil {
+			// The rest of the body is not read: the connection closes
+			// after the answer (net/http would otherwise try to drain it).
+			w.Header().Set("Connection", "close")
+		}
 		switch {
 		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("request body too large: more than %d bytes (limits.max_request_bytes); send less per request, or raise limits.max_request_bytes in the config", l.MaxRequestBytes), http.StatusRequestEntityTooLarge)
@@ -87,6 +91,9 @@ func readBody(next http.Handler, l Limits) http.Handler {
 			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
 			return
 		}
+		// The body is in: lift the deadline, so a long-lived answer (an
+		// event stream) is not cut.
+		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(data))
 		r.ContentLength = int64(len(data))
 		next.ServeHTTP(w, r)

@@ -12,6 +12,8 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // This file is the life cycle of streamable HTTP sessions: which
@@ -141,27 +143,13 @@ func (r *sessionRegistry) sweep(now time.Time) int {
 	return len(idle)
 }
 
-// run sweeps every quarter of the idle timeout (at least every second,
-// at most every minute) until ctx ends.
+// run sweeps (session.SweepIdle) until ctx ends.
 func (r *sessionRegistry) run(ctx context.Context) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.log.Error("panic in the idle session sweep; idle sessions are no longer closed", zap.Any("panic", p), zap.Stack("stack"))
+	session.SweepIdle(ctx, r.idle, r.log, func(now time.Time) {
+		if n := r.sweep(now); n > 0 {
+			r.log.Info("closed idle client sessions", zap.Int("sessions", n), zap.Duration("session_idle_timeout", r.idle), zap.Int("open", r.Len()))
 		}
-	}()
-	every := min(max(r.idle/4, time.Second), time.Minute)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if n := r.sweep(now); n > 0 {
-				r.log.Info("closed idle client sessions", zap.Int("sessions", n), zap.Duration("session_idle_timeout", r.idle), zap.Int("open", r.Len()))
-			}
-		}
-	}
+	})
 }
 
 // endByDelete returns the function that ends a session of h exactly as a
