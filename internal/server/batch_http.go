@@ -43,7 +43,7 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 			next.ServeHTTP(w, r)
 			return
 		}
-		data, err := io.ReadAll(br)
+		data, err := readAll(br, r.ContentLength, limitsOf(r.Context()).MaxRequestBytes)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
 			return

@@ -73,7 +73,7 @@ func readBody(next http.Handler, l Limits) http.Handler {
 		// Not every ResponseWriter supports deadlines (a recorder in
 		// tests); the size cap holds either way.
 		_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
-		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.MaxRequestBytes))
+		data, err := readAll(http.MaxBytesReader(w, r.Body, l.MaxRequestBytes), r.ContentLength, l.MaxRequestBytes)
 		var tooBig *http.MaxBytesError
 		if err != nil {
 			// The rest of the body is not read: the connection closes
@@ -98,6 +98,18 @@ func readBody(next http.Handler, l Limits) http.Handler {
 		r.ContentLength = int64(len(data))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readAll reads r to its end into one buffer sized for size bytes (the
+// Content-Length, when known and within max), so a large body costs its own
+// size rather than the doublings of a growing slice.
+func readAll(r io.Reader, size, max int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= max {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 func isTimeout(err error) bool {
