@@ -108,8 +108,9 @@ func runAbandon(t *testing.T, url string, n int) {
 }
 
 // 500 sessions abandoned the way the TypeScript SDK's close() leaves them
-// (no DELETE) give back their descriptors once the idle timeout has passed,
-// and a second 500 do not grow memory beyond what the first left.
+// (no DELETE) hold few descriptors while idle and none once the idle
+// timeout has passed, and a second 500 do not grow memory beyond what the
+// first left.
 func TestAbandonedSessionsAreReleased(t *testing.T) {
 	config, _ := hardeningConfig(t, map[string]any{"session_idle_timeout": "3s"})
 	base, p := serveHTTP(t, config)
@@ -136,6 +137,11 @@ func TestAbandonedSessionsAreReleased(t *testing.T) {
 
 	runAbandon(t, base+"/mcp", 500)
 	during := usageOf(t, pid)
+	// Before the timeout, idle sessions hold no files either: only the 64
+	// most recently written keep theirs open (two descriptors each).
+	if during.fds > before.fds+250 {
+		t.Errorf("right after 500 sessions: %d descriptors open (%d before), want at most 250 more", during.fds, before.fds)
+	}
 	first := settle("after 500 abandoned sessions", before.fds+5)
 	runAbandon(t, base+"/mcp", 500)
 	second := settle("after 500 more", before.fds+5)
