@@ -211,3 +211,24 @@ func BenchmarkUnknownToolName(b *testing.B) {
 	b.ReportMetric(float64(huge.Nanoseconds())/float64(b.N), "4MB-ns/op")
 	b.ReportMetric(float64(huge)/float64(max(short, 1)), "4MB/short")
 }
+
+// Over stdio too, an object id is an Invalid Request, alone or in a batch.
+func TestObjectIDOverStdio(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startStdio(t, s)
+	c.send(initBody)
+	c.next()
+	c.send(`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`)
+	if got := c.next(); !strings.Contains(got, "-32600") {
+		t.Errorf("object id over stdio: got %s, want -32600", got)
+	}
+	c.send(`[{"jsonrpc":"2.0","id":[1],"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	if got := c.next(); !strings.Contains(got, "-32600") || !strings.Contains(got, `"id":2,"result"`) {
+		t.Errorf("batch with an array id over stdio: got %s, want -32600 for it and the ping answered", got)
+	}
+	c.close()
+}
