@@ -68,3 +68,29 @@ func TestUpstreamMessageLimit(t *testing.T) {
 		return logs.FilterMessageSnippet("not a JSON-RPC message").FilterField(zap.ByteString("line_start", []byte("Server listening, debug mode on"))).Len() == 1
 	})
 }
+
+// An HTTP upstream's answer over limits.max_message_bytes fails the call
+// with an error naming the key; the server stays connected and the next
+// call of ordinary size goes through.
+func TestHTTPUpstreamMessageLimit(t *testing.T) {
+	url := startHTTPEverything(t, "streamableHttp") + "/mcp"
+	m := New(&config.Config{
+		MCPServers:  map[string]config.ServerConfig{"web": {URL: url}},
+		InitTimeout: config.Duration(60 * time.Second),
+		Limits:      config.LimitsConfig{MaxMessageBytes: 256 << 10},
+	}, Options{Logger: zap.NewNop()})
+	t.Cleanup(func() { closeAndCheck(t, m) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m.Start(ctx)
+	if got := text(call(t, m, "web", "echo", map[string]any{"message": "small"})); !strings.Contains(got, "small") {
+		t.Fatalf("small echo: %q", got)
+	}
+	_, err := m.Call(ctx, "web", "echo", map[string]any{"message": strings.Repeat("z", 512<<10)})
+	if err == nil || !strings.Contains(err.Error(), "limits.max_message_bytes") {
+		t.Fatalf("a 512 kB answer over a 256 kB limit: got %v, want an error naming limits.max_message_bytes", err)
+	}
+	if got := text(call(t, m, "web", "echo", map[string]any{"message": "again"})); !strings.Contains(got, "again") {
+		t.Fatalf("echo after the refused answer: %q", got)
+	}
+}

@@ -49,7 +49,8 @@ type session struct {
 	lost     chan struct{} // closed by link.markLost
 	lostOnce sync.Once
 	// readErr is why reading the upstream stopped, when mcproxy stopped it
-	// (a *MessageTooLargeError); the call that loses its answer reports it.
+	// (a *MessageTooLargeError); the call that loses its answer reports it
+	// (for HTTP, the next call failing at the transport level takes it).
 	readErr atomic.Pointer[error]
 	// earlyLoss is a loss reported before the session went live (guarded
 	// by the link's mu).
@@ -191,7 +192,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		})
 	case config.TransportSSE:
 		l.logHTTP()
-		s.http = newHTTPClient()
+		s.http = newHTTPClient(l.name, l.m.maxMessage, func(err error) { s.readErr.Store(&err) })
 		sse, err := transport.NewSSE(l.cfg.URL,
 			transport.WithHeaders(l.cfg.Headers),
 			transport.WithHTTPClient(s.http),
@@ -206,7 +207,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.tr = &httpTap{HTTPConnection: sse, s: s}
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
-		s.http = newHTTPClient()
+		s.http = newHTTPClient(l.name, l.m.maxMessage, func(err error) { s.readErr.Store(&err) })
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
 			transport.WithHTTPBasicClient(s.http),
@@ -236,8 +237,8 @@ func (l *link) logHTTP() {
 
 // newHTTPClient gives each session its own connection pool, so closing the
 // session also ends its idle keep-alive connections and their goroutines.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+func newHTTPClient(server string, maxMessage int64, tooLarge func(error)) *http.Client {
+	return &http.Client{Transport: &limitTransport{base: http.DefaultTransport.(*http.Transport).Clone(), server: server, limit: maxMessage, tooLarge: tooLarge}}
 }
 
 // closeSession ends s: the client (HTTP sessions also send DELETE), then the

@@ -359,6 +359,9 @@ const probeTimeout = 5 * time.Second
 // itself fails: with a *CallError when the server stays, a *DownError when
 // it does not.
 func (l *link) httpCallFailed(s *session, tool string, err error) error {
+	if p := s.readErr.Swap(nil); p != nil {
+		err = *p // mcproxy cut the answer short; mcp-go does not say why
+	}
 	ctx, cancel := context.WithTimeout(l.m.ctx, min(l.init.d, probeTimeout))
 	defer cancel()
 	perr := s.client.Ping(ctx)
