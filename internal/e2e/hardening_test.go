@@ -270,8 +270,10 @@ func TestHugeBatchRefused(t *testing.T) {
 	}
 	after := usageOf(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS %d -> %d kB for a %d-byte batch", before.peakKB, after.peakKB, b.Len())
-	if grown := after.peakKB - before.peakKB; grown > 200<<10 {
-		t.Errorf("peak RSS grew by %d kB for a 60 MB batch, want under 200 MB", grown)
+	// The body is held once (about 60 MB); before the limits a batch like
+	// this took 2.5 GB.
+	if grown := after.peakKB - before.peakKB; grown > 120<<10 {
+		t.Errorf("peak RSS grew by %d kB for a 60 MB batch, want under 120 MB", grown)
 	}
 }
 

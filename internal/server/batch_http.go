@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -34,18 +33,15 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 			next.ServeHTTP(w, r)
 			return
 		}
-		br := bufio.NewReader(r.Body)
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{br, r.Body}
-		if firstByte(br) != '[' {
-			next.ServeHTTP(w, r)
-			return
-		}
-		data, err := readAll(br, r.ContentLength, limitsOf(r.Context()).MaxRequestBytes)
+		// The body is usually in memory already (readBody): it is looked
+		// at, not copied.
+		data, err := bodyBytes(r)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+			return
+		}
+		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+			next.ServeHTTP(w, r)
 			return
 		}
 		if bad := batchTooLong(data, limitsOf(r.Context()).MaxBatch); bad != nil {
@@ -63,6 +59,10 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 		for i, raw := range elems {
 			if _, ok := readElement(raw); !ok {
 				answers[i].responses = []json.RawMessage{batchError(mcp.INVALID_REQUEST, invalidElement)}
+				continue
+			}
+			if bad := badID(raw); bad != nil {
+				answers[i].responses = []json.RawMessage{bad}
 				continue
 			}
 			// A client that went away gets none of its remaining

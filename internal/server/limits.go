@@ -94,10 +94,29 @@ func readBody(next http.Handler, l Limits) http.Handler {
 		// The body is in: lift the deadline, so a long-lived answer (an
 		// event stream) is not cut.
 		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
 		r.ContentLength = int64(len(data))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bufferedBody is a request body readBody has read whole.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// bodyBytes returns r's whole body and leaves r.Body reading it from the
+// start again; a body readBody buffered is not copied.
+func bodyBytes(r *http.Request) ([]byte, error) {
+	if b, ok := r.Body.(*bufferedBody); ok && b.Len() == len(b.data) {
+		return b.data, nil
+	}
+	data, err := io.ReadAll(r.Body)
+	r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
+	return data, err
 }
 
 // readAll reads r to its end into one buffer sized for size bytes (the
@@ -140,19 +159,18 @@ func batchTooLong(data []byte, max int) json.RawMessage {
 // checkID answers a request whose id is neither a string, a number nor
 // null with Invalid Request (-32600), as JSON-RPC 2.0 asks: the message is
 // well-formed JSON, so it is not a Parse error. Everything else goes to
-// next unchanged.
+// next unchanged. (A batch's elements are checked by batchHTTP.)
 func checkID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		data, err := io.ReadAll(r.Body)
+		data, err := bodyBytes(r)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(data))
 		if msg := badID(data); msg != nil {
 			writeJSON(w, http.StatusBadRequest, msg)
 			return

@@ -104,9 +104,9 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		defer close(sweepDone)
 		reg.run(sweepCtx)
 	}()
-	mux.Handle(PathStreamable, batchHTTP(checkID(reg.track(streamable)), true, batches))
+	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(streamable), true, batches)))
 	mux.Handle(PathSSE, sse.SSEHandler())
-	mux.Handle(PathMessage, batchHTTP(checkID(sse.MessageHandler()), false, batches))
+	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
 	if opts.Gateway != nil {
 		mux.Handle("/", opts.Gateway)
 	}
