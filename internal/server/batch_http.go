@@ -29,15 +29,10 @@ import (
 // answered as usual.
 func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
 		// The body is usually in memory already (readBody): it is looked
 		// at, not copied.
-		data, err := bodyBytes(r)
-		if err != nil {
-			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+		data, ok := postedBody(w, r, next)
+		if !ok {
 			return
 		}
 		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {

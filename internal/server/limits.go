@@ -119,6 +119,22 @@ func bodyBytes(r *http.Request) ([]byte, error) {
 	return data, err
 }
 
+// postedBody returns the body of a POST (bodyBytes) and true. Any other
+// request is passed to next, and a body that cannot be read is answered
+// with 400; both return false: the caller is done.
+func postedBody(w http.ResponseWriter, r *http.Request, next http.Handler) ([]byte, bool) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		next.ServeHTTP(w, r)
+		return nil, false
+	}
+	data, err := bodyBytes(r)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+		return nil, false
+	}
+	return data, true
+}
+
 // readAll reads r to its end into one buffer sized for size bytes (the
 // Content-Length, when known and within max), so a large body costs its own
 // size rather than the doublings of a growing slice.
@@ -162,13 +178,8 @@ func batchTooLong(data []byte, max int) json.RawMessage {
 // next unchanged. (A batch's elements are checked by batchHTTP.)
 func checkID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		data, err := bodyBytes(r)
-		if err != nil {
-			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+		data, ok := postedBody(w, r, next)
+		if !ok {
 			return
 		}
 		if msg := badID(data); msg != nil {
