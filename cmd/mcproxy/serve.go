@@ -19,7 +19,6 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -57,6 +56,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
+	}
+	if !*stdio {
+		if err := checkBinding(cfg); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
 	}
 	level := cfg.LogLevel
 	if level == "" {
@@ -165,11 +170,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		err = st.front.ServeStdio(ctx, stdin, stdout)
 	} else {
-		host, _, _ := net.SplitHostPort(cfg.Listen)
-		if !isLoopback(host) && cfg.AuthToken == "" {
-			log.Warn("listening beyond loopback without auth_token: anyone who can reach this address can use your MCP servers", zap.String("listen", cfg.Listen))
-		}
-		opts := server.HTTPOptions{AuthToken: cfg.AuthToken, ListenHost: host, Dashboard: newDashboard(cfg, st, started, log)}
+		opts := httpOptions(cfg)
+		opts.Dashboard = newDashboard(cfg, st, started, log)
 		var closeGateway func()
 		if opts.Gateway, closeGateway, err = newGateway(cfg, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -257,7 +259,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 		knobs.ContextLimit = window
 		c, _ := session.EngineConfig(knobs)
 		return c
-	}}
+	}, Logger: log.Named("gateway")}
 	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs})
 	if err != nil {
 		_ = sessions.Close()
@@ -267,9 +269,19 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	if cfg.Noa.IsEnabled() && !cfg.Noa.RecallOnly() {
 		log.Warn(`noa runs over MCP too: an agent that uses mcproxy as its MCP server and its model endpoint gets two sets of refs, nudges and Compress; set noa.mcp to "recall" so the gateway alone compresses (keep "full" for MCP-only clients such as Claude Desktop)`)
 	}
+	// Conversations nobody continues release their files after the idle
+	// timeout, as MCP client sessions do.
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	idleDone := make(chan struct{})
+	go func() {
+		defer close(idleDone)
+		hosts.RunIdle(idleCtx, cfg.SessionIdleTimeout.Std())
+	}()
 	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
 		zap.Bool("projection", cfg.Gateway.ProjectEnabled()), zap.String("sessions", opts.Dir))
 	return g, func() {
+		stopIdle()
+		<-idleDone
 		if err := sessions.Close(); err != nil {
 			log.Warn("closing the gateway's sessions", zap.Error(err))
 		}

@@ -125,7 +125,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	cfg, err := loadConfig(*cfgPath, func(*config.Config) {})
+	cfg, err := loadSessionsConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError

@@ -91,6 +91,17 @@ type Config struct {
 	// it is approved (mcproxy tools approve), instead of trusting it. A
 	// server's own quarantine overrides it. Default false.
 	Quarantine bool `json:"quarantine,omitempty"`
+	// SessionIdleTimeout closes a client session (and a gateway
+	// conversation's host) that has made no request for this long. Zero
+	// means DefaultSessionIdleTimeout.
+	SessionIdleTimeout Duration `json:"session_idle_timeout,omitempty"`
+	// AllowedHosts are the host names, besides localhost, loopback and the
+	// listen address, that requests may be addressed to (Host and Origin):
+	// the names of a deployment behind a reverse proxy or on a LAN.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// Limits caps batches, request bodies, upstream messages and request
+	// reads (see LimitsConfig).
+	Limits LimitsConfig `json:"limits,omitzero"`
 }
 
 // LearnEnabled reports whether retrieve_tools learns from use.

@@ -95,18 +95,20 @@ func TestParseFull(t *testing.T) {
 				CallTimeout: Duration(90 * time.Second),
 			},
 		},
-		Listen:        "127.0.0.1:9000",
-		DataDir:       "/srv/data",
-		Mode:          ModeDirect,
-		RetrieveLimit: 7,
-		Arm:           "toon",
-		Tokenizer:     "o200k_base",
-		InitTimeout:   Duration(10 * time.Second),
-		CallTimeout:   Duration(90 * time.Second),
-		AuthToken:     "s",
-		LogLevel:      "debug",
-		Noa:           NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
-		Synonyms:      [][]string{{"k8s", "kubernetes"}, {"ticket", "example.com"}},
+		Listen:             "127.0.0.1:9000",
+		DataDir:            "/srv/data",
+		Mode:               ModeDirect,
+		RetrieveLimit:      7,
+		Arm:                "toon",
+		Tokenizer:          "o200k_base",
+		InitTimeout:        Duration(10 * time.Second),
+		CallTimeout:        Duration(90 * time.Second),
+		AuthToken:          "s",
+		LogLevel:           "debug",
+		Noa:                NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
+		Synonyms:           [][]string{{"k8s", "kubernetes"}, {"ticket", "example.com"}},
+		SessionIdleTimeout: Duration(DefaultSessionIdleTimeout),
+		Limits:             defaultLimits,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
@@ -154,7 +156,10 @@ func TestParseRoundTrip(t *testing.T) {
 		},
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
 		Redact:   []string{`tok_[a-z0-9]{8}`}, Quarantine: true, Learn: boolPtr(false),
+		SessionIdleTimeout: Duration(time.Minute), AllowedHosts: []string{"mcproxy.lan"},
+		Limits: LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second)},
 	}
+	assertAllSet(t, reflect.ValueOf(in.Limits), "LimitsConfig")
 	assertAllSet(t, reflect.ValueOf(in), "Config")
 	assertAllSet(t, reflect.ValueOf(in.Gateway), "GatewayConfig")
 	assertAllSet(t, reflect.ValueOf(in.Gateway.Anthropic), "GatewayProvider")
@@ -210,7 +215,7 @@ func TestParseErrors(t *testing.T) {
 			in:   `{"mcpServers": {}, "retreive_limit": 3, "allowedTools": [], "servers": {}}`,
 			want: []string{
 				`retreive_limit: unknown key (did you mean "retrieve_limit"?)`,
-				`allowedTools: unknown key (known keys: arm, auth_token, call_timeout, data_dir, embeddings, gateway, init_timeout, learn, listen, log_level, mcpServers, mode, noa, quarantine, redact, retrieve_limit, synonyms, tokenizer)`,
+				`allowedTools: unknown key (did you mean "allowed_hosts"?)`,
 				`servers: unknown key (VS Code's "servers" is spelled "mcpServers" here; mcproxy import FILE converts a VS Code mcp.json)`,
 			},
 		},
@@ -336,7 +341,8 @@ func TestParseDefaults(t *testing.T) {
 		Listen: DefaultListen, DataDir: ExpandHome(DefaultDataDir), Mode: ModeRetrieve,
 		RetrieveLimit: DefaultRetrieveLimit, Arm: DefaultArm, Tokenizer: DefaultTokenizer, LogLevel: DefaultLogLevel,
 		InitTimeout: Duration(DefaultInitTimeout), CallTimeout: Duration(DefaultCallTimeout),
-		Noa: NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
+		Noa:                NoaConfig{ContextLimit: DefaultNoaContextLimit, MaxResultTokens: DefaultMaxResultTokens},
+		SessionIdleTimeout: Duration(DefaultSessionIdleTimeout), Limits: defaultLimits,
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
@@ -429,4 +435,10 @@ func sortedCopy(s []string) []string {
 		}
 	}
 	return out
+}
+
+// defaultLimits is LimitsConfig after ApplyDefaults.
+var defaultLimits = LimitsConfig{
+	MaxBatch: DefaultMaxBatch, MaxRequestBytes: DefaultMaxRequestBytes,
+	MaxMessageBytes: DefaultMaxMessageBytes, ReadTimeout: Duration(DefaultReadTimeout),
 }

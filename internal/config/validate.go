@@ -70,6 +70,7 @@ func (c *Config) ApplyDefaults() {
 	c.Noa.applyDefaults()
 	c.Embeddings.applyDefaults()
 	c.Gateway.ApplyDefaults()
+	c.applyHardeningDefaults()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
@@ -123,6 +124,7 @@ func (c *Config) Validate() error {
 	if c.CallTimeout < 0 {
 		add("call_timeout", "must be > 0, got %s", c.CallTimeout)
 	}
+	c.validateHardening(add)
 
 	for i, g := range c.Synonyms {
 		words := 0

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -25,6 +28,10 @@ type SessionHosts struct {
 	// ModelContextLimit is set to that window. Nil means
 	// noa.DefaultConfig(window).
 	Config func(window int) noa.Config
+	// Logger receives the idle sweep's reports (RunIdle); nil means none.
+	Logger *zap.Logger
+
+	idle idleHosts
 }
 
 // config is noa's configuration paced against window tokens.
@@ -46,7 +53,8 @@ func (s *SessionHosts) Host(_ context.Context, id string, contextLimit int) (Hos
 	if err != nil {
 		return nil, err
 	}
-	return sessionHost{h}, nil
+	s.idle.touch(id, time.Now())
+	return sessionHost{h, s.used(id)}, nil
 }
 
 // Peek projects pending as if recorded in conversation id, through the
@@ -63,6 +71,7 @@ func (s *SessionHosts) Peek(ctx context.Context, id string, contextLimit int, pe
 	if err != nil {
 		return Turn{}, err
 	}
+	s.idle.touch(id, time.Now())
 	var fresh []session.Message
 	for _, m := range pending {
 		if !h.Has(m.ID) {
@@ -73,7 +82,7 @@ func (s *SessionHosts) Peek(ctx context.Context, id string, contextLimit int, pe
 	if err != nil {
 		return Turn{}, err
 	}
-	return turnOf(sessionHost{h}, t), nil
+	return turnOf(sessionHost{h, s.used(id)}, t), nil
 }
 
 // Tools are Compress and read_archive as the session host defines them.
@@ -86,18 +95,29 @@ func (s *SessionHosts) Tools() []ToolDef {
 	}
 }
 
-// sessionHost is one conversation's session host as a gateway Host.
-type sessionHost struct{ h *session.Host }
+// used returns the function that marks conversation id used now.
+func (s *SessionHosts) used(id string) func() {
+	return func() { s.idle.touch(id, time.Now()) }
+}
+
+// sessionHost is one conversation's session host as a gateway Host. Each
+// call that changes the conversation marks it used (ReleaseIdle).
+type sessionHost struct {
+	h    *session.Host
+	used func()
+}
 
 func (s sessionHost) Messages() []noa.CoreMessage { return s.h.Messages() }
 func (s sessionHost) Has(id string) bool          { return s.h.Has(id) }
 
 func (s sessionHost) Record(ctx context.Context, msgs ...noa.CoreMessage) error {
+	s.used()
 	_, err := s.h.Record(ctx, wrap(msgs)...)
 	return err
 }
 
 func (s sessionHost) Turn(ctx context.Context) (Turn, error) {
+	s.used()
 	t, err := s.h.Turn(ctx)
 	if err != nil {
 		return Turn{}, err
@@ -119,6 +139,7 @@ func turnOf(s sessionHost, t session.Turn) Turn {
 }
 
 func (s sessionHost) Compress(ctx context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {
+	s.used()
 	p, err := s.h.CompressCall(ctx, call, resultID(call))
 	if err != nil {
 		return noa.CoreMessage{}, err
@@ -130,6 +151,7 @@ func (s sessionHost) Compress(ctx context.Context, call noa.CoreMessage) (noa.Co
 // it sits and how to get the next) or with what to correct, and records the
 // call and the answer.
 func (s sessionHost) ReadArchive(ctx context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {
+	s.used()
 	res := noa.CoreMessage{ID: resultID(call), Role: noa.RoleTool, ContentType: noa.CTToolResult,
 		ToolName: session.ReadArchiveToolName, ToolCallID: call.ToolCallID}
 	isError := false

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -111,20 +110,3 @@ func internalErrorText(method string) string {
 }
 
 const invalidElement = "invalid request: each element of a batch must be a JSON-RPC message object"
-
-// firstByte returns the first byte of r that is not JSON whitespace,
-// leaving it unread (0 at EOF).
-func firstByte(r *bufio.Reader) byte {
-	for {
-		c, err := r.ReadByte()
-		if err != nil {
-			return 0
-		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		_ = r.UnreadByte()
-		return c
-	}
-}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -30,22 +29,18 @@ import (
 // answered as usual.
 func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
+		// The body is usually in memory already (readBody): it is looked
+		// at, not copied.
+		data, ok := postedBody(w, r, next)
+		if !ok {
+			return
+		}
+		if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
 			next.ServeHTTP(w, r)
 			return
 		}
-		br := bufio.NewReader(r.Body)
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{br, r.Body}
-		if firstByte(br) != '[' {
-			next.ServeHTTP(w, r)
-			return
-		}
-		data, err := io.ReadAll(br)
-		if err != nil {
-			http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+		if bad := batchTooLong(data, limitsOf(r.Context()).MaxBatch); bad != nil {
+			writeJSON(w, http.StatusBadRequest, bad)
 			return
 		}
 		elems, bad := parseBatch(data)
@@ -61,8 +56,20 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 				answers[i].responses = []json.RawMessage{batchError(mcp.INVALID_REQUEST, invalidElement)}
 				continue
 			}
+			if bad := badID(raw); bad != nil {
+				answers[i].responses = []json.RawMessage{bad}
+				continue
+			}
+			// A client that went away gets none of its remaining
+			// messages run (the running ones see its context end).
+			select {
+			case slots <- struct{}{}:
+			case <-r.Context().Done():
+			}
+			if r.Context().Err() != nil {
+				break
+			}
 			wg.Add(1)
-			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots; wg.Done() }()
 				defer func() {
@@ -74,6 +81,9 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 			}()
 		}
 		wg.Wait()
+		if r.Context().Err() != nil {
+			return // nobody reads the answer
+		}
 		if f, ok := refusedAlike(answers); ok {
 			// Every message was refused the same way, at the HTTP level (an
 			// unknown session: 404, which tells the client to initialize

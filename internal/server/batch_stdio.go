@@ -148,6 +148,8 @@ func (s *stdioBatches) split(in io.Reader) *io.PipeReader {
 				var werr error
 				if t[0] == '[' {
 					werr = s.splitBatch(t, pw)
+				} else if bad := badID(t); bad != nil {
+					werr = s.writeLine(bad)
 				} else {
 					s.watchCancel(t)
 					_, werr = pw.Write(line)
@@ -203,6 +205,9 @@ func (s *stdioBatches) register(elems []json.RawMessage) (lines [][]byte, err er
 		switch {
 		case !ok:
 			b.responses = append(b.responses, batchError(mcp.INVALID_REQUEST, invalidElement))
+			continue
+		case badID(raw) != nil:
+			b.responses = append(b.responses, badID(raw))
 			continue
 		case e.isRequest():
 			key := idKey(e.ID)

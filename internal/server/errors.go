@@ -17,7 +17,7 @@ import (
 // unknownToolText explains that id names no tool and offers the closest ids.
 func unknownToolText(id string, suggestions []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Unknown tool %q.", id)
+	fmt.Fprintf(&b, "Unknown tool %q.", shownID(id))
 	if len(suggestions) > 0 {
 		fmt.Fprintf(&b, " Closest matches: %s.", strings.Join(suggestions, ", "))
 	}

@@ -83,7 +83,7 @@ type testUpstreams struct {
 	down    map[string]*upstream.DownError
 }
 
-func newTestUpstreams(t *testing.T, servers map[string]*mcpserver.MCPServer) *testUpstreams {
+func newTestUpstreams(t testing.TB, servers map[string]*mcpserver.MCPServer) *testUpstreams {
 	t.Helper()
 	u := &testUpstreams{
 		timeout: 5 * time.Second,

@@ -275,6 +275,9 @@ func jsonKind(v any) string {
 // distance first, then search hits for the words in id.
 func (s *Server) suggestions(ctx context.Context, id string) []string {
 	const n = 3
+	if !s.worthSuggesting(id) {
+		return nil
+	}
 	out := suggest(id, s.catalogIDs(), n)
 	if len(out) < n && s.ix != nil {
 		words := strings.NewReplacer(":", " ", "_", " ", "-", " ", "__", " ").Replace(id)

@@ -17,6 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
@@ -46,6 +47,14 @@ type HTTPOptions struct {
 	// Dashboard, when non-nil, serves GET / (exactly), /status and
 	// /status/ (internal/dashboard), behind the same Guard.
 	Dashboard http.Handler
+	// AllowedHosts are more host names Host and Origin may carry (config
+	// allowed_hosts): a deployment's name behind a reverse proxy or on a LAN.
+	AllowedHosts []string
+	// SessionIdleTimeout ends a streamable HTTP session with no request for
+	// this long (sessions.go); zero means config.DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	// Limits cap request bodies and batches (limits.go).
+	Limits Limits
 }
 
 // CookieToken is the cookie Guard also takes auth_token from: the
@@ -77,7 +86,13 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 	slogger := zapslog.New(s.log.Named("http"), zapslog.Options{Source: "mcp-go"})
 	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
 	// accepts the configured listen host and checks Origin.
+	idle := opts.SessionIdleTimeout
+	if idle <= 0 {
+		idle = config.DefaultSessionIdleTimeout
+	}
+	reg := newSessionRegistry(idle, s.log.Named("sessions"))
 	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
+		mcpserver.WithSessionIdManager(reg),
 		mcpserver.WithStreamableHTTPLogger(slogger),
 		mcpserver.WithDisableLocalhostProtection(true),
 		mcpserver.WithHeartbeatInterval(30*time.Second),
@@ -90,9 +105,16 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 	)
 	mux := http.NewServeMux()
 	batches := s.log.Named("batch")
-	mux.Handle(PathStreamable, batchHTTP(streamable, true, batches))
+	reg.end = endByDelete(streamable)
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		reg.run(sweepCtx)
+	}()
+	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(streamable), true, batches)))
 	mux.Handle(PathSSE, sse.SSEHandler())
-	mux.Handle(PathMessage, batchHTTP(sse.MessageHandler(), false, batches))
+	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
 	if opts.Gateway != nil {
 		mux.Handle("/", opts.Gateway)
 	}
@@ -102,12 +124,14 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		mux.Handle("GET /status/", opts.Dashboard)
 	}
 	closeSessions := func(ctx context.Context) {
+		stopSweep()
+		<-sweepDone
 		sse.CloseSessions()
 		// The streamable server has no http.Server of its own here, so
 		// Shutdown only ends its sessions and listening streams.
 		_ = streamable.Shutdown(ctx)
 	}
-	return Guard(mux, opts), closeSessions
+	return Guard(readBody(mux, opts.Limits), opts), closeSessions
 }
 
 // Serve serves HTTP on ln until ctx ends, then shuts down gracefully: open
@@ -117,7 +141,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	handler, closeSessions := s.Handler(opts)
 	var fresh unusedConns
 	srv := &http.Server{
-		Handler:           limitBody(handler),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Streams (SSE, streamable GET) are long-lived, so there is no
 		// read/write timeout; idle keep-alive connections are reclaimed.
@@ -191,45 +215,33 @@ func (u *unusedConns) closeAll() {
 	u.conns = nil
 }
 
-// maxBody bounds one HTTP request body: large enough for any sane tool
-// arguments (a file being written), small enough that a runaway client
-// cannot exhaust memory.
-const maxBody = 64 << 20
-
-func limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // Guard wraps next with the checks every HTTP request passes first:
 //   - Host and Origin (when present) must name this machine: localhost,
-//     127.0.0.0/8, ::1 or opts.ListenHost; anything else gets 403. This stops
-//     DNS rebinding, where a web page's own domain is pointed at 127.0.0.1
-//     so the browser talks to a local server (MCP spec, security practices).
+//     127.0.0.0/8, ::1, opts.ListenHost or one of opts.AllowedHosts;
+//     anything else gets 403. This stops DNS rebinding, where a web page's
+//     own domain is pointed at 127.0.0.1 so the browser talks to a local
+//     server (MCP spec, security practices). It is a barrier for browsers
+//     only: any other client sets Host to whatever it likes, which is why
+//     listening beyond loopback needs AuthToken.
 //   - With opts.AuthToken set, "Authorization: Bearer <token>" (or
 //     "X-Mcproxy-Token: <token>", for model API clients whose Authorization
 //     carries the provider's key) must match (constant-time); otherwise 401.
 //
 // It never logs header values.
 func Guard(next http.Handler, opts HTTPOptions) http.Handler {
-	listenHost := normalizeHost(opts.ListenHost)
-	if ip, err := netip.ParseAddr(listenHost); err == nil && ip.IsUnspecified() {
-		listenHost = ""
-	}
+	allowed := allowedHosts(opts.ListenHost, opts.AllowedHosts)
 	var want [32]byte
 	if opts.AuthToken != "" {
 		want = sha256.Sum256([]byte(opts.AuthToken))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLocal(hostOnly(r.Host), listenHost) {
+		if !isLocal(hostOnly(r.Host), allowed) {
 			http.Error(w, "forbidden: Host is not local (mcproxy accepts only requests addressed to localhost or its listen address)", http.StatusForbidden)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" {
 			u, err := url.Parse(origin)
-			if err != nil || u.Host == "" || !isLocal(normalizeHost(u.Hostname()), listenHost) {
+			if err != nil || u.Host == "" || !isLocal(normalizeHost(u.Hostname()), allowed) {
 				http.Error(w, "forbidden: Origin is not local (cross-site requests to mcproxy are refused)", http.StatusForbidden)
 				return
 			}
@@ -290,13 +302,31 @@ func normalizeHost(h string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
 }
 
+// allowedHosts is the set of names, besides localhost and loopback,
+// that Host and Origin may carry: the listen host (unless a wildcard
+// address) and the configured allowed hosts, normalized.
+func allowedHosts(listenHost string, more []string) map[string]bool {
+	out := map[string]bool{}
+	if h := normalizeHost(listenHost); h != "" {
+		if ip, err := netip.ParseAddr(h); err != nil || !ip.IsUnspecified() {
+			out[h] = true
+		}
+	}
+	for _, h := range more {
+		if h = normalizeHost(h); h != "" {
+			out[h] = true
+		}
+	}
+	return out
+}
+
 // isLocal reports whether host (no port, normalized) is this machine as far
-// as a browser is concerned: localhost, a loopback IP, or the listen host.
-func isLocal(host, listenHost string) bool {
+// as a browser is concerned: localhost, a loopback IP, or an allowed host.
+func isLocal(host string, allowed map[string]bool) bool {
 	if host == "" {
 		return false
 	}
-	if host == "localhost" || (listenHost != "" && host == listenHost) {
+	if host == "localhost" || allowed[host] {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)

@@ -64,6 +64,9 @@ type Host struct {
 	syncErr  atomic.Pointer[error]
 	report   Report
 	closed   bool
+	// pool is the Manager's pool of open hosts (nil for a host opened on
+	// its own): tr and lock are nil while the host is parked (pool.go).
+	pool *openPool
 }
 
 // Report is what Open found and repaired.
@@ -149,9 +152,14 @@ func (h *Host) Close() error {
 	// waiting for its fsync then finds it done.
 	errs = append(errs, h.durable(h.trSize))
 	h.smu.Lock()
-	errs = append(errs, h.tr.Close())
+	if h.tr != nil { // nil: parked, every record already on disk
+		errs = append(errs, h.tr.Close())
+	}
 	h.smu.Unlock()
 	errs = append(errs, h.lock.release()) // last: every write is done
+	if h.pool != nil {
+		h.pool.forget(h)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closing session %s: %w", h.id, err)
 	}

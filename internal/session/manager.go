@@ -26,6 +26,10 @@ type Manager struct {
 
 	// stop and done end the retention goroutine (nil without retention).
 	stop, done chan struct{}
+	// pool keeps the files of at most Options.MaxOpen hosts open; its
+	// parker goroutine ends with parkStop.
+	pool               *openPool
+	parkStop, parkDone chan struct{}
 }
 
 // entry is one session's host, opened once.
@@ -41,6 +45,9 @@ type entry struct {
 // open are never removed.
 func NewManager(opts Options) *Manager {
 	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}}
+	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.Logger)
+	m.parkStop, m.parkDone = make(chan struct{}), make(chan struct{})
+	go m.pool.run(m.parkStop, m.parkDone)
 	if m.opts.Retention > 0 {
 		every := RetentionInterval
 		if m.opts.pruneEvery > 0 {
@@ -77,6 +84,12 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 		return e.h, e.err
 	}
 	e.h, e.err = OpenWith(m.opts, id, ho)
+	if e.err == nil {
+		e.h.mu.Lock()
+		e.h.pool = m.pool
+		m.pool.used(e.h)
+		e.h.mu.Unlock()
+	}
 	m.mu.Lock()
 	switch {
 	case e.err != nil:
@@ -120,6 +133,10 @@ func (m *Manager) Close() error {
 	if m.stop != nil && !wasClosed {
 		close(m.stop)
 		<-m.done
+	}
+	if !wasClosed {
+		close(m.parkStop)
+		<-m.parkDone
 	}
 	var errs []error
 	for _, e := range entries {

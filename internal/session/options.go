@@ -82,6 +82,9 @@ type Options struct {
 	// has touched for that long, when it starts and every
 	// RetentionInterval (see Prune); zero keeps every session.
 	Retention time.Duration
+	// MaxOpen is how many of a Manager's hosts keep their files open at
+	// once (pool.go); zero means DefaultMaxOpen.
+	MaxOpen int
 
 	// hook, in tests, is called at named points of a Compress call
 	// ("archived": archives written, nothing recorded; "logged": transcript

@@ -263,6 +263,9 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 	if err := h.syncError(); err != nil {
 		return 0, fmt.Errorf("writing the transcript: %w; nothing more is recorded until the session is reopened", err)
 	}
+	if err := h.unpark(); err != nil {
+		return 0, fmt.Errorf("writing the transcript: %w", err)
+	}
 	now := h.opts.Now().UnixMilli()
 	for i := range recs {
 		recs[i].Seq = h.seq + int64(i) + 1

@@ -25,8 +25,8 @@ func (l *link) authClient() *oauth.Client {
 
 // newHTTP is the HTTP client of one session: its own connection pool, and
 // the OAuth round tripper when the server may need a sign-in.
-func (l *link) newHTTP() *http.Client {
-	hc := newHTTPClient()
+func (l *link) newHTTP(tooLarge func(error)) *http.Client {
+	hc := newHTTPClient(l.name, l.m.maxMessage, tooLarge)
 	if c := l.authClient(); c != nil {
 		hc.Transport = c.Wrap(hc.Transport)
 	}

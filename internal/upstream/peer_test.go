@@ -65,7 +65,7 @@ func runPeer(mode string) int {
 		fmt.Println(`{"level":"info","msg":"a log line on stdout"}`)
 		fmt.Println()
 		mode = "peer"
-	case "peer", "stubborn":
+	case "peer", "stubborn", "bulky":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown peer mode %q\n", mode)
 		return 2
@@ -78,6 +78,9 @@ func runPeer(mode string) int {
 	fmt.Fprintf(os.Stderr, "peer %s starting\npid %d\n", mode, os.Getpid())
 
 	s := newPeerServer(dir)
+	if mode == "bulky" {
+		addBulkyTools(s)
+	}
 	err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout)
 	if mode == "stubborn" {
 		for {

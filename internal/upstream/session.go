@@ -48,6 +48,10 @@ type session struct {
 
 	lost     chan struct{} // closed by link.markLost
 	lostOnce sync.Once
+	// readErr is why reading the upstream stopped, when mcproxy stopped it
+	// (a *MessageTooLargeError); the call that loses its answer reports it
+	// (for HTTP, the next call failing at the transport level takes it).
+	readErr atomic.Pointer[error]
 	// earlyLoss is a loss reported before the session went live (guarded
 	// by the link's mu).
 	earlyLoss error
@@ -199,7 +203,14 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
 			zap.Strings("env_keys", slices.Sorted(maps.Keys(l.cfg.Env))), zap.String("cwd", l.cfg.Cwd))
-		stdio := transport.NewIO(newStdoutFilter(p.stdout, l.log), p.stdin, nil)
+		out := &stdoutReader{r: p.stdout, server: l.name, limit: l.m.maxMessage, tooLarge: func(err error) {
+			s.readErr.Store(&err)
+			l.markLost(s, err)
+		}}
+		// The size bound reads the raw stdout, so an oversize line is
+		// never read whole; the filter after it drops and logs what is not
+		// JSON-RPC.
+		stdio := transport.NewIO(newStdoutFilter(out, l.log), p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
 		s.spawn(func() {
@@ -211,7 +222,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		})
 	case config.TransportSSE:
 		l.logHTTP()
-		s.http = l.newHTTP()
+		s.http = l.newHTTP(func(err error) { s.readErr.Store(&err) })
 		sse, err := transport.NewSSE(l.cfg.URL,
 			transport.WithHeaders(l.cfg.Headers),
 			transport.WithHTTPClient(s.http),
@@ -226,7 +237,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.tr = &httpTap{HTTPConnection: sse, s: s}
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
-		s.http = l.newHTTP()
+		s.http = l.newHTTP(func(err error) { s.readErr.Store(&err) })
 		s.http.Transport = &statusTap{base: s.http.Transport, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
@@ -257,8 +268,8 @@ func (l *link) logHTTP() {
 
 // newHTTPClient gives each session its own connection pool, so closing the
 // session also ends its idle keep-alive connections and their goroutines.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+func newHTTPClient(server string, maxMessage int64, tooLarge func(error)) *http.Client {
+	return &http.Client{Transport: &limitTransport{base: http.DefaultTransport.(*http.Transport).Clone(), server: server, limit: maxMessage, tooLarge: tooLarge}}
 }
 
 // closeSession ends s: the client (HTTP sessions also send DELETE), then the

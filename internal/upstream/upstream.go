@@ -124,6 +124,7 @@ type Manager struct {
 	minBackoff, maxBackoff time.Duration
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
+	maxMessage             int64         // limits.max_message_bytes
 
 	rosterMu sync.RWMutex // guards links and names, replaced whole by Reconfigure
 	links    map[string]*link
@@ -155,6 +156,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		stopGrace:    orDefault(opts.StopGrace, DefaultStopGrace),
 		termGrace:    orDefault(opts.TermGrace, DefaultTermGrace),
 		pingInterval: opts.PingInterval,
+		maxMessage:   cfg.Limits.MaxMessageBytes,
 		links:        map[string]*link{},
 		started:      make(chan struct{}),
 	}
@@ -165,6 +167,9 @@ func New(cfg *config.Config, opts Options) *Manager {
 	m.log = redact.Logger(m.log, m.redact)
 	if m.pingInterval == 0 {
 		m.pingInterval = DefaultPing
+	}
+	if m.maxMessage <= 0 {
+		m.maxMessage = config.DefaultMaxMessageBytes
 	}
 	if m.maxBackoff < m.minBackoff {
 		m.maxBackoff = m.minBackoff
@@ -385,6 +390,9 @@ const probeTimeout = 5 * time.Second
 // itself fails: with a *CallError when the server stays, a *DownError when
 // it does not.
 func (l *link) httpCallFailed(s *session, tool string, err error) error {
+	if p := s.readErr.Swap(nil); p != nil {
+		err = *p // mcproxy cut the answer short; mcp-go does not say why
+	}
 	ctx, cancel := context.WithTimeout(l.m.ctx, min(l.init.d, probeTimeout))
 	defer cancel()
 	perr := s.client.Ping(ctx)
@@ -420,7 +428,9 @@ func httpStatus(err error) int {
 // last stderr lines), so it is given a moment to be reaped first.
 func (l *link) lostDuringCall(s *session, tool string, err error) error {
 	cause := err
-	if s.proc != nil {
+	if p := s.readErr.Load(); p != nil {
+		cause = *p
+	} else if s.proc != nil {
 		if s.proc.waitFor(time.Second) {
 			cause = s.proc.exitError()
 		}

@@ -1,0 +1,168 @@
+package upstream
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// MessageTooLargeError is why an upstream's message was not read: one
+// stdout line of a stdio upstream, or one HTTP answer or event, longer
+// than limits.max_message_bytes. The call waiting for it fails with it; a
+// stdio upstream is restarted.
+type MessageTooLargeError struct {
+	Server string
+	Limit  int64
+	// Restarted is set for a stdio upstream, whose stream cannot be
+	// resynchronised mid-line: it is restarted.
+	Restarted bool
+}
+
+func (e *MessageTooLargeError) Error() string {
+	what := "stopped reading it"
+	if e.Restarted {
+		what = "stopped reading it and restarts the server"
+	}
+	return fmt.Sprintf("upstream %q sent a message larger than %d bytes (limits.max_message_bytes), so mcproxy %s; ask for less (a narrower query, a smaller page), or raise limits.max_message_bytes in the config", e.Server, e.Limit, what)
+}
+
+// maxLoggedGarbage is how many non-JSON stdout lines of one process are
+// logged one by one; after that every 1000th is.
+const maxLoggedGarbage = 10
+
+// stdoutReader sits between a stdio upstream's stdout and mcp-go's
+// transport, which reads whole lines (bufio ReadString) and silently drops
+// any that is not JSON. It bounds a line at limit bytes: past that it
+// returns a *MessageTooLargeError (and calls tooLarge once), so the line is
+// never read whole. It also logs the lines that do not start like a
+// JSON-RPC message (a server printing a banner or debug output to stdout,
+// where only protocol messages belong), with their start and length.
+type stdoutReader struct {
+	r        io.Reader
+	server   string
+	limit    int64
+	tooLarge func(error)
+	log      *zap.Logger
+
+	run     int64  // bytes of the current line so far
+	first   byte   // the current line's first non-blank byte (0: none yet)
+	head    []byte // the start of a non-JSON line, for the log
+	garbage int    // non-JSON lines seen
+	err     error
+}
+
+func (s *stdoutReader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(p)
+	for i := 0; i < n; i++ {
+		c := p[i]
+		if c == '\n' {
+			s.endLine()
+			continue
+		}
+		s.run++
+		if s.run > s.limit {
+			s.err = &MessageTooLargeError{Server: s.server, Limit: s.limit, Restarted: true}
+			if s.tooLarge != nil {
+				s.tooLarge(s.err)
+			}
+			return i, s.err
+		}
+		if s.first == 0 && c != ' ' && c != '\t' && c != '\r' {
+			s.first = c
+		}
+		if s.first != 0 && s.first != '{' && s.first != '[' && len(s.head) < 80 {
+			s.head = append(s.head, c)
+		}
+	}
+	return n, err
+}
+
+// endLine logs the line that just ended if it was not a JSON-RPC message
+// (unless log is nil: a stdoutFilter after it does that).
+func (s *stdoutReader) endLine() {
+	if s.log != nil && s.first != 0 && s.first != '{' && s.first != '[' {
+		s.garbage++
+		if s.garbage <= maxLoggedGarbage || s.garbage%1000 == 0 {
+			s.log.Warn("upstream wrote a line to stdout that is not a JSON-RPC message; it is dropped (a stdio MCP server must write only protocol messages to stdout, logs go to stderr)",
+				zap.String("upstream", s.server), zap.ByteString("line_start", bytes.TrimSpace(s.head)), zap.Int64("line_bytes", s.run), zap.Int("non_json_lines", s.garbage))
+		}
+	}
+	s.run, s.first, s.head = 0, 0, s.head[:0]
+}
+
+// limitTransport bounds what an HTTP upstream's answers may cost: a JSON
+// body at limit bytes, an event stream at limit bytes per event. Past the
+// bound the body's Read fails with a *MessageTooLargeError, which fails
+// the request waiting for it (or ends the event stream, which mcp-go then
+// reopens) without the message ever being read whole.
+type limitTransport struct {
+	base   http.RoundTripper
+	server string
+	limit  int64
+	// tooLarge is told of each answer cut short (mcp-go's transports do
+	// not pass a body's read error on to the caller).
+	tooLarge func(error)
+}
+
+func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &limitedBody{
+		rc: resp.Body, server: t.server, limit: t.limit, tooLarge: t.tooLarge,
+		events: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"),
+	}
+	return resp, nil
+}
+
+// limitedBody is an HTTP answer's body read under limitTransport's bound.
+type limitedBody struct {
+	rc       io.ReadCloser
+	server   string
+	limit    int64
+	events   bool // an event stream: the bound is per event (a blank line ends one)
+	tooLarge func(error)
+
+	run  int64 // bytes of the current message so far
+	prev byte  // the last byte read other than '\r'
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	for i := 0; i < n; i++ {
+		c := p[i]
+		if b.events && c == '\n' && b.prev == '\n' {
+			b.run = 0
+		}
+		if c != '\r' {
+			b.prev = c
+		}
+		b.run++
+		if b.run > b.limit {
+			err := error(&MessageTooLargeError{Server: b.server, Limit: b.limit})
+			if b.tooLarge != nil {
+				b.tooLarge(err)
+			}
+			return i, err
+		}
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// CloseIdleConnections closes the base transport's idle connections (what
+// http.Client.CloseIdleConnections asks of its transport).
+func (t *limitTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
