@@ -47,6 +47,10 @@ type catalogFront struct {
 	mcp    *mcpserver.MCPServer
 	log    *zap.Logger
 	prefix func(server string) string
+	// warm is closed when a warm start loaded the last known tool lists:
+	// initialize then answers at once instead of waiting for the
+	// upstreams (see advertise).
+	warm <-chan struct{}
 
 	// syncMu serializes changed, so registrations follow reports in order.
 	syncMu sync.Mutex
@@ -366,7 +370,10 @@ const initializeWait = 10 * time.Second
 // upstreams offer together, and appends the upstreams' instructions, each
 // under its server name. It waits (up to initializeWait) for the upstreams'
 // first chance to connect; if they have not had it by then, nothing is
-// known, so everything stays advertised.
+// known, so everything stays advertised. After a warm start (the last known
+// tool lists loaded, see Server.WarmStart) it does not wait: the point of a
+// warm start is a first answer within half a second, so everything stays
+// advertised and the instructions are those of the upstreams already up.
 func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
 	return func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if res == nil {
@@ -375,6 +382,7 @@ func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, 
 		wait := time.NewTimer(initializeWait)
 		select {
 		case <-started:
+		case <-c.warm:
 		case <-ctx.Done():
 		case <-wait.C:
 		}

@@ -125,6 +125,11 @@ func (s *Server) WarmStart() (int, error) {
 		loaded++
 	}
 	if loaded > 0 {
+		if s.opts.Mode == config.ModeDirect {
+			// A live report equal to the file's list changes nothing in
+			// ToolsChanged, so the direct-mode registrations are made here.
+			s.syncDirect()
+		}
 		s.warm.loadedOnce.Do(func() { close(s.warm.loaded) })
 	}
 	return loaded, nil
