@@ -64,6 +64,10 @@ type Host struct {
 	syncErr  atomic.Pointer[error]
 	report   Report
 	closed   bool
+	// rulesSent maps a tier to the ref its rules were sent with over MCP
+	// (MCPNudge); guarded by nudgeMu.
+	nudgeMu   sync.Mutex
+	rulesSent map[noa.Tier]string
 }
 
 // Report is what Open found and repaired.
