@@ -63,7 +63,7 @@ func ShortNudge(d noa.NudgeDecision, rulesAt string) string {
 				continue
 			}
 			shown++
-			fmt.Fprintf(&b, "  %s–%s  %d msgs  %s tok", r.StartRef, r.EndRef, r.Count, noa.FormatTokens(r.Tokens))
+			fmt.Fprintf(&b, "  %s–%s  compressible  %d msgs  %s tok", r.StartRef, r.EndRef, r.Count, noa.FormatTokens(r.Tokens))
 			if r.Dangerous {
 				b.WriteString("  [CAREFUL: recent user intent]")
 			}

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 
@@ -40,11 +39,7 @@ func TestMCPNudgeSendsTheRulesOnce(t *testing.T) {
 	if strings.Contains(short, "COPY EXACTLY") || !strings.Contains(short, "HOW TO COMPRESS, sent with the noa note after m00012") {
 		t.Errorf("later MCP nudge: got\n%s\nwant the rules left out and a pointer to the note after m00012", short)
 	}
-	want := rangesOf(later.Nudge)
-	var got [][2]string
-	for _, m := range shortRange.FindAllStringSubmatch(short, -1) {
-		got = append(got, [2]string{m[1], m[2]})
-	}
+	want, got := rangesOf(later.Nudge), rangesOf(short)
 	if len(want) == 0 || len(got) != min(len(want), maxShortRanges) {
 		t.Fatalf("later MCP nudge lists ranges %v, noa's nudge %v", got, want)
 	}
@@ -57,9 +52,6 @@ func TestMCPNudgeSendsTheRulesOnce(t *testing.T) {
 		t.Errorf("later MCP nudge is %d tokens against noa's %d; want it under a quarter", n, full)
 	}
 }
-
-// shortRange is a range row of ShortNudge.
-var shortRange = regexp.MustCompile(`(?m)^  (m\d{5})–(m\d{5})  \d+ msgs`)
 
 // A turn without a nudge shows none.
 func TestMCPNudgeNone(t *testing.T) {
