@@ -324,7 +324,7 @@ func writeSessions(b *strings.Builder, rows []SessionRow) {
 		return
 	}
 	b.WriteString("\n## Session costs\n\n")
-	fmt.Fprintf(b, "What a session pays beyond the retrieve_tools answers, through the front users get, under the default listing arm. Menu = tools/list rendered like the baseline + initialize instructions. Nudges come from a scripted session of call_tool calls (each result %d tokens, window %d tokens): the first nudge carries the compression rules, later ones name the ranges and the pressure and point back to them. describe_tool = one tool's answer, over every corpus tool.\n\n",
+	fmt.Fprintf(b, "What a session pays beyond the retrieve_tools answers, through the front users get, under the default listing arm. Menu = tools/list rendered like the baseline + initialize instructions. Nudges come from a scripted session of call_tool calls (each result %d tokens, window %d tokens): the first nudge carries the compression rules, later ones name the ranges and the pressure and point back to them. describe_tool = one tool's answer, over every corpus tool (an even sample of 100 in a larger corpus).\n\n",
 		rows[0].ResultTokens, rows[0].ContextLimit)
 	b.WriteString("| corpus | arm | menu, noa on (tools + instructions) | menu, noa off | ref tag | first nudge (call) | later nudge (call) | describe_tool p50 / max |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range rows {

@@ -156,7 +156,8 @@ type SessionRow struct {
 	// ResultTokens the size of each of its call_tool results.
 	ContextLimit int `json:"context_limit"`
 	ResultTokens int `json:"result_tokens"`
-	// Describe spreads the describe_tool answers for every corpus tool.
+	// Describe spreads the describe_tool answers for every corpus tool (an
+	// even sample of 100 in a larger corpus).
 	Describe Spread `json:"describe_tool"`
 }
 

@@ -17,6 +17,9 @@ const SessionContextLimit = 64000
 // nudged twice by then is an error (noa's pacing changed, or broke).
 const maxScriptedCalls = 200
 
+// maxDescribed bounds the describe_tool answers measured per corpus.
+const maxDescribed = 100
+
 // scriptedLines is how many lines ScriptedResult writes: about 1,500
 // cl100k tokens.
 const scriptedLines = 60
@@ -39,7 +42,8 @@ func ScriptedResult(id string) string {
 // get (listing arm a): the menu with noa on and off, a ref tag, the first
 // nudge (which carries the compression rules) and a later one (which points
 // back to them), from a scripted session of call_tool calls that each
-// return ScriptedResult; and the describe_tool answer of every corpus tool.
+// return ScriptedResult; and describe_tool's answers (every corpus tool, or
+// an even sample of maxDescribed).
 func measureSession(ctx context.Context, newFront FrontFactory, setup rankingSetup, tk arms.TokenCounter, a arms.Arm, c *Corpus) (SessionRow, error) {
 	row := SessionRow{Corpus: c.Name, Arm: a.Name(), ContextLimit: SessionContextLimit, ResultTokens: tk.Count(ScriptedResult(c.Tools[0].ID))}
 	off, err := frontMenu(ctx, newFront, setup, tk, a, c, FrontOptions{})
@@ -85,8 +89,12 @@ func measureSession(ctx context.Context, newFront FrontFactory, setup rankingSet
 	if len(nudges) < 2 {
 		return SessionRow{}, fmt.Errorf("the scripted session nudged %d times in %d calls; want 2", len(nudges), maxScriptedCalls)
 	}
-	counts := make([]int, 0, len(c.Tools))
-	for _, t := range c.Tools {
+	// Every tool of a small corpus; of a large one, an even sample of
+	// about maxDescribed (every step-th tool in id order).
+	step := (len(c.Tools) + maxDescribed - 1) / maxDescribed
+	counts := make([]int, 0, maxDescribed)
+	for i := 0; i < len(c.Tools); i += step {
+		t := c.Tools[i]
 		text, err := f.Describe(ctx, t.ID)
 		if err != nil {
 			return SessionRow{}, fmt.Errorf("describe_tool %s: %w", t.ID, err)
