@@ -60,6 +60,8 @@ func (p *Profile) variants() []variant {
 		{name: "-server-mention", change: "a query naming a server does not prefer it", features: func(f *index.Features) { f.ServerMention = false }},
 		{name: "-exact-name", change: "an exact tool id or name in the query is not ranked first", features: func(f *index.Features) { f.ExactName = false }},
 		{name: "-params", change: "parameter names and descriptions not indexed", features: func(f *index.Features) { f.Params = false }},
+		{name: "param-descriptions=off", change: "parameter descriptions not indexed (names, titles and enum values are)", features: func(f *index.Features) { f.ParamDescriptions = index.ParamDescriptionsOff }},
+		{name: "param-descriptions=params-field", change: "parameter descriptions in the params field only, not in the combined field", features: func(f *index.Features) { f.ParamDescriptions = index.ParamDescriptionsParamsField }},
 		{name: "-split-identifiers", change: "read_text_file stays one word", features: func(f *index.Features) { f.SplitIdentifiers = false }},
 		{name: "-cjk-bigrams", change: "CJK text indexed as single characters", features: func(f *index.Features) { f.CJKBigrams = false }},
 		{name: "-stop-words", change: "English stop words kept", features: func(f *index.Features) { f.StopWords = false }},

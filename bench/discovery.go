@@ -18,15 +18,33 @@ type Front interface {
 	Menu(ctx context.Context) (tools []config.Tool, instructions string, err error)
 	// Retrieve returns retrieve_tools' answer text for query at limit.
 	Retrieve(ctx context.Context, query string, limit int) (string, error)
+	// Describe returns describe_tool's answer text for one tool id.
+	Describe(ctx context.Context, id string) (string, error)
+	// Call runs a tool through call_tool and returns the answer's text
+	// blocks: the result, then (with noa) its ref tag and any nudge.
+	Call(ctx context.Context, id string) ([]string, error)
 	// Close stops the front.
 	Close() error
 }
 
-// FrontFactory starts a front serving tools, indexed and rendered under arm
-// a, the way mcproxy does when a is its configured listing arm, ranking with
-// rank (empty: the front feeds it the tools). The front owns rank: its Close
+// FrontFactory starts a front serving tools, rendered under arm a, the way
+// mcproxy does when a is its configured listing arm, ranking with rank
+// (empty: the front feeds it the tools). The front owns rank: its Close
 // closes it, also when starting fails.
-type FrontFactory func(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline) (Front, error)
+type FrontFactory func(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline, o FrontOptions) (Front, error)
+
+// FrontOptions say which front to start.
+type FrontOptions struct {
+	// Noa runs every session through noa, as mcproxy does by default:
+	// Compress and read_archive join the menu, noa's part joins the
+	// instructions, and call_tool results carry ref tags and nudges.
+	Noa bool
+	// ContextLimit is the window noa paces nudges against; zero means
+	// SessionContextLimit.
+	ContextLimit int
+	// Count counts tokens for noa; nil means noa's estimate.
+	Count func(string) int
+}
 
 // DiscoveryLimits are the retrieve_tools limits the answers are measured at.
 var DiscoveryLimits = []int{5, 15}
@@ -40,22 +58,18 @@ func measureDiscovery(ctx context.Context, newFront FrontFactory, setup rankingS
 	if err != nil {
 		return DiscoveryRow{}, err
 	}
-	f, err := newFront(ctx, a, c.Tools, rank)
+	f, err := newFront(ctx, a, c.Tools, rank, FrontOptions{Noa: true, Count: tk.Count})
 	if err != nil {
 		return DiscoveryRow{}, fmt.Errorf("starting front: %w", err)
 	}
 	defer f.Close()
 
-	menu, instructions, err := f.Menu(ctx)
+	menu, err := menuCost(ctx, f, tk)
 	if err != nil {
-		return DiscoveryRow{}, fmt.Errorf("listing the menu: %w", err)
+		return DiscoveryRow{}, err
 	}
-	// The menu and the up-front load are priced with the same renderer as
-	// the baseline, so the comparison is like for like.
-	menuText, err := arms.NewBaseline().EncodeListing(menu)
-	if err != nil {
-		return DiscoveryRow{}, fmt.Errorf("rendering the menu: %w", err)
-	}
+	// The up-front load is priced with the same renderer as the menu, so
+	// the comparison is like for like.
 	upfront, err := arms.NewBaseline().EncodeListing(c.Tools)
 	if err != nil {
 		return DiscoveryRow{}, fmt.Errorf("rendering every tool: %w", err)
@@ -63,11 +77,11 @@ func measureDiscovery(ctx context.Context, newFront FrontFactory, setup rankingS
 	row := DiscoveryRow{
 		Corpus:             c.Name,
 		Arm:                a.Name(),
-		MenuToolTokens:     tk.Count(menuText),
-		InstructionsTokens: tk.Count(instructions),
+		MenuTokens:         menu.Tokens,
+		MenuToolTokens:     menu.ToolTokens,
+		InstructionsTokens: menu.InstructionsTokens,
 		UpfrontTokens:      tk.Count(upfront),
 	}
-	row.MenuTokens = row.MenuToolTokens + row.InstructionsTokens
 	for _, limit := range DiscoveryLimits {
 		counts := make([]int, 0, len(queries))
 		for _, q := range queries {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -12,38 +13,59 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // ServerFront is the FrontFactory the profiler uses: the production MCP front
 // (internal/server) in retrieve mode over the production ranking (rank),
-// with arm a as both its retrieve_tools renderer and its index mapping,
-// reached through mcp-go's in-process client. The menu and the answers are
-// therefore exactly what an MCP client of mcproxy receives. With dense
-// retrieval, it waits for every tool's vector before it answers.
-func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline) (Front, error) {
+// with arm a as its retrieve_tools renderer, the index on the tools' full
+// metadata (as mcproxy serves it, whatever the arm), noa's sessions when
+// o.Noa is set (in a temporary directory removed at Close), reached through
+// mcp-go's in-process client. The menu and the answers are therefore
+// exactly what an MCP client of mcproxy receives. With dense retrieval, it
+// waits for every tool's vector before it answers.
+func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool, rank *retrieval.Pipeline, o FrontOptions) (Front, error) {
 	cat := &catalog{tools: tools}
-	srv, err := server.New(server.Deps{Upstreams: cat, Index: rank}, server.Options{
-		Render:        server.ArmRenderer(a.EncodeListing),
-		IndexMetadata: a.EncodeIndexMetadata,
+	f := &serverFront{rank: rank}
+	deps := server.Deps{Upstreams: cat, Index: rank}
+	if o.Noa {
+		dir, err := os.MkdirTemp("", "mcproxy-bench-sessions-")
+		if err != nil {
+			rank.Close()
+			return nil, fmt.Errorf("creating the sessions directory: %w", err)
+		}
+		f.dir = dir
+		limit := o.ContextLimit
+		if limit <= 0 {
+			limit = SessionContextLimit
+		}
+		f.sessions = session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(limit), Count: o.Count})
+		deps.Sessions = f.sessions
+	}
+	srv, err := server.New(deps, server.Options{
+		Render:         server.ArmRenderer(a.EncodeListing),
+		IndexMetadata:  arms.BaselineMetadata,
+		StdioSessionID: "bench",
 	})
 	if err != nil {
-		rank.Close()
+		f.Close()
 		return nil, fmt.Errorf("creating front: %w", err)
 	}
 	srv.Resync()
 	if err := rank.Sync(ctx); err != nil {
-		rank.Close()
+		f.Close()
 		return nil, fmt.Errorf("embedding the tools: %w", err)
 	}
 	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {
-		rank.Close()
+		f.Close()
 		return nil, fmt.Errorf("creating in-process client: %w", err)
 	}
-	f := &serverFront{rank: rank, client: c}
+	f.client = c
 	if err := c.Start(ctx); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting in-process client: %w", err)
@@ -63,6 +85,8 @@ func ServerFront(ctx context.Context, a arms.Arm, tools []config.Tool, rank *ret
 type serverFront struct {
 	rank         *retrieval.Pipeline
 	client       *client.Client
+	sessions     *session.Manager
+	dir          string
 	instructions string
 }
 
@@ -90,27 +114,54 @@ func (f *serverFront) Menu(ctx context.Context) ([]config.Tool, string, error) {
 }
 
 func (f *serverFront) Retrieve(ctx context.Context, query string, limit int) (string, error) {
+	blocks, err := f.call(ctx, server.ToolRetrieve, map[string]any{"query": query, "limit": limit})
+	return strings.Join(blocks, ""), err
+}
+
+func (f *serverFront) Describe(ctx context.Context, id string) (string, error) {
+	blocks, err := f.call(ctx, server.ToolDescribe, map[string]any{"names": []string{id}})
+	return strings.Join(blocks, ""), err
+}
+
+func (f *serverFront) Call(ctx context.Context, id string) ([]string, error) {
+	return f.call(ctx, server.ToolCall, map[string]any{"name": id, "arguments": map[string]any{}})
+}
+
+// call runs one tool and returns its text blocks; an error result is an
+// error.
+func (f *serverFront) call(ctx context.Context, tool string, args map[string]any) ([]string, error) {
 	req := mcp.CallToolRequest{}
-	req.Params.Name = server.ToolRetrieve
-	req.Params.Arguments = map[string]any{"query": query, "limit": limit}
+	req.Params.Name = tool
+	req.Params.Arguments = args
 	res, err := f.client.CallTool(ctx, req)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var b strings.Builder
+	var out []string
 	for _, c := range res.Content {
 		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
+			out = append(out, tc.Text)
 		}
 	}
 	if res.IsError {
-		return "", fmt.Errorf("retrieve_tools answered with an error: %s", b.String())
+		return nil, fmt.Errorf("%s answered with an error: %s", tool, strings.Join(out, ""))
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 func (f *serverFront) Close() error {
-	return errors.Join(f.client.Close(), f.rank.Close())
+	var errs []error
+	if f.client != nil {
+		errs = append(errs, f.client.Close())
+	}
+	errs = append(errs, f.rank.Close())
+	if f.sessions != nil {
+		errs = append(errs, f.sessions.Close())
+	}
+	if f.dir != "" {
+		errs = append(errs, os.RemoveAll(f.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // catalog serves a frozen corpus as the front's upstreams: every server is
@@ -128,8 +179,10 @@ func (c *catalog) MCPTool(srv, name string) (mcp.Tool, bool) {
 	return mcp.Tool{}, false
 }
 
+// Call answers every call with ScriptedResult: a frozen corpus cannot run
+// its tools, and the session measurement needs results of a known size.
 func (c *catalog) Call(ctx context.Context, srv, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return nil, fmt.Errorf("%s:%s: a frozen corpus cannot run tools", srv, tool)
+	return mcp.NewToolResultText(ScriptedResult(config.ToolID(srv, tool))), nil
 }
 
 func (c *catalog) Status() []upstream.Status {

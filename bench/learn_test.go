@@ -13,8 +13,8 @@ import (
 // recall@5 rises by at least 25 points (15 with noise), and after clean
 // learning the standard query sets lose at most one point of recall@5 or MRR
 // on either half. With noise the standard sets are reported, not held: a
-// wrong tool that learned a query word can take a top-5 place (on
-// LiveMCPTool's held-out half one query does, 1.8 points).
+// wrong tool that learned a query word can take a top-5 place (one query of
+// a half does; docs/retrieval.md has the figures).
 func TestLearningFromUse(t *testing.T) {
 	cs := []*Corpus{loadFrozen(t, "corpus_v2"), loadFrozen(t, "livemcptool")}
 	pairs, err := BuiltinPairs(cs)

@@ -72,7 +72,7 @@ func TestRankingIsRetrieveTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := ServerFront(ctx, a, c.Tools, rank)
+			f, err := ServerFront(ctx, a, c.Tools, rank, FrontOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -114,7 +114,7 @@ func (r *Report) Markdown() string {
 		}
 		if len(disc) > 0 {
 			fmt.Fprintf(&b, "\n## Discovery cost: %s\n\n", c.Name)
-			fmt.Fprintf(&b, "Menu = mcproxy's meta tools as listed plus its initialize instructions (%d + %d tokens). Up front = every tool in the baseline rendering (%d tokens). Answers are real retrieve_tools results from the production front over the query set. Break-even = (up front − menu) / mean answer: fewer retrieve_tools calls than that and discovery is cheaper.\n\n",
+			fmt.Fprintf(&b, "Menu = mcproxy's tools as listed (retrieve_tools, call_tool, describe_tool and noa's Compress and read_archive) plus its initialize instructions (%d + %d tokens). Up front = every tool in the baseline rendering (%d tokens). Answers are real retrieve_tools results from the production front over the query set. Break-even = (up front − menu) / mean answer: fewer retrieve_tools calls than that and discovery is cheaper.\n\n",
 				disc[0].MenuToolTokens, disc[0].InstructionsTokens, disc[0].UpfrontTokens)
 			b.WriteString("| listing arm | menu | up front |")
 			for _, lim := range DiscoveryLimits {
@@ -134,6 +134,8 @@ func (r *Report) Markdown() string {
 			}
 		}
 	}
+
+	writeSessions(&b, r.Sessions)
 
 	if t := r.ToonResults; t != nil {
 		fmt.Fprintf(&b, "\n## Tool results: TOON vs compact JSON (%s)\n\n", t.Fixtures)
@@ -318,5 +320,23 @@ func writeAblation(b *strings.Builder, rows []AblationRow, corpus string) {
 			return fmt.Sprintf("%.3f | %.3f", q.RecallAt5, q.MRR)
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %.3f |\n", a.Variant, mdEscape(a.Change), cell(SplitTune), cell(SplitHeldout), a.Quality.RecallAt5, a.Quality.MRR)
+	}
+}
+
+// writeSessions renders the session costs, one row per corpus.
+func writeSessions(b *strings.Builder, rows []SessionRow) {
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Session costs\n\n")
+	fmt.Fprintf(b, "What a session pays beyond the retrieve_tools answers, through the front users get, under the default listing arm. Menu = tools/list rendered like the baseline + initialize instructions. Nudges come from a scripted session of call_tool calls (each result %d tokens, window %d tokens): the first nudge carries the compression rules, later ones name the ranges and the pressure and point back to them. describe_tool = one tool's answer, over every corpus tool (an even sample of 100 in a larger corpus).\n\n",
+		rows[0].ResultTokens, rows[0].ContextLimit)
+	b.WriteString("| corpus | arm | menu, noa on (tools + instructions) | menu, noa off | ref tag | first nudge (call) | later nudge (call) | describe_tool p50 / max |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range rows {
+		fmt.Fprintf(b, "| %s | %s | %d (%d + %d) | %d (%d + %d) | %d | %d (%d) | %d (%d) | %d / %d |\n", s.Corpus, s.Arm,
+			s.NoaOn.Tokens, s.NoaOn.ToolTokens, s.NoaOn.InstructionsTokens,
+			s.NoaOff.Tokens, s.NoaOff.ToolTokens, s.NoaOff.InstructionsTokens,
+			s.RefTagTokens, s.FirstNudgeTokens, s.FirstNudgeCall, s.LaterNudgeTokens, s.LaterNudgeCall,
+			s.Describe.P50, s.Describe.Max)
 	}
 }

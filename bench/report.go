@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the version of report.json's schema (docs/bench.md).
 // Bump it on any change a reader of the file would notice.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Arm row statuses.
 const (
@@ -37,6 +37,9 @@ type Report struct {
 	Arms []ArmRow `json:"arms"`
 	// Discovery prices retrieve-mode discovery per corpus and listing arm.
 	Discovery []DiscoveryRow `json:"discovery,omitempty"`
+	// Sessions prices what noa adds to a session, per corpus, under the
+	// default listing arm.
+	Sessions []SessionRow `json:"sessions,omitempty"`
 	// ToonResults compares TOON with compact JSON on recorded tool results.
 	ToonResults *ToonResultsReport `json:"toon_results,omitempty"`
 	// Ablation holds the retrieval ablation (--ablation): one row per
@@ -133,6 +136,41 @@ type DiscoveryRow struct {
 	// of exposing them all directly.
 	UpfrontTokens int          `json:"upfront_tokens"`
 	Answers       []AnswerCost `json:"answers"`
+}
+
+// SessionRow is what a session pays for noa and discovery beyond the
+// retrieve_tools answers, through the front users get (measureSession).
+type SessionRow struct {
+	Corpus string `json:"corpus"`
+	Arm    string `json:"arm"`
+	// NoaOn is the menu with noa (the default), NoaOff without it.
+	NoaOn  MenuCost `json:"menu_noa_on"`
+	NoaOff MenuCost `json:"menu_noa_off"`
+	// RefTagTokens is the tag noa adds to each call_tool result.
+	RefTagTokens int `json:"ref_tag_tokens"`
+	// FirstNudgeTokens is the session's first nudge (it carries the
+	// compression rules), LaterNudgeTokens the next one; the Call fields
+	// say at which call of the scripted session each came.
+	FirstNudgeTokens int `json:"first_nudge_tokens"`
+	FirstNudgeCall   int `json:"first_nudge_call"`
+	LaterNudgeTokens int `json:"later_nudge_tokens"`
+	LaterNudgeCall   int `json:"later_nudge_call"`
+	// ContextLimit is the window the scripted session was paced against,
+	// ResultTokens the size of each of its call_tool results.
+	ContextLimit int `json:"context_limit"`
+	ResultTokens int `json:"result_tokens"`
+	// Describe spreads the describe_tool answers for every corpus tool (an
+	// even sample of 100 in a larger corpus).
+	Describe Spread `json:"describe_tool"`
+}
+
+// MenuCost is a front's standing cost: its tools as tools/list returns
+// them, rendered like the baseline, plus its initialize instructions.
+type MenuCost struct {
+	Tools              int `json:"tools"`
+	Tokens             int `json:"tokens"`
+	ToolTokens         int `json:"tool_tokens"`
+	InstructionsTokens int `json:"instructions_tokens"`
 }
 
 // AnswerCost is the size of retrieve_tools answers at one limit.

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/index"
 )
 
@@ -151,6 +152,14 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 				}
 				rep.Discovery = append(rep.Discovery, d)
 			}
+			if a := defaultArm(listingArms); a != nil {
+				fmt.Fprintf(progress, "bench: %s: %s: session costs (noa)\n", c.Name, a.Name())
+				srow, err := measureSession(ctx, p.Front, rankingSetup{index: p.Index}, p.Counter, a, c)
+				if err != nil {
+					return nil, fmt.Errorf("corpus %s: session costs under %s: %w", c.Name, a.Name(), err)
+				}
+				rep.Sessions = append(rep.Sessions, srow)
+			}
 		}
 	}
 	for _, c := range p.Corpora {
@@ -180,6 +189,20 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 		rep.ToonResults = toonResultsReport(p.Fixtures.FixtureID, tr)
 	}
 	return rep, nil
+}
+
+// defaultArm is mcproxy's default listing arm (config.DefaultArm) among
+// as, else the first of them; nil when as is empty.
+func defaultArm(as []arms.Arm) arms.Arm {
+	for _, a := range as {
+		if a.Name() == config.DefaultArm {
+			return a
+		}
+	}
+	if len(as) == 0 {
+		return nil
+	}
+	return as[0]
 }
 
 // armOrder puts baseline_json first (every saving divides by it) and drops

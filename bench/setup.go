@@ -46,7 +46,7 @@ func WriteReport(dir string, rep *Report) error {
 
 // AllArms is every arm the profiler knows, in report order.
 func AllArms() []string {
-	return []string{arms.BaselineName, arms.CompactName, arms.ToonListingName, arms.TronName, arms.TSCGName}
+	return []string{arms.BaselineName, arms.CompactName, arms.BriefName, arms.ToonListingName, arms.TronName, arms.TSCGName}
 }
 
 // AvailableArms is the default arm list: every arm that resolves. An arm
@@ -68,7 +68,7 @@ func AvailableArms(r *arms.Registry) (names, notes []string) {
 // may be missing (it then resolves to ErrArmUnavailable with the reason).
 func Registry() *arms.Registry {
 	r := arms.NewRegistry()
-	for _, a := range []arms.Arm{arms.NewBaseline(), arms.NewCompact(), arms.NewToonListing(), arms.NewTron(), armsio.NewTSCG()} {
+	for _, a := range []arms.Arm{arms.NewBaseline(), arms.NewCompact(), arms.NewBrief(), arms.NewToonListing(), arms.NewTron(), armsio.NewTSCG()} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a duplicate built-in name is a bug in this list
 		}

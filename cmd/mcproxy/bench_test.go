@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/bench"
 	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed/embedtest"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
@@ -154,7 +155,7 @@ func TestBenchRunReport(t *testing.T) {
 	}
 	// tscg is measured when its npm package is installed, and otherwise left
 	// out with one note saying how to add it.
-	wantArms := []string{arms.BaselineName, arms.CompactName, arms.ToonListingName, arms.TronName, arms.TSCGName}
+	wantArms := []string{arms.BaselineName, arms.CompactName, arms.BriefName, arms.ToonListingName, arms.TronName, arms.TSCGName}
 	if _, err := bench.Registry().Resolve(arms.TSCGName); err != nil {
 		wantArms = wantArms[:len(wantArms)-1]
 		var tscgNotes []string
@@ -183,30 +184,53 @@ func TestBenchRunReport(t *testing.T) {
 		if a.Tools != 45 || a.ListingTokens <= 0 || a.TotalTokens <= 0 {
 			t.Errorf("%s: got %d tools, listing %d, total %d", a.Name, a.Tools, a.ListingTokens, a.TotalTokens)
 		}
+		if !a.IndexAltering && a.Name != arms.BaselineName {
+			// The index sees the baseline's metadata: its quality is the
+			// baseline row's, not measured again.
+			if a.Quality != nil {
+				t.Errorf("%s: quality measured for an arm that does not alter the index", a.Name)
+			}
+			continue
+		}
 		if a.Quality == nil || a.Quality.Queries != 103 || a.QualityBySplit[bench.SplitTune].Queries+a.QualityBySplit[bench.SplitHeldout].Queries != 103 {
 			t.Errorf("%s: quality missing or incomplete: %+v %+v", a.Name, a.Quality, a.QualityBySplit)
 		}
 	}
-	// The issue's bar for the default arm.
+	// The issues' bars: compact_sig's (issue 4) and the default arm's
+	// (issue 17).
 	if c, _ := rep.Row("corpus_v2", arms.CompactName); c.ListingSavingsPct < 50 {
 		t.Errorf("compact_sig listing savings on corpus_v2: got %.1f%%, want at least 50%%", c.ListingSavingsPct)
+	}
+	if c, _ := rep.Row("corpus_v2", config.DefaultArm); c.ListingSavingsPct < 60 {
+		t.Errorf("%s listing savings on corpus_v2: got %.1f%%, want at least 60%%", config.DefaultArm, c.ListingSavingsPct)
 	}
 	if b, _ := rep.Row("corpus_v2", arms.BaselineName); b.SavingsPct != 0 || b.ListingTokens != b.BaselineListingTokens {
 		t.Errorf("baseline row: savings %.2f, listing %d vs %d; want 0 and equal", b.SavingsPct, b.ListingTokens, b.BaselineListingTokens)
 	}
-	if len(rep.Discovery) != 4 {
-		t.Errorf("discovery rows: got %d, want one per available listing arm (4)", len(rep.Discovery))
+	if len(rep.Discovery) != 5 {
+		t.Errorf("discovery rows: got %d, want one per available listing arm (5)", len(rep.Discovery))
 	}
 	for _, d := range rep.Discovery {
 		if d.MenuTokens <= 0 || d.UpfrontTokens <= d.MenuTokens || len(d.Answers) != 2 || d.Answers[0].P50 <= 0 || d.Answers[1].Mean < d.Answers[0].Mean {
 			t.Errorf("discovery %s: implausible figures %+v", d.Arm, d)
 		}
+		if d.Arm == config.DefaultArm && (d.Answers[0].Limit != 5 || d.Answers[0].P50 > 300) {
+			t.Errorf("discovery %s: answer@%d p50 %d tokens, want at most 300 at limit 5", d.Arm, d.Answers[0].Limit, d.Answers[0].P50)
+		}
+	}
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("session rows: got %d, want 1", len(rep.Sessions))
+	}
+	if sr := rep.Sessions[0]; sr.Arm != config.DefaultArm || sr.NoaOn.Tokens > 800 || sr.NoaOn.Tokens <= sr.NoaOff.Tokens ||
+		sr.NoaOn.Tools != 5 || sr.NoaOff.Tools != 3 || sr.LaterNudgeTokens <= 0 || sr.LaterNudgeTokens > 250 ||
+		sr.FirstNudgeTokens <= sr.LaterNudgeTokens || sr.RefTagTokens <= 0 || sr.Describe.P50 <= 0 {
+		t.Errorf("session costs: got %+v; want the default arm, a menu of at most 800 tokens with noa on (5 tools, 3 without), a later nudge of at most 250 below the first", sr)
 	}
 	if rep.ToonResults == nil || len(rep.ToonResults.Rows) != 2 {
 		t.Errorf("toon_results: got %+v, want two rows", rep.ToonResults)
 	}
 	md := string(reports[0]["report.md"])
-	for _, want := range []string{"## Tokens: corpus_v2", "## Retrieval quality: corpus_v2", "## Discovery cost: corpus_v2", "TOON vs compact JSON"} {
+	for _, want := range []string{"## Tokens: corpus_v2", "## Retrieval quality: corpus_v2", "## Discovery cost: corpus_v2", "## Session costs", "TOON vs compact JSON"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}

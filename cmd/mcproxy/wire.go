@@ -156,7 +156,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Mode:           cfg.Mode,
 		RetrieveLimit:  cfg.RetrieveLimit,
 		Render:         server.ArmRenderer(arm.EncodeListing),
-		IndexMetadata:  arm.EncodeIndexMetadata,
+		IndexMetadata:  arms.BaselineMetadata, // full metadata whatever arm renders (issue 17)
 		WaitForStart:   opts.WaitForStart,
 		WarmCatalog:    opts.WarmCatalog,
 		Launched:       mgr.Launched(),

@@ -15,7 +15,7 @@ const (
 	// BaselineName is the full canonical JSON rendering every savings figure
 	// is measured against.
 	BaselineName = "baseline_json"
-	// CompactName is the one-line signature arm, the proxy's default.
+	// CompactName is the one-line signature arm, the default before brief_sig.
 	CompactName = "compact_sig"
 	// ToonListingName renders tool listings as TOON.
 	ToonListingName = "toon_listing"
@@ -153,11 +153,11 @@ func (r *Registry) Names() []string {
 }
 
 // defaultRegistry holds the arms that need nothing outside the process:
-// baseline_json, compact_sig, toon_listing and tron_dedup. The TSCG arm needs
+// baseline_json, compact_sig, brief_sig, toon_listing and tron_dedup. The TSCG arm needs
 // Node, so its runnable form is added by the host (Register(armsio.NewTSCG())).
 var defaultRegistry = func() *Registry {
 	r := NewRegistry()
-	for _, a := range []Arm{NewBaseline(), NewCompact(), NewToonListing(), NewTron()} {
+	for _, a := range []Arm{NewBaseline(), NewCompact(), NewBrief(), NewToonListing(), NewTron()} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a duplicate built-in name is a bug in this file
 		}

@@ -81,7 +81,7 @@ func TestResolveUnregisteredTSCG(t *testing.T) {
 }
 
 func TestDefaultRegistry(t *testing.T) {
-	want := []string{BaselineName, CompactName, ToonListingName, TronName}
+	want := []string{BaselineName, BriefName, CompactName, ToonListingName, TronName}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
@@ -109,6 +109,7 @@ func TestDeclarations(t *testing.T) {
 	}{
 		{NewBaseline(), false, false},
 		{NewCompact(), true, false},
+		{NewBrief(), false, true},
 		{NewToonListing(), true, false},
 		{NewTron(), true, false},
 		{NewTSCG(nil), true, true},

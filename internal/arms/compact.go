@@ -69,7 +69,11 @@ func (*CompactArm) EncodeIndexMetadata(t config.Tool) (config.ToolMetadata, erro
 }
 
 // compactParams renders the parameter list of t's schema.
-func compactParams(t config.Tool) (string, error) {
+func compactParams(t config.Tool) (string, error) { return sigParams(t, 0) }
+
+// sigParams renders the parameter list of t's schema, enums cut to maxEnum
+// literals when it is positive.
+func sigParams(t config.Tool, maxEnum int) (string, error) {
 	if err := checkTool(t); err != nil {
 		return "", err
 	}
@@ -77,7 +81,7 @@ func compactParams(t config.Tool) (string, error) {
 	if err != nil || root == nil {
 		return "", err
 	}
-	r := sigRenderer{root: root, expanding: map[string]bool{}}
+	r := sigRenderer{root: root, expanding: map[string]bool{}, maxEnum: maxEnum}
 	params, err := r.fields(root.(map[string]any), "#", 0)
 	if err != nil {
 		return "", fmt.Errorf("schema of tool %q: %w", callName(t), err)
@@ -95,6 +99,9 @@ const maxSchemaDepth = 32
 type sigRenderer struct {
 	root      any
 	expanding map[string]bool
+	// maxEnum, when positive, cuts an enum of more literals to its first
+	// maxEnum and "…" (brief_sig); zero lists them all (compact_sig).
+	maxEnum int
 }
 
 // fields renders the properties of an object schema as "a:type, b?:type",
@@ -202,6 +209,9 @@ func (r *sigRenderer) objectType(s map[string]any, path string, depth int) (stri
 		lits := make([]string, len(list))
 		for i, v := range list {
 			lits[i] = literal(v)
+		}
+		if r.maxEnum > 0 && len(lits) > r.maxEnum {
+			lits = append(lits[:r.maxEnum:r.maxEnum], "…")
 		}
 		return joinUnique(lits, "|"), nil
 	}

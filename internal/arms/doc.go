@@ -1,9 +1,9 @@
 // Package arms holds the encoding arms: each arm is one deterministic way of
 // turning tool definitions into the text an agent reads (the full JSON
-// baseline, compact signatures, TOON, TRON-style schema classes, TSCG), plus
-// the mapping from a tool to the metadata the search index ingests under that
-// arm. The profiler compares arms on frozen corpora; the proxy renders
-// retrieve_tools answers with the configured arm.
+// baseline, compact signatures, brief signatures, TOON, TRON-style schema
+// classes, TSCG), plus the mapping from a tool to the metadata the search
+// index ingests under that arm. The profiler compares arms on frozen
+// corpora; the proxy renders retrieve_tools answers with the configured arm.
 //
 // The package is pure: it imports only the standard library, internal/toon
 // and internal/config, and never touches the file system, the network, the

@@ -44,7 +44,7 @@ func golden(t *testing.T, name, got string) {
 
 // pureArms are the registered arms that need nothing outside the process.
 func pureArms() []Arm {
-	return []Arm{NewBaseline(), NewCompact(), NewToonListing(), NewTron()}
+	return []Arm{NewBaseline(), NewCompact(), NewBrief(), NewToonListing(), NewTron()}
 }
 
 // proxyTokens approximates a BPE tokenizer: each run of letters, each run of

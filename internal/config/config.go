@@ -44,8 +44,9 @@ type Config struct {
 	// RetrieveLimit is how many matches retrieve_tools returns when the call
 	// gives no limit. Zero means DefaultRetrieveLimit.
 	RetrieveLimit int `json:"retrieve_limit,omitempty"`
-	// Arm is the encoding arm that renders retrieve_tools answers and shapes
-	// what the index ingests. Empty means DefaultArm.
+	// Arm is the encoding arm that renders retrieve_tools answers; the
+	// index ingests every tool's full metadata whatever it is. Empty means
+	// DefaultArm.
 	Arm string `json:"arm,omitempty"`
 	// Tokenizer names the BPE used to count tokens ("cl100k_base" or
 	// "o200k_base"). Empty means DefaultTokenizer.
@@ -168,6 +169,6 @@ const (
 	DefaultListen        = "127.0.0.1:8765"
 	DefaultDataDir       = "~/.mcproxy"
 	DefaultRetrieveLimit = 5
-	DefaultArm           = "compact_sig"
+	DefaultArm           = "brief_sig"
 	DefaultTokenizer     = "cl100k_base"
 )

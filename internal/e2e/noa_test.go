@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -349,8 +350,8 @@ func TestNoaEndToEnd(t *testing.T) {
 	fx := newNoaFixture(t)
 	base, p := serveHTTP(t, fx.config)
 	c, init := connectHTTP(t, base)
-	if !strings.Contains(init.Instructions, noa.SystemPromptHeader) || !strings.Contains(init.Instructions, "retrieve_tools") {
-		t.Errorf("initialize instructions: got %q, want mcproxy's and noa's resident prompt", init.Instructions)
+	if !strings.Contains(init.Instructions, session.MCPInstructions()) || !strings.Contains(init.Instructions, "retrieve_tools") {
+		t.Errorf("initialize instructions: got %q, want mcproxy's and noa's", init.Instructions)
 	}
 	names := listTools(t, c)
 	for _, want := range []string{"Compress", "read_archive"} {

@@ -30,6 +30,11 @@ type Features struct {
 	CJKBigrams bool
 	// Params indexes parameter names, descriptions and enum values.
 	Params bool
+	// ParamDescriptions says where parameter descriptions are indexed
+	// when Params is set: ParamDescriptionsEverywhere (the params field
+	// and the combined one), ParamDescriptionsParamsField (the params
+	// field only) or ParamDescriptionsOff; "" means everywhere.
+	ParamDescriptions string
 
 	// Fields are the fields each query term is searched in, with boosts.
 	Fields []FieldBoost
@@ -86,6 +91,13 @@ type FieldBoost struct {
 	Boost float64
 }
 
+// Where parameter descriptions are indexed (Features.ParamDescriptions).
+const (
+	ParamDescriptionsEverywhere  = "everywhere"
+	ParamDescriptionsParamsField = "params-field"
+	ParamDescriptionsOff         = "off"
+)
+
 // DefaultFeatures returns the features mcproxy searches with, chosen on
 // the tuning halves of the profiler's query sets (see docs/retrieval.md).
 func DefaultFeatures() Features {
@@ -112,6 +124,12 @@ func (f Features) validate() error {
 	case "snowball", "porter", "none":
 	default:
 		return fmt.Errorf("invalid stemmer %q: want snowball, porter or none", f.Stemmer)
+	}
+	switch f.ParamDescriptions {
+	case "", ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsOff:
+	default:
+		return fmt.Errorf("invalid param descriptions %q: want %s, %s or %s", f.ParamDescriptions,
+			ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsOff)
 	}
 	if len(f.Fields) == 0 {
 		return fmt.Errorf("no fields to search: want at least one of all, name, description, params")

@@ -139,6 +139,9 @@ func New(opts Options) (*Index, error) {
 	ix := &Index{mapping: m, analyzer: a, plan: queryPlan{fields: f.Fields}, features: f, expander: opts.Expander, log: log, expVersion: -1,
 		stats: map[string]serverStats{}, learned: opts.Learned, sources: map[string][]config.ToolMetadata{}}
 	content := fmt.Sprintf("params=%v", f.Params)
+	if f.ParamDescriptions != "" && f.ParamDescriptions != ParamDescriptionsEverywhere {
+		content += " param-descriptions=" + f.ParamDescriptions
+	}
 	if f.Synonyms {
 		for i, g := range opts.Synonyms {
 			if len(g) < 2 {

@@ -25,7 +25,7 @@ func (ix *Index) Relearn(id string) error {
 	}
 	docs := make(map[string]map[string]any, len(tools))
 	for _, t := range tools {
-		docs[t.ID()] = document(t, ix.features.Params)
+		docs[t.ID()] = document(t, ix.features)
 	}
 	return ix.replace(server, docs)
 }

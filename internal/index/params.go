@@ -15,7 +15,11 @@ import (
 // that is not a JSON object (an arm's own rendering, such as compact_sig's
 // "path:string, dryRun?:boolean") is indexed as it is, less the JSON type
 // names written as a parameter's type, for the same reason.
-func paramsText(params string) string {
+func paramsText(params string) string { return paramsWords(params, true) }
+
+// paramsWords is paramsText, without the properties' descriptions unless
+// descriptions is set (their names, titles and enum values are kept).
+func paramsWords(params string, descriptions bool) string {
 	trimmed := strings.TrimSpace(params)
 	if !strings.HasPrefix(trimmed, "{") {
 		return typeNames.ReplaceAllString(params, ":")
@@ -25,7 +29,7 @@ func paramsText(params string) string {
 		return params
 	}
 	var b strings.Builder
-	writeSchemaWords(&b, schema, 0)
+	writeSchemaWords(&b, schema, 0, descriptions)
 	return strings.TrimSpace(b.String())
 }
 
@@ -38,7 +42,7 @@ var typeNames = regexp.MustCompile(`:\s*(?:string|number|integer|boolean|object|
 // carry words a query would use, and a cap keeps hostile schemas cheap.
 const maxSchemaDepth = 4
 
-func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int) {
+func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int, desc bool) {
 	if depth > maxSchemaDepth {
 		return
 	}
@@ -52,28 +56,31 @@ func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int) {
 			b.WriteString(name)
 			b.WriteString(". ")
 			if sub, ok := props[name].(map[string]any); ok {
-				writePropertyWords(b, sub, depth)
+				writePropertyWords(b, sub, depth, desc)
 			}
 		}
 	}
 	for _, key := range []string{"items", "additionalProperties"} {
 		if sub, ok := schema[key].(map[string]any); ok {
-			writeSchemaWords(b, sub, depth+1)
+			writeSchemaWords(b, sub, depth+1, desc)
 		}
 	}
 	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
 		if list, ok := schema[key].([]any); ok {
 			for _, v := range list {
 				if sub, ok := v.(map[string]any); ok {
-					writeSchemaWords(b, sub, depth+1)
+					writeSchemaWords(b, sub, depth+1, desc)
 				}
 			}
 		}
 	}
 }
 
-func writePropertyWords(b *strings.Builder, prop map[string]any, depth int) {
+func writePropertyWords(b *strings.Builder, prop map[string]any, depth int, desc bool) {
 	for _, key := range []string{"title", "description"} {
+		if key == "description" && !desc {
+			continue
+		}
 		if s, ok := prop[key].(string); ok && s != "" {
 			b.WriteString(s)
 			b.WriteString(". ")
@@ -87,5 +94,5 @@ func writePropertyWords(b *strings.Builder, prop map[string]any, depth int) {
 			}
 		}
 	}
-	writeSchemaWords(b, prop, depth+1)
+	writeSchemaWords(b, prop, depth+1, desc)
 }

@@ -1,6 +1,9 @@
 package index
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParamsText(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
@@ -17,5 +20,16 @@ func TestParamsText(t *testing.T) {
 		if got := paramsText(tc.in); got != tc.want {
 			t.Errorf("%s: paramsText(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
 		}
+	}
+}
+
+// Without descriptions, a property keeps its name, title and enum values.
+func TestParamsWordsWithoutDescriptions(t *testing.T) {
+	schema := `{"type":"object","properties":{"sort":{"title":"Sort order","description":"How results are ordered","enum":["asc","desc"]}}}`
+	if got, want := paramsWords(schema, false), "sort. Sort order. asc desc"; got != want {
+		t.Errorf("paramsWords(descriptions off) = %q, want %q", got, want)
+	}
+	if got := paramsWords(schema, true); !strings.Contains(got, "How results are ordered") {
+		t.Errorf("paramsWords(descriptions on) = %q, want the description kept", got)
 	}
 }

@@ -34,7 +34,7 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		if _, dup := docs[id]; dup {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
-		docs[id] = document(t, ix.features.Params)
+		docs[id] = document(t, ix.features)
 	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -198,17 +198,22 @@ func (ix *Index) serverDocIDs(server string) ([]string, error) {
 	return ids, nil
 }
 
-// document is what the index stores for one tool.
-func document(t config.ToolMetadata, withParams bool) map[string]any {
-	params := ""
-	if withParams {
-		params = paramsText(t.ParamsJSON)
+// document is what the index stores for one tool under f (Params,
+// ParamDescriptions).
+func document(t config.ToolMetadata, f Features) map[string]any {
+	params, inAll := "", ""
+	if f.Params {
+		params = paramsWords(t.ParamsJSON, f.ParamDescriptions != ParamDescriptionsOff)
+		inAll = params
+		if f.ParamDescriptions == ParamDescriptionsParamsField {
+			inAll = paramsWords(t.ParamsJSON, false)
+		}
 	}
 	return map[string]any{
 		fieldServer:      t.ServerName,
 		fieldName:        t.Name,
 		fieldDescription: t.Description,
 		fieldParams:      params,
-		fieldAll:         strings.Join([]string{t.ServerName, t.Name, t.Description, params}, "\n"),
+		fieldAll:         strings.Join([]string{t.ServerName, t.Name, t.Description, inAll}, "\n"),
 	}
 }

@@ -434,23 +434,23 @@ func CompressToolSchema() map[string]any {
 	rangeItem := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"start":             map[string]any{"type": "string", "description": "First message ref (mNNNNN) or block id (bN) of the range, as shown."},
-			"end":               map[string]any{"type": "string", "description": "Last message ref (mNNNNN) or block id (bN) of the range, inclusive."},
-			"summary":           map[string]any{"type": "string", "description": "The summary that replaces the range, written by the rules you were given."},
-			"topic":             map[string]any{"type": "string", "description": "A few words naming what the range was about."},
-			"summary_max_chars": map[string]any{"type": "integer", "description": "Optional: raise the summary length limit for this range."},
+			"start":             map[string]any{"type": "string", "description": "Ref (m00012) or block id (b3)"},
+			"end":               map[string]any{"type": "string", "description": "Inclusive"},
+			"summary":           map[string]any{"type": "string", "description": "By noa's rules"},
+			"topic":             map[string]any{"type": "string", "description": "A few words"},
+			"summary_max_chars": map[string]any{"type": "integer"},
 		},
 		"required": []any{"start", "end", "summary"},
 	}
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"topic": map[string]any{"type": "string", "description": "Optional overall topic of this call."},
+			"topic": map[string]any{"type": "string"},
 			"content": map[string]any{
-				"description": "A list of ranges to compress, each {start, end, summary, topic?}.",
+				"description": "Ranges to replace",
 				"items":       rangeItem,
 			},
-			"summary_max_chars": map[string]any{"type": "integer", "description": "Optional: raise the summary length limit for every range in this call."},
+			"summary_max_chars": map[string]any{"type": "integer", "description": "Raise the summary length limit"},
 		},
 		"required": []any{"content"},
 	}

@@ -96,7 +96,8 @@ func answered(line string) bool {
 
 // conversationFront is the front of the recorded conversations: retrieve
 // mode over one real upstream ("test"), ranked by the production pipeline,
-// rendered and indexed with the default arm.
+// rendered with the default arm and indexed on full metadata, as mcproxy
+// serves.
 func conversationFront(t *testing.T) *Server {
 	t.Helper()
 	arm, err := arms.Resolve(config.DefaultArm)
@@ -115,7 +116,7 @@ func conversationFront(t *testing.T) *Server {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
 	s, err := New(Deps{Upstreams: up, Index: rank}, Options{
 		Render:        ArmRenderer(arm.EncodeListing),
-		IndexMetadata: arm.EncodeIndexMetadata,
+		IndexMetadata: arms.BaselineMetadata,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,34 +28,35 @@ const (
 const maxDescribe = 20
 
 // metaTools defines retrieve_tools, call_tool and describe_tool. Their
-// definitions sit in every request the client sends, so they are kept short;
-// the descriptions teach the workflow: retrieve, then call with the exact id.
+// definitions sit in every request the client sends, so each word is paid
+// for on every turn (issue 17: the menu, noa's tools and the instructions
+// together stay under 800 tokens): they say what the model must know to use
+// them right (search first, call with the exact id, describe when the
+// listed parameters are not enough) and nothing else.
 func (s *Server) metaTools() []mcpserver.ServerTool {
 	retrieve := mcp.Tool{
 		Name: ToolRetrieve,
-		Description: "Find tools for a task across every connected MCP server. " +
-			"Returns the best matches, best first, each with its exact id and parameters. " +
-			"Use it before call_tool; search again with other words if nothing fits.",
+		Description: "Find tools for a task on every connected server, best first, with the id call_tool takes. " +
+			"Search again with other words if none fits.",
 		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-			`"query":{"type":"string","description":"What you want to do, in plain words, e.g. \"read a file\"."},`+
-			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many matches to return (default %d)."}},`+
+			`"query":{"type":"string","description":"The task in plain words"},`+
+			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Default %d"}},`+
 			`"required":["query"]}`, maxRetrieveLimit, s.opts.RetrieveLimit)),
 		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}
 	call := mcp.Tool{
-		Name: ToolCall,
-		Description: "Run a tool found with retrieve_tools and return its result. " +
-			`name is the tool's exact id ("server:tool"); arguments is an object matching its parameters.`,
+		Name:        ToolCall,
+		Description: "Run a tool found with retrieve_tools.",
 		RawInputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"name":{"type":"string","description":"Tool id from retrieve_tools, e.g. \"filesystem:read_text_file\"."},` +
-			`"arguments":{"type":"object","description":"The tool's arguments."}},` +
+			`"name":{"type":"string","description":"Its exact id, e.g. \"git:git_log\""},` +
+			`"arguments":{"type":"object"}},` +
 			`"required":["name"]}`),
 	}
 	describe := mcp.Tool{
 		Name:        ToolDescribe,
-		Description: "Show the full input schema of tools by id, when the parameters retrieve_tools listed are not enough to build the arguments.",
+		Description: "Full input schemas by tool id, when the parameters retrieve_tools listed are not enough.",
 		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-			`"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":%d,"description":"Tool ids from retrieve_tools."}},`+
+			`"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":%d}},`+
 			`"required":["names"]}`, maxDescribe)),
 		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}

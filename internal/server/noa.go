@@ -263,7 +263,7 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 		return shape(shown, recorded, false, session.MessageRef{}, ""), nil
 	}
 	ref, hasRef := h.Ref(recorded.ID)
-	return shape(shown, recorded, hasRef, ref, turn.Nudge), nil
+	return shape(shown, recorded, hasRef, ref, h.MCPNudge(turn, ref.Ref)), nil
 }
 
 // meta records a retrieve_tools or describe_tool call and its result as

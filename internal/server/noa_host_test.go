@@ -95,7 +95,7 @@ func newMCPFront(t *testing.T, m *session.Manager) string {
 	nf := &noaFront{sessions: m, idOf: clientSessionID("stdio-test"), nameOf: recordedToolName, log: zap.NewNop()}
 	srv := mcpserver.NewMCPServer("front", "test",
 		mcpserver.WithToolCapabilities(false),
-		mcpserver.WithInstructions(session.Instructions()),
+		mcpserver.WithInstructions(session.MCPInstructions()),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(nf.middleware),
 	)
@@ -147,7 +147,7 @@ func TestMCPClientsIsolated(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range results {
 		c, init := connectURL(t, url, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-		if !strings.Contains(init.Instructions, noa.SystemPromptHeader) {
+		if !strings.Contains(init.Instructions, session.MCPInstructions()) {
 			t.Fatalf("initialize instructions lack noa's prompt: %q", init.Instructions)
 		}
 		wg.Add(1)

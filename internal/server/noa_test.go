@@ -123,7 +123,7 @@ func TestNoaRetrieveMode(t *testing.T) {
 func TestNoaInstructions(t *testing.T) {
 	f, _ := startNoaFront(t, Options{})
 	_, res := connectURL(t, f.base+PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-	for _, want := range []string{"retrieve_tools", session.Instructions()} {
+	for _, want := range []string{"retrieve_tools", session.MCPInstructions()} {
 		if !strings.Contains(res.Instructions, want) {
 			t.Errorf("instructions: got %q, want them to contain %q", res.Instructions, want)
 		}

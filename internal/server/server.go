@@ -302,7 +302,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log, recallOnly: deps.Sessions.RecallOnly()}
 		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(nf.middleware))
 		if !nf.recallOnly {
-			instructions += "\n\n" + session.Instructions()
+			instructions += "\n\n" + session.MCPInstructions()
 		}
 		// A client session that ends releases its host; its files stay and
 		// the CLI (or a reconnect with the same id) reads them later.
@@ -512,7 +512,7 @@ func (s *Server) syncIndex(server string, tools []config.Tool) {
 			s.log.Warn("encoding index metadata; indexing plain fields", zap.String("upstream", server), zap.String("tool", t.Name), zap.Error(err))
 			m, _ = PlainMetadata(t)
 		}
-		metas = append(metas, m)
+		metas = append(metas, s.withTitle(t, m))
 	}
 	if err := s.ix.Upsert(server, metas); err != nil {
 		s.log.Error("indexing server tools", zap.String("upstream", server), zap.Error(err))

@@ -67,6 +67,10 @@ type Host struct {
 	// pool is the Manager's pool of open hosts (nil for a host opened on
 	// its own): tr and lock are nil while the host is parked (pool.go).
 	pool *openPool
+	// rulesSent maps a tier to the ref its rules were sent with over MCP
+	// (MCPNudge); guarded by nudgeMu.
+	nudgeMu   sync.Mutex
+	rulesSent map[noa.Tier]string
 }
 
 // Report is what Open found and repaired.

@@ -31,9 +31,8 @@ const ReadArchiveToolName = "read_archive"
 const ReadResultToolName = "read_result"
 
 // ReadResultDescription is what the model reads next to read_result.
-const ReadResultDescription = "Return the original of a tool result that came back cut for size, verbatim " +
-	"(ref: as the cut result names it). Long originals come in pages: pass the offset the previous page reports " +
-	"as next to continue."
+const ReadResultDescription = "Return the original of a tool result cut for size, verbatim (ref: as the cut result names it). " +
+	"Long ones come in pages; each names the call for the next."
 
 // Options configure hosts. The zero value is usable except for Dir.
 type Options struct {

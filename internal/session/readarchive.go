@@ -14,21 +14,21 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
-// ReadArchiveDescription is what the model reads next to read_archive.
-const ReadArchiveDescription = "Return archived originals verbatim: the full text a compressed block replaced " +
-	"(block: its id, e.g. \"b3\", as named in the summary's archive line), or the original of one message " +
-	"(ref: e.g. \"m00042\", also for a result that came back cut for size). Long archives come in pages: " +
-	"pass the offset the previous page reports as next to continue."
+// ReadArchiveDescription is what the model reads next to read_archive: by
+// what to ask (a block id or a message ref, both as the model has seen them)
+// and how to page.
+const ReadArchiveDescription = "Return archived originals verbatim, by block id (\"b3\", from a summary) " +
+	"or message ref (\"m00042\", also a result cut for size). Long ones come in pages; each names the call for the next."
 
 // ReadArchiveSchema is read_archive's input schema.
 func ReadArchiveSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"block":  map[string]any{"type": "string", "description": "A block id such as \"b3\"."},
-			"ref":    map[string]any{"type": "string", "description": "A message ref such as \"m00042\"."},
-			"offset": map[string]any{"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."},
-			"limit":  map[string]any{"type": "integer", "minimum": 1, "description": "Most bytes to return; pages are capped to fit the result size limit."},
+			"block":  map[string]any{"type": "string"},
+			"ref":    map[string]any{"type": "string"},
+			"offset": map[string]any{"type": "integer", "minimum": 0},
+			"limit":  map[string]any{"type": "integer", "minimum": 1, "description": "Bytes"},
 		},
 	}
 }

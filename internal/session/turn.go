@@ -16,8 +16,11 @@ type Turn struct {
 	// (or hidden once a higher tier absorbed their blocks). Texts are bare
 	// (no ref tags; see Host.Ref). The nudge is not in it.
 	View []noa.CoreMessage
-	// Nudge is noa's rendered nudge, "" when it did not nudge this turn.
-	Nudge string
+	// Nudge is noa's rendered nudge, "" when it did not nudge this turn;
+	// NudgeDecision is the decision it renders, from which MCPNudge writes
+	// the short form.
+	Nudge         string
+	NudgeDecision *noa.NudgeDecision
 	// SystemPrompt is noa's resident prompt, for the front to add to the
 	// model's system prompt (over MCP: the initialize instructions).
 	SystemPrompt string
@@ -78,7 +81,7 @@ func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
 	r := h.eng.Turn(0)
 	h.verifyTurn(vst, r)
 	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
-	t.View, t.Nudge, t.Projected = r.View, r.NudgeText, r.ViewTokens
+	t.View, t.Nudge, t.NudgeDecision, t.Projected = r.View, r.NudgeText, r.Nudge, r.ViewTokens
 	pc := h.pacing()
 	pc.Tokens, pc.Nudged = t.Projected, r.Nudge != nil
 	switch {
@@ -142,7 +145,7 @@ func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
 		h.nextID = nextID
 	}()
 	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.eng.State(), Config: h.cfg, CountTokens: h.count.count})
-	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
+	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out, NudgeDecision: r.Nudge}
 	t.View = make([]noa.CoreMessage, 0, len(r.Messages))
 	for _, m := range r.Messages {
 		if m.ID == noa.NudgeMessageID {

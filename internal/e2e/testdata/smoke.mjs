@@ -53,7 +53,7 @@ try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   if (names.join(",") !== "Compress,call_tool,describe_tool,read_archive,retrieve_tools") fail(`tools/list: got ${names}`);
-  if (!(client.getInstructions() ?? "").includes("noa context management")) fail(`instructions lack noa's prompt: ${client.getInstructions()}`);
+  if (!(client.getInstructions() ?? "").includes("noa manages this session's context")) fail(`instructions lack noa's note: ${client.getInstructions()}`);
   console.log(`ok tools/list ${names.join(",")}`);
 
   const found = await client.callTool({ name: "retrieve_tools", arguments: { query: "read the contents of a file", limit: 3 } });
