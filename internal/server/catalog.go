@@ -436,6 +436,10 @@ func unionCapabilities(cats []*upstream.Catalog) mcp.ServerCapabilities {
 	return out
 }
 
+// UpstreamInstructionsHeader opens the part of initialize's instructions
+// that passes on the upstreams' own instructions.
+const UpstreamInstructionsHeader = "Instructions from the servers behind mcproxy, each under its server name:"
+
 // upstreamInstructions combines the upstreams' own instructions, each under
 // its server name, sorted by server.
 func upstreamInstructions(cats []*upstream.Catalog) string {
@@ -446,7 +450,7 @@ func upstreamInstructions(cats []*upstream.Catalog) string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("Instructions from the servers behind mcproxy, each under its server name:")
+			b.WriteString(UpstreamInstructionsHeader)
 		}
 		fmt.Fprintf(&b, "\n\n## %s\n%s", cat.Server, text)
 	}
