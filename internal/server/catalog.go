@@ -47,10 +47,10 @@ type catalogFront struct {
 	mcp    *mcpserver.MCPServer
 	log    *zap.Logger
 	prefix func(server string) string
-	// warm is closed when a warm start loaded the last known tool lists:
-	// initialize then answers at once instead of waiting for the
-	// upstreams (see advertise).
-	warm <-chan struct{}
+	// settle, when set, is how initialize waits for the upstreams
+	// (Server.waitSettled: at once after a warm start, else until they
+	// settle or the start grace ends); nil waits up to initializeWait.
+	settle func(ctx context.Context) error
 
 	// syncMu serializes changed, so registrations follow reports in order.
 	syncMu sync.Mutex
@@ -370,23 +370,27 @@ const initializeWait = 10 * time.Second
 // upstreams offer together, and appends the upstreams' instructions, each
 // under its server name. It waits (up to initializeWait) for the upstreams'
 // first chance to connect; if they have not had it by then, nothing is
-// known, so everything stays advertised. After a warm start (the last known
-// tool lists loaded, see Server.WarmStart) it does not wait: the point of a
-// warm start is a first answer within half a second, so everything stays
-// advertised and the instructions are those of the upstreams already up.
+// known, so everything stays advertised. In a Server the wait is its start
+// grace (waitSettled): none after a warm start (the point of a warm start is
+// a first answer within half a second), else until every upstream is up or
+// has failed, at most Options.StartGrace, so a server that hangs at
+// initialize does not hold the client's initialize either.
 func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
 	return func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if res == nil {
 			return
 		}
-		wait := time.NewTimer(initializeWait)
-		select {
-		case <-started:
-		case <-c.warm:
-		case <-ctx.Done():
-		case <-wait.C:
+		if c.settle != nil {
+			_ = c.settle(ctx)
+		} else {
+			wait := time.NewTimer(initializeWait)
+			select {
+			case <-started:
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
 		}
-		wait.Stop()
 		c.mu.RLock()
 		order := c.order()
 		cats := make([]*upstream.Catalog, 0, len(order))

@@ -322,7 +322,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if deps.Catalogs != nil {
 		cf = newCatalogFront(deps.Catalogs, nil, log, opts.Prefix)
 		mcpOpts = append(mcpOpts, cf.options()...)
-		cf.warm = s.warm.loaded
+		cf.settle = s.waitSettled
 		cf.hook(hooks, s.started)
 	}
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
