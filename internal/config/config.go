@@ -155,7 +155,15 @@ type ServerConfig struct {
 	// its names exactly as the server sends them. nil means the default
 	// (see NamePrefix).
 	Prefix *string `json:"prefix,omitempty"`
+	// Protocol pins the MCP revision mcproxy speaks to this server (one of
+	// ProtocolVersions). "" means negotiate: 2026-07-28 when the server
+	// answers server/discover, else 2025-11-25 through initialize.
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// ProtocolVersions are the MCP revisions a server's "protocol" may pin,
+// newest first. Those before 2026-07-28 use the initialize handshake.
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Modes, transports and defaults.
 const (

@@ -126,7 +126,7 @@ func TestParseRoundTrip(t *testing.T) {
 				URL: "http://h", Headers: map[string]string{"H": "v"}, Transport: "stdio", Type: "stdio",
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
 				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second), Quarantine: boolPtr(false),
-				Prefix: strPtr(""),
+				Prefix: strPtr(""), Protocol: "2025-11-25",
 				OAuth: &OAuthConfig{
 					ClientID: "c", ClientSecret: "s", TokenEndpointAuthMethod: "client_secret_basic",
 					ClientMetadataURL: "https://m/c.json", Scopes: []string{"read"}, Grant: GrantClientCredentials,

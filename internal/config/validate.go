@@ -208,6 +208,11 @@ func (s ServerConfig) validate(path string) []error {
 	if t, ty := kinds["transport"], kinds["type"]; t != "" && ty != "" && t != ty {
 		add("type", "%q disagrees with transport %q; set one of them", s.Type, s.Transport)
 	}
+	if s.Protocol != "" && !slices.Contains(ProtocolVersions, s.Protocol) {
+		add("protocol", "%q is not an MCP revision mcproxy speaks: want one of %s, or leave it out to negotiate", s.Protocol, strings.Join(ProtocolVersions, ", "))
+	} else if s.Protocol == ProtocolVersions[0] && s.TransportKind() == TransportSSE {
+		add("protocol", "%q cannot be spoken over legacy SSE (it needs stdio or streamable HTTP)", s.Protocol)
+	}
 
 	if hasURL {
 		if msg := checkURL(s.URL); msg != "" {

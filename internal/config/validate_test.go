@@ -53,6 +53,15 @@ func TestValidate(t *testing.T) {
 			`mcpServers.both: set either command (a stdio server to launch) or url (an HTTP server to reach), not both`,
 			`mcpServers.neither: set command (a stdio server to launch) or url (an HTTP server to reach)`,
 		}},
+		{name: "protocol", cfg: Config{MCPServers: map[string]ServerConfig{
+			"ok":     {Command: "x", Protocol: "2025-11-25"},
+			"modern": {URL: "http://h", Protocol: "2026-07-28"},
+			"bad":    {Command: "x", Protocol: "2026-13-01"},
+			"sse":    {URL: "http://h", Transport: "sse", Protocol: "2026-07-28"},
+		}}, want: []string{
+			`mcpServers.bad.protocol: "2026-13-01" is not an MCP revision mcproxy speaks: want one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, or leave it out to negotiate`,
+			`mcpServers.sse.protocol: "2026-07-28" cannot be spoken over legacy SSE (it needs stdio or streamable HTTP)`,
+		}},
 		{name: "transport and type", cfg: Config{MCPServers: map[string]ServerConfig{
 			"a": {URL: "http://h", Transport: "websocket"},
 			"b": {URL: "http://h", Type: "stdio"},

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 )
@@ -209,28 +207,4 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("upstream %q answered %s with error %d: %s", e.Server, e.Method, e.Code, e.Message)
-}
-
-// rpc sends one request to the upstream and decodes its result into out
-// (nil = ignore). A JSON-RPC error answer is an *RPCError (Server unset).
-func (s *session) rpc(ctx context.Context, method string, params any, out any) error {
-	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(fmt.Sprintf("mcproxy-%d", s.reqID.Add(1))),
-		Method:  method,
-		Params:  params,
-	})
-	if err != nil {
-		return transport.NewError(err)
-	}
-	if resp.Error != nil {
-		return &RPCError{Method: method, Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(resp.Result, out); err != nil {
-		return fmt.Errorf("decoding the answer to %s: %w", method, err)
-	}
-	return nil
 }

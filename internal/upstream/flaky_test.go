@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcproxy/mcproxy/internal/config"
 )
 
@@ -78,10 +80,26 @@ func countMethod(wl *wireLog, m string) int {
 // call goes through on the same connection, with no reconnect. When the
 // proxy then refuses everything, the ping fails too and the server is
 // marked down.
+//
+// On 2025-11-25 the connection starts with initialize and the probe is a
+// ping; on 2026-07-28, which has neither, both are a server/discover.
 func TestOne502DoesNotTakeTheServerDown(t *testing.T) {
+	for _, tc := range []struct {
+		protocol, probe string
+		inits, probes   int // initialize requests, and requests of the probe's method, the upstream sees in all
+	}{
+		{mcp.LATEST_LEGACY_PROTOCOL_VERSION, "ping", 1, 1},
+		{mcp.LATEST_PROTOCOL_VERSION, "server/discover", 0, 2},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) { testOne502(t, tc.protocol, tc.probe, tc.inits, tc.probes) })
+	}
+}
+
+func testOne502(t *testing.T, protocol, probe string, inits, probes int) {
 	peer, wl := goHTTPPeer(t, config.TransportStreamableHTTP, "", t.TempDir())
 	fp, proxy := startFlakyProxy(t, peer.URL)
 	sc := httpPeerConfig(config.TransportStreamableHTTP, proxy)
+	sc.Protocol = protocol
 	var ups, downs atomic.Int32
 	m := startManager(t, map[string]config.ServerConfig{"h": sc}, Options{
 		// A short backoff, so a wrongful down would reconnect (and be
@@ -123,11 +141,11 @@ func TestOne502DoesNotTakeTheServerDown(t *testing.T) {
 	}
 	// Give a wrongful reconnect (50ms backoff) time to show.
 	time.Sleep(300 * time.Millisecond)
-	if got := countMethod(wl, "initialize"); got != 1 {
-		t.Errorf("the upstream saw %d initialize requests, want 1 (no reconnect)", got)
+	if got, want := countMethod(wl, "initialize"), inits; got != want {
+		t.Errorf("the upstream saw %d initialize requests, want %d (no reconnect)", got, want)
 	}
-	if got := countMethod(wl, "ping"); got != 1 {
-		t.Errorf("the upstream saw %d pings, want 1: the probe after the failed call", got)
+	if got := countMethod(wl, probe); got != probes {
+		t.Errorf("the upstream saw %d %s requests, want %d: the probe after the failed call (and the handshake on 2026-07-28)", got, probe, probes)
 	}
 	if u, d := ups.Load(), downs.Load(); u != 1 || d != 0 {
 		t.Errorf("got %d up and %d down notifications, want 1 up and no down", u, d)

@@ -233,3 +233,16 @@ func toolNames(tools []config.Tool) []string {
 	}
 	return names
 }
+
+// protocolOf is the revision the "upstream ready" log says server is
+// spoken to in ("" before it is ready).
+func protocolOf(logs *observer.ObservedLogs, server string) string {
+	for _, e := range logs.FilterMessage("upstream ready").All() {
+		f := e.ContextMap()
+		if f["upstream"] == server {
+			p, _ := f["protocol"].(string)
+			return p
+		}
+	}
+	return ""
+}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -105,14 +106,32 @@ func httpPeerConfig(kind string, ts *httptest.Server) config.ServerConfig {
 
 // TestHTTPCancellationAndHeaders: over both HTTP transports a cancelled
 // call reaches the upstream as notifications/cancelled for that request's
-// id, headers are sent on every request, and header values are not logged.
+// id on 2025-11-25, and as the end of the request's stream on 2026-07-28
+// (the revision has no notifications/cancelled over HTTP); either way the
+// upstream's handler is cancelled, headers are sent on every request, and
+// header values are not logged.
 func TestHTTPCancellationAndHeaders(t *testing.T) {
-	for _, kind := range []string{config.TransportStreamableHTTP, config.TransportSSE} {
-		t.Run(kind, func(t *testing.T) {
+	for _, tc := range []struct{ kind, protocol string }{
+		{config.TransportStreamableHTTP, mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+		{config.TransportStreamableHTTP, ""}, // negotiates 2026-07-28
+		{config.TransportSSE, ""},
+	} {
+		kind := tc.kind
+		name := tc.protocol
+		if name == "" {
+			name = "negotiated"
+		}
+		t.Run(kind+"/"+name, func(t *testing.T) {
 			dir := t.TempDir()
 			ts, wl := goHTTPPeer(t, kind, "", dir)
 			log, logs := observed()
-			m := startManager(t, map[string]config.ServerConfig{"h": httpPeerConfig(kind, ts)}, Options{Logger: log})
+			sc := httpPeerConfig(kind, ts)
+			sc.Protocol = tc.protocol
+			m := startManager(t, map[string]config.ServerConfig{"h": sc}, Options{Logger: log})
+			modern := protocolOf(logs, "h") == mcp.LATEST_PROTOCOL_VERSION
+			if want := kind == config.TransportStreamableHTTP && tc.protocol == ""; modern != want {
+				t.Fatalf("spoken in %q, want 2026-07-28: %v", protocolOf(logs, "h"), want)
+			}
 			if st := statusOf(t, m, "h"); st.State != StateReady || st.Tools != len(peerToolNames) {
 				t.Fatalf("got %+v, want ready with %d tools", st, len(peerToolNames))
 			}
@@ -133,6 +152,9 @@ func TestHTTPCancellationAndHeaders(t *testing.T) {
 			}
 			var callID json.RawMessage
 			waitUntil(t, 10*time.Second, "notifications/cancelled for the call", func() bool {
+				if modern {
+					return true // 2026-07-28 ends the stream instead; the handler's cancellation is checked below
+				}
 				for _, msg := range wl.snapshot() {
 					if msg.Method == "tools/call" && msg.Params.Name == "sleep" {
 						callID = msg.ID

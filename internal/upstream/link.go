@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -50,6 +51,9 @@ type link struct {
 	// subs are the resource URIs the front is subscribed to on this
 	// server; each new session renews them (catalog.go).
 	subs map[string]bool
+	// legacy: the server did not answer server/discover on an earlier
+	// connection, so later ones skip the probe (modern.go).
+	legacy atomic.Bool
 }
 
 // setState changes the state and wakes everyone waiting on changed. l.mu
@@ -194,7 +198,7 @@ func (l *link) serve(ctx context.Context, s *session) {
 func (l *link) ping(ctx context.Context, s *session) {
 	pctx, cancel := context.WithTimeout(ctx, l.init.d)
 	defer cancel()
-	err := s.client.Ping(pctx)
+	err := s.ping(pctx)
 	if err == nil || ctx.Err() != nil {
 		return
 	}

@@ -262,6 +262,7 @@ func (h relayHandlers) ListRoots(ctx context.Context, req mcp.ListRootsRequest) 
 // naming it (the front's Peer says so).
 func (s *session) relayOptions(server string) []client.ClientOption {
 	h := relayHandlers{s: s, server: server}
+	s.handlers = h
 	return []client.ClientOption{
 		client.WithSamplingHandler(h),
 		client.WithElicitationHandler(h),
@@ -325,19 +326,13 @@ func (l *link) applyLogLevel(ctx context.Context, s *session) {
 	}
 }
 
-func (s *session) setLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	if s.client.GetServerCapabilities().Logging == nil {
-		return nil
-	}
-	var req mcp.SetLevelRequest
-	req.Params.Level = level
-	return s.client.SetLevel(ctx, req)
-}
-
 // RootsChanged tells every ready upstream that the client's roots changed
 // (notifications/roots/list_changed); they ask again with roots/list.
 func (m *Manager) RootsChanged(ctx context.Context) {
 	for l, s := range m.ready() {
+		if s.modern.Load() {
+			continue // 2026-07-28 asks for roots with each request that needs them
+		}
 		if err := s.client.RootListChanges(ctx); err != nil {
 			l.log.Debug("forwarding roots/list_changed", zap.Error(err))
 		}

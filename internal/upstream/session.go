@@ -22,11 +22,10 @@ import (
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
-// protocolVersion is the revision we negotiate. We pin the initialize
-// handshake (2025-11-25 and earlier) because every server in the wild,
-// including the reference servers, speaks it, and because on it server
-// notifications such as tools/list_changed arrive without a subscription.
-const protocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+// protocolVersion is the revision we prefer: an upstream that answers
+// server/discover is spoken to in 2026-07-28, any other in 2025-11-25
+// through initialize (modern.go).
+const protocolVersion = mcp.LATEST_PROTOCOL_VERSION
 
 // maxToolPages bounds the tools/list cursor loop against a server that
 // keeps handing out new cursors.
@@ -70,6 +69,10 @@ type session struct {
 	// postStatus is the HTTP status of the last POST (streamable HTTP),
 	// which mcp-go's "likely a legacy SSE server" error leaves out.
 	postStatus atomic.Int32
+	// modern: the upstream is spoken to in 2026-07-28 (set once, at dial).
+	modern    atomic.Bool
+	stateless statelessState // what 2026-07-28 keeps per connection (modern.go)
+	handlers  relayHandlers  // answer the upstream's requests (set by relayOptions)
 }
 
 // spawn runs f on a goroutine the session owns, unless the session is
@@ -151,11 +154,14 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		return fail("starting transport", err)
 	}
 	var req mcp.InitializeRequest
-	req.Params.ProtocolVersion = protocolVersion
-	req.Params.ClientInfo = mcp.Implementation{Name: "mcproxy", Version: "dev"}
+	req.Params.ProtocolVersion = l.preferredVersion()
+	req.Params.ClientInfo = clientInfo
 	info, err := s.client.Initialize(ictx, req)
 	if err != nil {
 		return fail("initialize", err)
+	}
+	if err := l.negotiated(s, info.ProtocolVersion); err != nil {
+		return s, nil, err
 	}
 	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
@@ -172,6 +178,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	}
 	s.catalog = cat
 	l.resubscribe(ictx, s)
+	l.listen(sctx, s)
 	if !stopWatch() {
 		// The timeout fired just as we finished.
 		return fail("initialize", ictx.Err())
@@ -238,7 +245,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
 		s.http = l.newHTTP(func(err error) { s.readErr.Store(&err) })
-		s.http.Transport = &statusTap{base: s.http.Transport, status: &s.postStatus}
+		s.http.Transport = &statusTap{base: &errorStatusTap{base: s.http.Transport}, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
 			transport.WithHTTPBasicClient(s.http),
@@ -251,7 +258,8 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	default:
 		return fmt.Errorf("mcpServers.%s has neither a command nor a url", l.name)
 	}
-	s.client = client.NewClient(s.tr, append(s.relayOptions(l.name), client.WithProtocolVersion(protocolVersion))...)
+	s.client = client.NewClient(s.tr, append(s.relayOptions(l.name),
+		client.WithProtocolVersion(l.preferredVersion()), client.WithDiscoverTimeout(discoverProbe(l.init.d)))...)
 	return nil
 }
 
@@ -314,14 +322,9 @@ func (s *session) listTools(ctx context.Context, log *zap.Logger) ([]mcp.Tool, e
 		if cursor != "" {
 			params = map[string]any{"cursor": cursor}
 		}
-		resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(fmt.Sprintf("mcproxy-tools-%d", s.reqID.Add(1))),
-			Method:  string(mcp.MethodToolsList),
-			Params:  params,
-		})
+		resp, err := s.send(ctx, fmt.Sprintf("mcproxy-tools-%d", s.reqID.Add(1)), string(mcp.MethodToolsList), params)
 		if err != nil {
-			return nil, transport.NewError(err)
+			return nil, err
 		}
 		if resp.Error != nil {
 			if resp.Error.Code == mcp.METHOD_NOT_FOUND && page == 0 {
@@ -400,7 +403,8 @@ type httpTap struct {
 
 func (t *httpTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.HTTPConnection.SendRequest(ctx, req)
-	if err != nil && ctx.Err() != nil && req.Method != string(mcp.MethodInitialize) {
+	// On 2026-07-28 ending the request's stream is the cancellation.
+	if err != nil && ctx.Err() != nil && req.Method != string(mcp.MethodInitialize) && !t.s.modern.Load() {
 		t.s.sendCancelled(req.ID, context.Cause(ctx))
 	}
 	return resp, err

@@ -395,7 +395,7 @@ func (l *link) httpCallFailed(s *session, tool string, err error) error {
 	}
 	ctx, cancel := context.WithTimeout(l.m.ctx, min(l.init.d, probeTimeout))
 	defer cancel()
-	perr := s.client.Ping(ctx)
+	perr := s.ping(ctx)
 	switch {
 	case perr == nil || (!isConnErr(perr) && ctx.Err() == nil):
 		// An answer, even a JSON-RPC error, means the server is there.
