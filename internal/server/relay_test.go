@@ -47,19 +47,23 @@ func init() {
 }
 
 // startRelayUpstream starts the relay upstream over kind ("stdio" or
-// "http") and returns its config and the directory of its marks.
+// "http") and returns its config and the directory of its marks. The
+// config pins 2025-11-25: the upstream's tools make server-to-client
+// requests, which mcp-go's server refuses on 2026-07-28 (revisions_test.go
+// has the upstream written for that revision).
 func startRelayUpstream(t *testing.T, kind string) (config.ServerConfig, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if kind == "stdio" {
 		return config.ServerConfig{
 			Command: os.Args[0], Args: []string{"-test.run=^$"},
-			Env: map[string]string{relayUpstreamEnv: "1", relayDirEnv: dir},
+			Env:      map[string]string{relayUpstreamEnv: "1", relayDirEnv: dir},
+			Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
 		}, dir
 	}
 	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(newRelayUpstream(dir)))
 	t.Cleanup(ts.Close)
-	return config.ServerConfig{URL: ts.URL + "/mcp"}, dir
+	return config.ServerConfig{URL: ts.URL + "/mcp", Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION}, dir
 }
 
 func mark(dir, name string) { _ = os.WriteFile(filepath.Join(dir, name), nil, 0o600) }
@@ -233,10 +237,12 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 	t.Helper()
 	var front *Server
 	mgr := upstream.New(&config.Config{MCPServers: servers}, upstream.Options{
-		OnLog: func(server string, n mcp.LoggingMessageNotification) { front.ServerLog(server, n) },
+		OnLog:            func(server string, n mcp.LoggingMessageNotification) { front.ServerLog(server, n) },
+		OnToolsChanged:   func(server string, tools []config.Tool) { front.ToolsChanged(server, tools) },
+		OnCatalogChanged: func(server string, c *upstream.Catalog) { front.CatalogChanged(server, c) },
 	})
 	t.Cleanup(func() { _ = mgr.Close() })
-	deps := Deps{Upstreams: mgr, Logger: zap.NewNop()}
+	deps := Deps{Upstreams: mgr, Catalogs: mgr, Logger: zap.NewNop()}
 	if mode == config.ModeRetrieve {
 		deps.Index = newWordIndex()
 	}

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// Issue 15: each upstream is spoken to in the revision it supports, and
+// mcproxy bridges the two where its client speaks the other one. The
+// upstream here is written for 2026-07-28: its tools ask for input with
+// multi round-trip results. mcp-go's server turns those into
+// server-to-client requests for a 2025-11-25 client, so pinning mcproxy's
+// side to 2025-11-25 gives the other upstream revision with the same
+// tools. Front clients of both revisions call it:
+//
+//	upstream 2026-07-28, client 2025-11-25: input_required -> server-to-client requests
+//	upstream 2026-07-28, client 2026-07-28: input_required -> input_required
+//	upstream 2025-11-25, client 2026-07-28: server-to-client requests -> input_required
+//	upstream 2025-11-25, client 2025-11-25: server-to-client requests both ways
+
+const modernUpstreamEnv = "MCPROXY_TEST_MODERN_UPSTREAM"
+
+func init() {
+	if os.Getenv(modernUpstreamEnv) == "" {
+		return
+	}
+	if err := mcpserver.ServeStdio(newModernUpstream()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// newModernUpstream is a real mcp-go server whose tools ask the client's
+// model, user and roots through input_required results, report the
+// revision they were called in, and add a tool (list_changed); it has a
+// prompt and a resource.
+func newModernUpstream() *mcpserver.MCPServer {
+	srv := mcpserver.NewMCPServer("modern-upstream", "1", mcpserver.WithToolCapabilities(true),
+		mcpserver.WithPromptCapabilities(true), mcpserver.WithResourceCapabilities(false, true), mcpserver.WithLogging())
+	tool := func(name string) mcp.Tool { return mcp.NewTool(name, mcp.WithDescription(name)) }
+	srv.AddTool(tool("revision"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("revision=" + mcpserver.RequestProtocolVersion(ctx)), nil
+	})
+	srv.AddTool(tool("ask"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if res := mcpserver.SamplingResponse(req.Params.InputResponses, "q"); res != nil {
+			// A retry's answer decodes with its content as a map;
+			// a bridged server-to-client answer, as typed content.
+			content, err := mcp.ParseSamplingContent(res.Content)
+			if err != nil {
+				return mcp.NewToolResultError("decoding the model's answer: " + err.Error()), nil
+			}
+			return mcp.NewToolResultText("model said: " + textOf(content)), nil
+		}
+		var p mcp.CreateMessageParams
+		p.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("what is 2+2?")}}
+		p.MaxTokens = 10
+		return mcpserver.NewInputRequestBuilder("ask").Sample("q", p).ToolResult(), nil
+	})
+	srv.AddTool(tool("form"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if res := mcpserver.ElicitationResponse(req.Params.InputResponses, "name"); res != nil {
+			return mcp.NewToolResultText(fmt.Sprintf("action=%s name=%v", res.Action, res.Content.(map[string]any)["name"])), nil
+		}
+		return mcpserver.NewInputRequestBuilder("form").Elicit("name", mcp.ElicitationParams{
+			Message: "your name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"name": map[string]any{"type": "string"}}},
+		}).ToolResult(), nil
+	})
+	srv.AddTool(tool("roots"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if res := mcpserver.RootsResponse(req.Params.InputResponses, "r"); res != nil {
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return mcp.NewToolResultText("roots=" + strings.Join(uris, ",")), nil
+		}
+		return mcpserver.NewInputRequestBuilder("roots").Roots("r").ToolResult(), nil
+	})
+	srv.AddTool(mcp.NewTool("add", mcp.WithDescription("adds a tool"), mcp.WithString("name", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			srv.AddTool(tool(req.GetString("name", "")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("fresh"), nil
+			})
+			return mcp.NewToolResultText("added"), nil
+		})
+	srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithArgument("who")), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("greet", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hello "+req.Params.Arguments["who"]))}), nil
+	})
+	srv.AddResource(mcp.NewResource("modern://note", "note"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "modern://note", Text: "a note"}}, nil
+	})
+	return srv
+}
+
+// startModernUpstream serves newModernUpstream over kind ("stdio": this
+// test binary as a child; "http": streamable HTTP in process), spoken to
+// in protocol ("" = negotiated).
+func startModernUpstream(t *testing.T, kind, protocol string) config.ServerConfig {
+	t.Helper()
+	if kind == "stdio" {
+		return config.ServerConfig{
+			Command: os.Args[0], Args: []string{"-test.run=^$"},
+			Env: map[string]string{modernUpstreamEnv: "1"}, Protocol: protocol,
+		}
+	}
+	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(newModernUpstream()))
+	t.Cleanup(ts.Close)
+	return config.ServerConfig{URL: ts.URL + "/mcp", Protocol: protocol}
+}
+
+// TestRevisions runs every pair of upstream and client revisions over
+// both upstream transports: tools listed and called, the upstream's
+// sampling, elicitation and roots questions answered by the client in its
+// own revision, a prompt fetched, a resource read, and a tool the upstream
+// adds while running reaching the client's list.
+func TestRevisions(t *testing.T) {
+	for _, kind := range []string{"stdio", "http"} {
+		for _, up := range []string{mcp.LATEST_PROTOCOL_VERSION, mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+			for _, cl := range []string{mcp.LATEST_PROTOCOL_VERSION, mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+				t.Run(fmt.Sprintf("%s/upstream-%s/client-%s", kind, up, cl), func(t *testing.T) {
+					testRevisions(t, kind, up, cl)
+				})
+			}
+		}
+	}
+}
+
+func testRevisions(t *testing.T, kind, upRev, clientRev string) {
+	pin := ""
+	if upRev != mcp.LATEST_PROTOCOL_VERSION {
+		pin = upRev // else negotiated: the upstream answers server/discover
+	}
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": startModernUpstream(t, kind, pin)})
+	version := clientRev
+	if mcp.IsModernProtocol(clientRev) {
+		version = "" // dialFront's newest, without the legacy GET stream
+	}
+	c := dialFront(t, f.url, version, answeringClient())
+	if got := c.ProtocolVersion(); got != clientRev {
+		t.Fatalf("the client speaks %s, want %s", got, clientRev)
+	}
+	if got := c.GetTransport().(*transport.StreamableHTTP).RequiresLegacyProtocol(); got != !mcp.IsModernProtocol(clientRev) {
+		t.Fatalf("the client requires the legacy protocol: %v, want %v", got, !mcp.IsModernProtocol(clientRev))
+	}
+
+	if got, want := c.call(t, "up__revision", nil), "revision="+upRev; got != want {
+		t.Fatalf("up__revision: got %q, want %q (the revision mcproxy speaks to the upstream)", got, want)
+	}
+	for _, tc := range []struct{ tool, want string }{
+		{"up__ask", "model said: four, said the client's model"},
+		{"up__form", "action=accept name=Ada"},
+		{"up__roots", "roots=file:///work/client-root"},
+	} {
+		if got := c.call(t, tc.tool, nil); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.tool, got, tc.want)
+		}
+	}
+	sent := f.sent()
+	inputs := strings.Count(sent, `"resultType":"input_required"`)
+	asked := strings.Count(sent, `"method":"sampling/createMessage"`) - strings.Count(sent, `"inputRequests":{"mcproxy":{"method":"sampling/createMessage"`)
+	if mcp.IsModernProtocol(clientRev) {
+		if inputs != 3 {
+			t.Errorf("the front sent %d input_required results, want 3 (one per upstream question)", inputs)
+		}
+		if asked != 0 {
+			t.Errorf("the front sent a 2026-07-28 client %d sampling/createMessage requests, want none (it asks through input_required)", asked)
+		}
+	} else {
+		if inputs != 0 {
+			t.Errorf("the front sent a 2025-11-25 client %d input_required results, want none", inputs)
+		}
+		if asked != 1 {
+			t.Errorf("the front sent %d sampling/createMessage requests, want 1", asked)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prompt, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__greet", Arguments: map[string]string{"who": clientRev}}})
+	if err != nil || len(prompt.Messages) != 1 || textOf(prompt.Messages[0].Content) != "hello "+clientRev {
+		t.Errorf("prompts/get up__greet: got %+v, %v; want hello %s", prompt, err, clientRev)
+	}
+	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "modern://note"}})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].(mcp.TextResourceContents).Text != "a note" {
+		t.Errorf("resources/read modern://note: got %+v, %v; want a note", read, err)
+	}
+
+	// A tool added upstream reaches the client: on 2026-07-28 the
+	// upstream announces it on mcproxy's subscriptions/listen stream.
+	if got := c.callArgs(t, "up__add", map[string]any{"name": "fresh"}, nil); got != "added" {
+		t.Fatalf("up__add: got %q", got)
+	}
+	waitFor(t, "the added tool to reach the client's list", func() bool {
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		return err == nil && slices.ContainsFunc(res.Tools, func(tl mcp.Tool) bool { return tl.Name == "up__fresh" })
+	})
+	if got := c.call(t, "up__fresh", nil); got != "fresh" {
+		t.Errorf("up__fresh: got %q, want fresh", got)
+	}
+}
