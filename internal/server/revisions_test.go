@@ -89,6 +89,23 @@ func newModernUpstream() *mcpserver.MCPServer {
 		}
 		return mcpserver.NewInputRequestBuilder("roots").Roots("r").ToolResult(), nil
 	})
+	srv.AddTool(tool("steps"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var token any
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		for i := 1; i <= 2; i++ {
+			if token != nil {
+				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+					"progressToken": token, "progress": i, "total": 2,
+				})
+			}
+		}
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "steps", "info from steps"))
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelDebug, "steps", "debug from steps"))
+		time.Sleep(100 * time.Millisecond) // mcp-go's server may write a result before the notifications it queued
+		return mcp.NewToolResultText(fmt.Sprintf("token seen upstream: %v", token)), nil
+	})
 	srv.AddTool(mcp.NewTool("add", mcp.WithDescription("adds a tool"), mcp.WithString("name", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			srv.AddTool(tool(req.GetString("name", "")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -196,6 +213,40 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "modern://note"}})
 	if err != nil || len(read.Contents) != 1 || read.Contents[0].(mcp.TextResourceContents).Text != "a note" {
 		t.Errorf("resources/read modern://note: got %+v, %v; want a note", read, err)
+	}
+
+	// Progress comes back with the client's own token; log messages at
+	// the level a 2025-11-25 client set (on 2026-07-28 mcproxy declares
+	// it in each request's _meta upstream).
+	if !mcp.IsModernProtocol(clientRev) {
+		var lr mcp.SetLevelRequest
+		lr.Params.Level = mcp.LoggingLevelDebug
+		if err := c.SetLevel(ctx, lr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.call(t, "up__steps", &mcp.Meta{ProgressToken: "client-token-3"}); !strings.Contains(got, "token seen upstream: mcproxy-up-") {
+		t.Errorf("up__steps: upstream saw %q, want mcproxy's own token", got)
+	}
+	waitFor(t, "2 progress notifications with the client's token", func() bool {
+		n := 0
+		for _, p := range c.notifications("notifications/progress") {
+			if p.Params.AdditionalFields["progressToken"] == "client-token-3" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if !mcp.IsModernProtocol(clientRev) {
+		waitFor(t, "the upstream's info and debug log messages", func() bool {
+			n := 0
+			for _, m := range c.notifications("notifications/message") {
+				if m.Params.AdditionalFields["logger"] == "steps" {
+					n++
+				}
+			}
+			return n == 2
+		})
 	}
 
 	// A tool added upstream reaches the client: on 2026-07-28 the
