@@ -237,9 +237,10 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 	t.Helper()
 	var front *Server
 	mgr := upstream.New(&config.Config{MCPServers: servers}, upstream.Options{
-		OnLog:            func(server string, n mcp.LoggingMessageNotification) { front.ServerLog(server, n) },
-		OnToolsChanged:   func(server string, tools []config.Tool) { front.ToolsChanged(server, tools) },
-		OnCatalogChanged: func(server string, c *upstream.Catalog) { front.CatalogChanged(server, c) },
+		OnLog:             func(server string, n mcp.LoggingMessageNotification) { front.ServerLog(server, n) },
+		OnToolsChanged:    func(server string, tools []config.Tool) { front.ToolsChanged(server, tools) },
+		OnCatalogChanged:  func(server string, c *upstream.Catalog) { front.CatalogChanged(server, c) },
+		OnResourceUpdated: func(server, uri string) { front.ResourceUpdated(server, uri) },
 	})
 	t.Cleanup(func() { _ = mgr.Close() })
 	deps := Deps{Upstreams: mgr, Catalogs: mgr, Logger: zap.NewNop()}

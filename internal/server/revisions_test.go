@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +53,7 @@ func init() {
 // prompt and a resource.
 func newModernUpstream() *mcpserver.MCPServer {
 	srv := mcpserver.NewMCPServer("modern-upstream", "1", mcpserver.WithToolCapabilities(true),
-		mcpserver.WithPromptCapabilities(true), mcpserver.WithResourceCapabilities(false, true), mcpserver.WithLogging())
+		mcpserver.WithPromptCapabilities(true), mcpserver.WithResourceCapabilities(true, true), mcpserver.WithLogging())
 	tool := func(name string) mcp.Tool { return mcp.NewTool(name, mcp.WithDescription(name)) }
 	srv.AddTool(tool("revision"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("revision=" + mcpserver.RequestProtocolVersion(ctx)), nil
@@ -106,6 +110,10 @@ func newModernUpstream() *mcpserver.MCPServer {
 		time.Sleep(100 * time.Millisecond) // mcp-go's server may write a result before the notifications it queued
 		return mcp.NewToolResultText(fmt.Sprintf("token seen upstream: %v", token)), nil
 	})
+	srv.AddTool(tool("touch"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": "modern://note"})
+		return mcp.NewToolResultText("touched"), nil
+	})
 	srv.AddTool(mcp.NewTool("add", mcp.WithDescription("adds a tool"), mcp.WithString("name", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			srv.AddTool(tool(req.GetString("name", "")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -123,19 +131,50 @@ func newModernUpstream() *mcpserver.MCPServer {
 }
 
 // startModernUpstream serves newModernUpstream over kind ("stdio": this
-// test binary as a child; "http": streamable HTTP in process), spoken to
-// in protocol ("" = negotiated).
-func startModernUpstream(t *testing.T, kind, protocol string) config.ServerConfig {
+// test binary as a child; "http": streamable HTTP in process, with every
+// request body it received in the returned log), spoken to in protocol
+// ("" = negotiated).
+func startModernUpstream(t *testing.T, kind, protocol string) (config.ServerConfig, *bodyLog) {
 	t.Helper()
 	if kind == "stdio" {
 		return config.ServerConfig{
 			Command: os.Args[0], Args: []string{"-test.run=^$"},
 			Env: map[string]string{modernUpstreamEnv: "1"}, Protocol: protocol,
+		}, nil
+	}
+	bodies := &bodyLog{}
+	h := mcpserver.NewStreamableHTTPServer(newModernUpstream())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies.mu.Lock()
+		bodies.all = append(bodies.all, string(b))
+		bodies.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return config.ServerConfig{URL: ts.URL + "/mcp", Protocol: protocol}, bodies
+}
+
+// bodyLog is what an HTTP upstream received.
+type bodyLog struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (b *bodyLog) has(parts ...string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, body := range b.all {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(body, p)
+		}
+		if ok {
+			return true
 		}
 	}
-	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(newModernUpstream()))
-	t.Cleanup(ts.Close)
-	return config.ServerConfig{URL: ts.URL + "/mcp", Protocol: protocol}
+	return false
 }
 
 // TestRevisions runs every pair of upstream and client revisions over
@@ -160,7 +199,8 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	if upRev != mcp.LATEST_PROTOCOL_VERSION {
 		pin = upRev // else negotiated: the upstream answers server/discover
 	}
-	f := startRelayFront(t, map[string]config.ServerConfig{"up": startModernUpstream(t, kind, pin)})
+	sc, bodies := startModernUpstream(t, kind, pin)
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
 	version := clientRev
 	if mcp.IsModernProtocol(clientRev) {
 		version = "" // dialFront's newest, without the legacy GET stream
@@ -249,6 +289,33 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 		})
 	}
 
+	// A 2025-11-25 client's subscription reaches the upstream (on
+	// 2026-07-28 as the filter of mcproxy's subscriptions/listen stream)
+	// and the upstream's update comes back. (A 2026-07-28 client
+	// subscribes with its own subscriptions/listen, which is the front's
+	// business, not the upstream revision's.)
+	if !mcp.IsModernProtocol(clientRev) {
+		resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(77)),
+			Method: string(mcp.MethodResourcesSubscribe), Params: map[string]any{"uri": "modern://note"},
+		})
+		if err != nil || resp.Error != nil {
+			t.Fatalf("resources/subscribe: got %v / %+v", err, resp)
+		}
+		if kind == "http" && mcp.IsModernProtocol(upRev) {
+			// mcp-go's server (v1.2.1) broadcasts resources/updated to no
+			// subscriptions/listen stream over HTTP (it leaves the
+			// per-URI fan-out to the application, which cannot reach
+			// those streams), so what is checked here is mcproxy's part:
+			// the listen stream it opened names the resource.
+			waitFor(t, "a subscriptions/listen naming modern://note", func() bool {
+				return bodies.has(`"method":"subscriptions/listen"`, `"resourceSubscriptions":["modern://note"]`)
+			})
+		} else {
+			checkUpdated(t, c)
+		}
+	}
+
 	// A tool added upstream reaches the client: on 2026-07-28 the
 	// upstream announces it on mcproxy's subscriptions/listen stream.
 	if got := c.callArgs(t, "up__add", map[string]any{"name": "fresh"}, nil); got != "added" {
@@ -260,5 +327,28 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	})
 	if got := c.call(t, "up__fresh", nil); got != "fresh" {
 		t.Errorf("up__fresh: got %q, want fresh", got)
+	}
+}
+
+// checkUpdated touches the subscribed modern://note upstream until c gets
+// its notifications/resources/updated (the listen stream reopens with a
+// new filter a moment after the subscription).
+func checkUpdated(t *testing.T, c *frontClient) {
+	t.Helper()
+	updated := func() bool {
+		for _, n := range c.notifications(string(mcp.MethodNotificationResourceUpdated)) {
+			if n.Params.AdditionalFields["uri"] == "modern://note" {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !updated() {
+		if time.Now().After(deadline) {
+			t.Fatal("no notifications/resources/updated for modern://note within 10s of subscribing")
+		}
+		c.call(t, "up__touch", nil)
+		time.Sleep(50 * time.Millisecond)
 	}
 }

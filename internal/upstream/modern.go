@@ -85,6 +85,30 @@ func (l *link) negotiated(s *session, version string) error {
 	return nil
 }
 
+// confirmModern asks a server that mcp-go took for a 2026-07-28 one to
+// list its revisions: mcp-go accepts any result to its server/discover
+// probe, and some servers answer every method they do not know with an
+// empty result. A server that does not list the revision is remembered
+// as legacy (l.legacy) and false is returned.
+func (l *link) confirmModern(ctx context.Context, s *session) bool {
+	version := s.client.ProtocolVersion()
+	res, err := s.client.Discover(ctx, mcp.DiscoverRequest{})
+	if err == nil && slices.Contains(res.SupportedVersions, version) {
+		return true
+	}
+	l.log.Info("the upstream answered server/discover without listing "+version+"; speaking 2025-11-25 to it",
+		zap.Strings("supported_versions", supported(res)), zap.Error(err))
+	l.legacy.Store(true)
+	return false
+}
+
+func supported(res *mcp.DiscoverResult) []string {
+	if res == nil {
+		return nil
+	}
+	return res.SupportedVersions
+}
+
 // statelessState is what a 2026-07-28 connection keeps on mcproxy's side:
 // the log level every request declares, and the subscriptions/listen
 // stream.

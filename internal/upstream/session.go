@@ -163,6 +163,16 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	if err := l.negotiated(s, info.ProtocolVersion); err != nil {
 		return s, nil, err
 	}
+	if s.modern.Load() && !l.confirmModern(ictx, s) {
+		if l.cfg.Protocol != "" {
+			return s, nil, fmt.Errorf("mcpServers.%s.protocol pins %s, but the server's server/discover does not list it; remove the key to let mcproxy negotiate", l.name, l.cfg.Protocol)
+		}
+		// Not a 2026-07-28 server after all: start over in 2025-11-25
+		// (negotiated once per link; l.legacy is now set).
+		stopWatch()
+		l.closeSession(s)
+		return l.dial(ctx)
+	}
 	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
 	if err != nil {
