@@ -82,14 +82,15 @@ func countMethod(wl *wireLog, m string) int {
 // marked down.
 //
 // On 2025-11-25 the connection starts with initialize and the probe is a
-// ping; on 2026-07-28, which has neither, both are a server/discover.
+// ping; on 2026-07-28, which has neither, both are a server/discover (two
+// at the start: mcp-go's probe, and mcproxy's asking for the revisions).
 func TestOne502DoesNotTakeTheServerDown(t *testing.T) {
 	for _, tc := range []struct {
 		protocol, probe string
 		inits, probes   int // initialize requests, and requests of the probe's method, the upstream sees in all
 	}{
 		{mcp.LATEST_LEGACY_PROTOCOL_VERSION, "ping", 1, 1},
-		{mcp.LATEST_PROTOCOL_VERSION, "server/discover", 0, 2},
+		{mcp.LATEST_PROTOCOL_VERSION, "server/discover", 0, 3},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) { testOne502(t, tc.protocol, tc.probe, tc.inits, tc.probes) })
 	}
@@ -145,7 +146,7 @@ func testOne502(t *testing.T, protocol, probe string, inits, probes int) {
 		t.Errorf("the upstream saw %d initialize requests, want %d (no reconnect)", got, want)
 	}
 	if got := countMethod(wl, probe); got != probes {
-		t.Errorf("the upstream saw %d %s requests, want %d: the probe after the failed call (and the handshake on 2026-07-28)", got, probe, probes)
+		t.Errorf("the upstream saw %d %s requests, want %d: the probe after the failed call (and the two that start a 2026-07-28 connection)", got, probe, probes)
 	}
 	if u, d := ups.Load(), downs.Load(); u != 1 || d != 0 {
 		t.Errorf("got %d up and %d down notifications, want 1 up and no down", u, d)

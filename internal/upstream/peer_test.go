@@ -6,6 +6,7 @@ package upstream
 // MCPROXY_TEST_PEER set to a mode; TestMain then serves instead of testing.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +67,10 @@ func runPeer(mode string) int {
 		fmt.Println(`{"level":"info","msg":"a log line on stdout"}`)
 		fmt.Println()
 		mode = "peer"
+	case "deaf":
+		// Serves, but never sees server/discover (it notes each one in
+		// dir/discover-N): a server that ignores methods it does not know.
+		return runDeaf()
 	case "peer", "stubborn", "bulky":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown peer mode %q\n", mode)
@@ -87,6 +93,35 @@ func runPeer(mode string) int {
 			time.Sleep(time.Hour)
 		}
 	}
+	if err != nil && err != io.EOF && err != context.Canceled {
+		fmt.Fprintln(os.Stderr, "peer:", err)
+		return 1
+	}
+	return 0
+}
+
+// runDeaf serves the peer behind a filter that drops every
+// server/discover request unanswered.
+func runDeaf() int {
+	dir := os.Getenv(peerDirEnv)
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		n := 0
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"server/discover"`) {
+				n++
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("discover-%d", n)), sc.Bytes(), 0o644)
+				continue
+			}
+			if _, err := fmt.Fprintln(pw, sc.Text()); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	err := server.NewStdioServer(newPeerServer(dir)).Listen(context.Background(), pr, os.Stdout)
 	if err != nil && err != io.EOF && err != context.Canceled {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		return 1

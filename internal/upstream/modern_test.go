@@ -1,0 +1,127 @@
+package upstream
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// discovers counts the server/discover requests a "deaf" peer dropped.
+func discovers(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "discover-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+// TestModernProbeIgnored: a stdio server that ignores server/discover
+// (neither an answer nor MethodNotFound) costs its first start the probe,
+// bounded by a quarter of init_timeout, and is then spoken to in
+// 2025-11-25; reconnects skip the probe.
+func TestModernProbeIgnored(t *testing.T) {
+	sc, dir := peerServer(t, "deaf")
+	sc.InitTimeout = config.Duration(2 * time.Second) // probe bounded to 500ms
+	log, logs := observed()
+	m := startManager(t, map[string]config.ServerConfig{"deaf": sc}, Options{Logger: log, MinBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	if st := statusOf(t, m, "deaf"); st.State != StateReady {
+		t.Fatalf("got %+v, want ready: the ignored probe must leave init_timeout room for initialize", st)
+	}
+	if got := protocolOf(logs, "deaf"); got != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Errorf("spoken in %q, want %s", got, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
+	if n := discovers(t, dir); n != 1 {
+		t.Fatalf("the server was sent %d server/discover, want 1", n)
+	}
+	if got := text(call(t, m, "deaf", "echo", map[string]any{"text": "hi"})); got != "echo: hi" {
+		t.Errorf("got %q, want echo: hi", got)
+	}
+
+	pid := childPID(t, m, "deaf")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "a new child to be ready", func() bool {
+		l := m.links["deaf"]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.state == StateReady && l.sess != nil && l.sess.proc != nil && l.sess.proc.pid != pid
+	})
+	if n := discovers(t, dir); n != 1 {
+		t.Errorf("the server was sent %d server/discover in all, want 1: a reconnect must not probe again", n)
+	}
+}
+
+// TestModernPinRefused: "protocol": "2026-07-28" on a server that does not
+// speak it is an error naming the key, not a silent fallback.
+func TestModernPinRefused(t *testing.T) {
+	sc, _ := peerServer(t, "deaf")
+	sc.InitTimeout = config.Duration(2 * time.Second)
+	sc.Protocol = mcp.LATEST_PROTOCOL_VERSION
+	m := startManager(t, map[string]config.ServerConfig{"pinned": sc}, Options{})
+	st := statusOf(t, m, "pinned")
+	if st.State == StateReady || !strings.Contains(st.LastError, "mcpServers.pinned.protocol pins 2026-07-28") {
+		t.Errorf("got %+v, want down with an error naming mcpServers.pinned.protocol", st)
+	}
+}
+
+// TestModernStdioPeer: the mcp-go peer over stdio answers server/discover,
+// so it is spoken to in 2026-07-28: its paginated tools are listed with
+// their schemas verbatim, calls work, a tool it adds arrives through
+// mcproxy's subscriptions/listen stream, and a cancelled call cancels its
+// handler (stdio keeps notifications/cancelled on 2026-07-28).
+func TestModernStdioPeer(t *testing.T) {
+	sc, dir := peerServer(t, "peer")
+	log, logs := observed()
+	changed := make(chan []config.Tool, 10)
+	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{Logger: log,
+		OnToolsChanged: func(_ string, tools []config.Tool) { changed <- tools }})
+	if got := protocolOf(logs, "p"); got != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("spoken in %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
+	}
+	if st := statusOf(t, m, "p"); st.Tools != len(peerToolNames) {
+		t.Fatalf("got %d tools, want %d over three pages", st.Tools, len(peerToolNames))
+	}
+	raw, ok := m.MCPTool("p", "raw")
+	if !ok || string(raw.RawInputSchema) != rawSchema {
+		t.Errorf("raw's schema: got %s, want it verbatim", raw.RawInputSchema)
+	}
+	<-changed // from connecting
+	if got := text(call(t, m, "p", "add_tool", map[string]any{"name": "late"})); got != "added late" {
+		t.Fatalf("add_tool: got %q", got)
+	}
+	select {
+	case tools := <-changed:
+		if !strings.Contains(strings.Join(toolNames(tools), ","), "p:late") {
+			t.Errorf("after list_changed: got %v, want p:late among them", toolNames(tools))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools change within 10s of the server adding a tool")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, "p", "sleep", map[string]any{"ms": 60000})
+		done <- err
+	}()
+	waitUntil(t, 10*time.Second, "the sleep call to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	cancel()
+	<-done
+	waitUntil(t, 10*time.Second, "the upstream handler to be cancelled", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "cancelled"))
+		return err == nil
+	})
+}
