@@ -48,22 +48,22 @@ func init() {
 
 // startRelayUpstream starts the relay upstream over kind ("stdio" or
 // "http") and returns its config and the directory of its marks. The
-// config pins 2025-11-25: the upstream's tools make server-to-client
-// requests, which mcp-go's server refuses on 2026-07-28 (revisions_test.go
-// has the upstream written for that revision).
+// upstream speaks 2026-07-28 too, but its tools make server-to-client
+// requests, which mcp-go's server refuses on 2026-07-28: mcproxy speaks
+// 2025-11-25 to a server that offers both, and these tests show that it
+// must (revisions_test.go has an upstream written for 2026-07-28).
 func startRelayUpstream(t *testing.T, kind string) (config.ServerConfig, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if kind == "stdio" {
 		return config.ServerConfig{
 			Command: os.Args[0], Args: []string{"-test.run=^$"},
-			Env:      map[string]string{relayUpstreamEnv: "1", relayDirEnv: dir},
-			Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+			Env: map[string]string{relayUpstreamEnv: "1", relayDirEnv: dir},
 		}, dir
 	}
 	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(newRelayUpstream(dir)))
 	t.Cleanup(ts.Close)
-	return config.ServerConfig{URL: ts.URL + "/mcp", Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION}, dir
+	return config.ServerConfig{URL: ts.URL + "/mcp"}, dir
 }
 
 func mark(dir, name string) { _ = os.WriteFile(filepath.Join(dir, name), nil, 0o600) }

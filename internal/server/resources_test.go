@@ -37,9 +37,7 @@ func TestResourceUpdatesOverSSE(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	var front atomic.Pointer[Server]
-	// 2025-11-25 is pinned: the hooks count resources/subscribe, which
-	// 2026-07-28 replaces with subscriptions/listen (TestRevisions).
-	mgr := upstream.New(&config.Config{MCPServers: map[string]config.ServerConfig{"docs": {URL: ts.URL + "/mcp", Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION}}}, upstream.Options{
+	mgr := upstream.New(&config.Config{MCPServers: map[string]config.ServerConfig{"docs": {URL: ts.URL + "/mcp"}}}, upstream.Options{
 		OnToolsChanged:    func(name string, tools []config.Tool) { front.Load().ToolsChanged(name, tools) },
 		OnCatalogChanged:  func(name string, c *upstream.Catalog) { front.Load().CatalogChanged(name, c) },
 		OnResourceUpdated: func(name, uri string) { front.Load().ResourceUpdated(name, uri) },

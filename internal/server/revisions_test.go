@@ -21,13 +21,13 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 )
 
-// Issue 15: each upstream is spoken to in the revision it supports, and
+// Issue 15: each upstream is spoken to in a revision it supports, and
 // mcproxy bridges the two where its client speaks the other one. The
 // upstream here is written for 2026-07-28: its tools ask for input with
-// multi round-trip results. mcp-go's server turns those into
-// server-to-client requests for a 2025-11-25 client, so pinning mcproxy's
-// side to 2025-11-25 gives the other upstream revision with the same
-// tools. Front clients of both revisions call it:
+// multi round-trip results, which mcp-go's server turns into
+// server-to-client requests for a 2025-11-25 client; it speaks both, so
+// "protocol" picks the revision mcproxy speaks to it. Front clients of
+// both revisions call it:
 //
 //	upstream 2026-07-28, client 2025-11-25: input_required -> server-to-client requests
 //	upstream 2026-07-28, client 2026-07-28: input_required -> input_required
@@ -177,6 +177,28 @@ func (b *bodyLog) has(parts ...string) bool {
 	return false
 }
 
+// TestRevisionNegotiated: unpinned, a server that speaks both revisions
+// is spoken to in 2025-11-25 (see settleLegacy in internal/upstream), and
+// one that speaks only 2026-07-28 in that.
+func TestRevisionNegotiated(t *testing.T) {
+	only := mcpserver.NewStreamableHTTPServer(newModernUpstream(), mcpserver.WithStreamableHTTPProtocolVersions(mcp.LATEST_PROTOCOL_VERSION))
+	ts := httptest.NewServer(only)
+	t.Cleanup(ts.Close)
+	dual, _ := startModernUpstream(t, "stdio", "")
+	f := startRelayFront(t, map[string]config.ServerConfig{"dual": dual, "only": {URL: ts.URL + "/mcp"}})
+	c := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	for tool, want := range map[string]string{
+		"dual__revision": "revision=" + mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+		"only__revision": "revision=" + mcp.LATEST_PROTOCOL_VERSION,
+		"dual__ask":      "model said: four, said the client's model",
+		"only__ask":      "model said: four, said the client's model",
+	} {
+		if got := c.call(t, tool, nil); got != want {
+			t.Errorf("%s: got %q, want %q", tool, got, want)
+		}
+	}
+}
+
 // TestRevisions runs every pair of upstream and client revisions over
 // both upstream transports: tools listed and called, the upstream's
 // sampling, elicitation and roots questions answered by the client in its
@@ -195,11 +217,9 @@ func TestRevisions(t *testing.T) {
 }
 
 func testRevisions(t *testing.T, kind, upRev, clientRev string) {
-	pin := ""
-	if upRev != mcp.LATEST_PROTOCOL_VERSION {
-		pin = upRev // else negotiated: the upstream answers server/discover
-	}
-	sc, bodies := startModernUpstream(t, kind, pin)
+	// The upstream speaks both revisions; unpinned, mcproxy would pick
+	// 2025-11-25 (TestRevisionNegotiated), so each row pins its revision.
+	sc, bodies := startModernUpstream(t, kind, upRev)
 	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
 	version := clientRev
 	if mcp.IsModernProtocol(clientRev) {

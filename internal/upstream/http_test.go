@@ -113,7 +113,7 @@ func httpPeerConfig(kind string, ts *httptest.Server) config.ServerConfig {
 func TestHTTPCancellationAndHeaders(t *testing.T) {
 	for _, tc := range []struct{ kind, protocol string }{
 		{config.TransportStreamableHTTP, mcp.LATEST_LEGACY_PROTOCOL_VERSION},
-		{config.TransportStreamableHTTP, ""}, // negotiates 2026-07-28
+		{config.TransportStreamableHTTP, mcp.LATEST_PROTOCOL_VERSION},
 		{config.TransportSSE, ""},
 	} {
 		kind := tc.kind
@@ -129,7 +129,7 @@ func TestHTTPCancellationAndHeaders(t *testing.T) {
 			sc.Protocol = tc.protocol
 			m := startManager(t, map[string]config.ServerConfig{"h": sc}, Options{Logger: log})
 			modern := protocolOf(logs, "h") == mcp.LATEST_PROTOCOL_VERSION
-			if want := kind == config.TransportStreamableHTTP && tc.protocol == ""; modern != want {
+			if want := tc.protocol == mcp.LATEST_PROTOCOL_VERSION; modern != want {
 				t.Fatalf("spoken in %q, want 2026-07-28: %v", protocolOf(logs, "h"), want)
 			}
 			if st := statusOf(t, m, "h"); st.State != StateReady || st.Tools != len(peerToolNames) {

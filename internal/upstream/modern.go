@@ -85,21 +85,44 @@ func (l *link) negotiated(s *session, version string) error {
 	return nil
 }
 
-// confirmModern asks a server that mcp-go took for a 2026-07-28 one to
-// list its revisions: mcp-go accepts any result to its server/discover
-// probe, and some servers answer every method they do not know with an
-// empty result. A server that does not list the revision is remembered
-// as legacy (l.legacy) and false is returned.
-func (l *link) confirmModern(ctx context.Context, s *session) bool {
+// settleLegacy decides, for a server that answered mcp-go's
+// server/discover probe, whether to speak 2025-11-25 to it after all, and
+// if so remembers that on l (l.legacy). It does when:
+//
+//   - the server's own server/discover does not list the revision: mcp-go
+//     accepts any result to its probe, and some servers answer every
+//     method they do not know with an empty result;
+//   - the server lists 2025-11-25 (or an earlier initialize revision) too,
+//     and the config does not pin 2026-07-28. Such a server serves its
+//     2025-11-25 clients everything, including the server-to-client
+//     requests (sampling, elicitation, roots) of tools written for that
+//     revision, which the SDKs refuse to send on 2026-07-28 (mcp-go
+//     v1.2.1, Go SDK v1.8.0); tools written for 2026-07-28 (input_required)
+//     work on 2025-11-25 too, bridged by the server's SDK. So 2025-11-25
+//     is the revision in which everything it offers reaches every client.
+//
+// Only a server that speaks nothing but 2026-07-28 (or is pinned to it)
+// is spoken to in it.
+func (l *link) settleLegacy(ctx context.Context, s *session) (bool, error) {
 	version := s.client.ProtocolVersion()
 	res, err := s.client.Discover(ctx, mcp.DiscoverRequest{})
-	if err == nil && slices.Contains(res.SupportedVersions, version) {
-		return true
+	switch {
+	case err != nil || !slices.Contains(res.SupportedVersions, version):
+		if l.cfg.Protocol != "" {
+			return false, fmt.Errorf("mcpServers.%s.protocol pins %s, but the server's server/discover does not list it (it lists %v); remove the key to let mcproxy negotiate", l.name, l.cfg.Protocol, supported(res))
+		}
+		l.log.Info("the upstream answered server/discover without listing "+version+"; speaking 2025-11-25 to it",
+			zap.Strings("supported_versions", supported(res)), zap.Error(err))
+	case l.cfg.Protocol != "":
+		return false, nil
+	case !slices.ContainsFunc(res.SupportedVersions, func(v string) bool { return !mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) }):
+		return false, nil
+	default:
+		l.log.Debug("the upstream speaks 2025-11-25 too; speaking that, in which its tools' server-to-client requests work (set mcpServers."+l.name+".protocol to \"2026-07-28\" to speak the newer one)",
+			zap.Strings("supported_versions", res.SupportedVersions))
 	}
-	l.log.Info("the upstream answered server/discover without listing "+version+"; speaking 2025-11-25 to it",
-		zap.Strings("supported_versions", supported(res)), zap.Error(err))
 	l.legacy.Store(true)
-	return false
+	return true, nil
 }
 
 func supported(res *mcp.DiscoverResult) []string {

@@ -74,13 +74,32 @@ func TestModernPinRefused(t *testing.T) {
 	}
 }
 
-// TestModernStdioPeer: the mcp-go peer over stdio answers server/discover,
-// so it is spoken to in 2026-07-28: its paginated tools are listed with
-// their schemas verbatim, calls work, a tool it adds arrives through
-// mcproxy's subscriptions/listen stream, and a cancelled call cancels its
-// handler (stdio keeps notifications/cancelled on 2026-07-28).
+// TestDualStdioPeer: the mcp-go peer speaks both revisions, so unpinned
+// it is spoken to in 2025-11-25, greeted again on the same child (one
+// process, no restart).
+func TestDualStdioPeer(t *testing.T) {
+	sc, _ := peerServer(t, "peer")
+	log, logs := observed()
+	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{Logger: log})
+	if got := protocolOf(logs, "p"); got != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Fatalf("spoken in %q, want %s", got, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
+	if n := len(logs.FilterMessage("started upstream process").All()); n != 1 {
+		t.Errorf("%d processes started, want 1", n)
+	}
+	if got := text(call(t, m, "p", "echo", map[string]any{"text": "hi"})); got != "echo: hi" {
+		t.Errorf("got %q, want echo: hi", got)
+	}
+}
+
+// TestModernStdioPeer: the mcp-go peer over stdio pinned to 2026-07-28:
+// its paginated tools are listed with their schemas verbatim, calls work,
+// a tool it adds arrives through mcproxy's subscriptions/listen stream,
+// and a cancelled call cancels its handler (stdio keeps
+// notifications/cancelled on 2026-07-28).
 func TestModernStdioPeer(t *testing.T) {
 	sc, dir := peerServer(t, "peer")
+	sc.Protocol = mcp.LATEST_PROTOCOL_VERSION
 	log, logs := observed()
 	changed := make(chan []config.Tool, 10)
 	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{Logger: log,

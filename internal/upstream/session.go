@@ -140,38 +140,29 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	if err := l.openTransport(sctx, s); err != nil {
 		return fail("connecting", err)
 	}
-	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			s.signalRefresh()
-			return
-		}
-		if s.relayNotification(l.name, l.m.opts.OnLog, l.log, n) {
-			return
-		}
-		l.catalogNotification(s, n)
-	})
-	if err := s.client.Start(sctx); err != nil {
-		return fail("starting transport", err)
-	}
-	var req mcp.InitializeRequest
-	req.Params.ProtocolVersion = l.preferredVersion()
-	req.Params.ClientInfo = clientInfo
-	info, err := s.client.Initialize(ictx, req)
+	info, step, err := l.handshake(sctx, ictx, s)
 	if err != nil {
-		return fail("initialize", err)
+		return fail(step, err)
 	}
-	if err := l.negotiated(s, info.ProtocolVersion); err != nil {
-		return s, nil, err
-	}
-	if s.modern.Load() && !l.confirmModern(ictx, s) {
-		if l.cfg.Protocol != "" {
-			return s, nil, fmt.Errorf("mcpServers.%s.protocol pins %s, but the server's server/discover does not list it; remove the key to let mcproxy negotiate", l.name, l.cfg.Protocol)
+	if s.modern.Load() {
+		again, err := l.settleLegacy(ictx, s)
+		if err != nil {
+			return s, nil, err
 		}
-		// Not a 2026-07-28 server after all: start over in 2025-11-25
-		// (negotiated once per link; l.legacy is now set).
-		stopWatch()
-		l.closeSession(s)
-		return l.dial(ctx)
+		// The server speaks 2025-11-25 too (or did not really answer
+		// server/discover): speak that (modern.go says why). A stdio
+		// child is kept and greeted again; HTTP starts over.
+		if again && s.proc == nil {
+			stopWatch()
+			l.closeSession(s)
+			return l.dial(ctx)
+		}
+		if again {
+			s.client = l.newClient(s)
+			if info, step, err = l.handshake(sctx, ictx, s); err != nil {
+				return fail(step, err)
+			}
+		}
 	}
 	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
@@ -268,9 +259,44 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	default:
 		return fmt.Errorf("mcpServers.%s has neither a command nor a url", l.name)
 	}
-	s.client = client.NewClient(s.tr, append(s.relayOptions(l.name),
-		client.WithProtocolVersion(l.preferredVersion()), client.WithDiscoverTimeout(discoverProbe(l.init.d)))...)
+	s.client = l.newClient(s)
 	return nil
+}
+
+// newClient builds the mcp-go client over s's transport, asking for l's
+// preferred revision.
+func (l *link) newClient(s *session) *client.Client {
+	return client.NewClient(s.tr, append(s.relayOptions(l.name),
+		client.WithProtocolVersion(l.preferredVersion()), client.WithDiscoverTimeout(discoverProbe(l.init.d)))...)
+}
+
+// handshake starts s's client and connects it: server/discover, or
+// initialize. It returns the step that failed with the error.
+func (l *link) handshake(sctx, ictx context.Context, s *session) (*mcp.InitializeResult, string, error) {
+	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			s.signalRefresh()
+			return
+		}
+		if s.relayNotification(l.name, l.m.opts.OnLog, l.log, n) {
+			return
+		}
+		l.catalogNotification(s, n)
+	})
+	if err := s.client.Start(sctx); err != nil {
+		return nil, "starting transport", err
+	}
+	var req mcp.InitializeRequest
+	req.Params.ProtocolVersion = l.preferredVersion()
+	req.Params.ClientInfo = clientInfo
+	info, err := s.client.Initialize(ictx, req)
+	if err != nil {
+		return nil, "initialize", err
+	}
+	if err := l.negotiated(s, info.ProtocolVersion); err != nil {
+		return nil, "initialize", err
+	}
+	return info, "", nil
 }
 
 // logHTTP logs where an HTTP upstream is, without the query string (it may
