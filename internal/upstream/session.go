@@ -151,16 +151,24 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		}
 		// The server speaks 2025-11-25 too (or did not really answer
 		// server/discover): speak that (modern.go says why). A stdio
-		// child is kept and greeted again; HTTP starts over.
-		if again && s.proc == nil {
-			stopWatch()
-			l.closeSession(s)
-			return l.dial(ctx)
-		}
+		// child is greeted again with initialize when it takes one after
+		// server/discover (mcp-go's servers do, the Go SDK's do not);
+		// otherwise, and over HTTP, mcproxy starts over.
 		if again {
-			s.client = l.newClient(s)
-			if info, step, err = l.handshake(sctx, ictx, s); err != nil {
-				return fail(step, err)
+			ok := false
+			if s.proc != nil {
+				s.client = l.newClient(s)
+				var rerr error
+				if info, _, rerr = l.handshake(sctx, ictx, s); rerr == nil {
+					ok = true
+				} else {
+					l.log.Debug("the upstream refused initialize after server/discover; restarting it", zap.Error(rerr))
+				}
+			}
+			if !ok {
+				stopWatch()
+				l.closeSession(s)
+				return l.dial(ctx)
 			}
 		}
 	}
