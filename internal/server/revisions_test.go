@@ -124,6 +124,9 @@ func newModernUpstream() *mcpserver.MCPServer {
 	srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithArgument("who")), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return mcp.NewGetPromptResult("greet", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hello "+req.Params.Arguments["who"]))}), nil
 	})
+	srv.AddPrompt(mcp.NewPrompt("confirm"), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcpserver.NewInputRequestBuilder("confirm").Roots("r").PromptResult(), nil
+	})
 	srv.AddResource(mcp.NewResource("modern://note", "note"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "modern://note", Text: "a note"}}, nil
 	})
@@ -269,6 +272,13 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	prompt, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__greet", Arguments: map[string]string{"who": clientRev}}})
 	if err != nil || len(prompt.Messages) != 1 || textOf(prompt.Messages[0].Content) != "hello "+clientRev {
 		t.Errorf("prompts/get up__greet: got %+v, %v; want hello %s", prompt, err, clientRev)
+	}
+	// A prompt that asks for input outside any tool call has no client
+	// to ask: a clear error, not the input_required result passed on as
+	// a prompt. (On 2025-11-25 the upstream's SDK asks with roots/list,
+	// which mcproxy answers the same way.)
+	if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__confirm"}}); err == nil || !strings.Contains(err.Error(), "no client to ask") {
+		t.Errorf("prompts/get up__confirm: got %v, want an error saying there is no client to ask", err)
 	}
 	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "modern://note"}})
 	if err != nil || len(read.Contents) != 1 || read.Contents[0].(mcp.TextResourceContents).Text != "a note" {
