@@ -360,6 +360,9 @@ func (s *session) subscribe(method string, params any) error {
 	if uri == "" {
 		return fmt.Errorf("%s without a uri", method)
 	}
+	if caps := s.client.GetServerCapabilities().Resources; method == string(mcp.MethodResourcesSubscribe) && (caps == nil || !caps.Subscribe) {
+		return &RPCError{Method: method, Code: mcp.METHOD_NOT_FOUND, Message: "the server does not offer resource subscriptions (its capabilities have no resources.subscribe)"}
+	}
 	st := &s.stateless
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -413,12 +416,17 @@ func (l *link) listen(ctx context.Context, s *session) {
 			st := &s.stateless
 			st.mu.Lock()
 			st.cancel = cancel
-			filter := mcp.SubscriptionFilter{
-				ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true,
-				ResourceSubscriptions: slices.Clone(st.subs),
-			}
+			filter := s.listenFilter()
 			st.mu.Unlock()
-			err := s.client.Listen(lctx, filter)
+			var err error
+			if filter.IsEmpty() {
+				// Nothing the server offers to listen for (a server that
+				// gets an empty filter ends the stream at once): wait for a
+				// subscription to change that.
+				<-lctx.Done()
+			} else {
+				err = s.client.Listen(lctx, filter)
+			}
 			reopened := lctx.Err() != nil && ctx.Err() == nil
 			cancel()
 			if reopened {
@@ -440,6 +448,23 @@ func (l *link) listen(ctx context.Context, s *session) {
 			}
 		}
 	})
+}
+
+// listenFilter is what the listen stream asks for: the list changes the
+// server announces, and the subscribed resources if it takes
+// subscriptions. s.stateless.mu must be held.
+func (s *session) listenFilter() mcp.SubscriptionFilter {
+	caps := s.client.GetServerCapabilities()
+	var f mcp.SubscriptionFilter
+	f.ToolsListChanged = caps.Tools != nil && caps.Tools.ListChanged
+	f.PromptsListChanged = caps.Prompts != nil && caps.Prompts.ListChanged
+	if caps.Resources != nil {
+		f.ResourcesListChanged = caps.Resources.ListChanged
+		if caps.Resources.Subscribe {
+			f.ResourceSubscriptions = slices.Clone(s.stateless.subs)
+		}
+	}
+	return f
 }
 
 // maxErrorBody bounds the body read by errorStatusTap.
