@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -143,4 +146,29 @@ func TestModernStdioPeer(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "cancelled"))
 		return err == nil
 	})
+}
+
+// TestModernSubscribeUnoffered: on 2026-07-28, subscribing to a resource
+// of a server that offers no subscriptions fails as it does on
+// 2025-11-25 (there the server answers MethodNotFound itself).
+func TestModernSubscribeUnoffered(t *testing.T) {
+	s := server.NewMCPServer("nosub", "1", server.WithResourceCapabilities(false, true))
+	s.AddResource(mcp.NewResource("n://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "n://a", Text: "a"}}, nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	for _, rev := range []string{mcp.LATEST_PROTOCOL_VERSION, mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+		t.Run(rev, func(t *testing.T) {
+			m := startManager(t, map[string]config.ServerConfig{"n": {URL: ts.URL + "/mcp", Protocol: rev}}, Options{})
+			var re *RPCError
+			if err := m.Subscribe(context.Background(), "n", "n://a"); !errors.As(err, &re) || re.Code != mcp.METHOD_NOT_FOUND {
+				t.Errorf("got %v, want the upstream's MethodNotFound", err)
+			}
+			read, err := m.ReadResource(context.Background(), "n", "n://a")
+			if err != nil || len(read.Contents) != 1 {
+				t.Errorf("resources/read: got %+v, %v", read, err)
+			}
+		})
+	}
 }
