@@ -51,8 +51,9 @@ type link struct {
 	// subs are the resource URIs the front is subscribed to on this
 	// server; each new session renews them (catalog.go).
 	subs map[string]bool
-	// legacy: the server did not answer server/discover on an earlier
-	// connection, so later ones skip the probe (modern.go).
+	// legacy: an earlier connection settled on 2025-11-25 (the server
+	// did not answer server/discover, or speaks both revisions), so later
+	// ones skip the probe (modern.go).
 	legacy atomic.Bool
 }
 

@@ -22,9 +22,8 @@ import (
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
-// protocolVersion is the revision we prefer: an upstream that answers
-// server/discover is spoken to in 2026-07-28, any other in 2025-11-25
-// through initialize (modern.go).
+// protocolVersion is the revision a connection asks for first (with
+// server/discover); modern.go says which one mcproxy then speaks.
 const protocolVersion = mcp.LATEST_PROTOCOL_VERSION
 
 // maxToolPages bounds the tools/list cursor loop against a server that
