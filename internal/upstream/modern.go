@@ -1,9 +1,12 @@
 package upstream
 
-// This file speaks to each upstream in the protocol revision it supports.
+// This file speaks to each upstream in a protocol revision it supports.
 // mcp-go's client probes with server/discover (2026-07-28) and falls back to
-// the initialize handshake (2025-11-25) when the probe fails; what differs
-// between the two after that is handled here:
+// the initialize handshake (2025-11-25) when the probe fails; a server that
+// answers but speaks 2025-11-25 too is then greeted with initialize after
+// all (settleLegacy says why), so 2026-07-28 is spoken only to servers that
+// speak nothing else or are pinned to it ("protocol"). What differs between
+// the two revisions after that is handled here:
 //
 //   - requests mcproxy sends itself (tools/list verbatim, prompts/get,
 //     resources/read, completion) carry the per-request _meta and, over
