@@ -326,9 +326,5 @@ func isLocal(host string, allowed map[string]bool) bool {
 	if host == "" {
 		return false
 	}
-	if host == "localhost" || allowed[host] {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return allowed[host] || IsLoopback(host)
 }
