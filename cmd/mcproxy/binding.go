@@ -38,6 +38,7 @@ func httpOptions(cfg *config.Config) server.HTTPOptions {
 			MaxBatch:        cfg.Limits.MaxBatch,
 			MaxRequestBytes: cfg.Limits.MaxRequestBytes,
 			ReadTimeout:     time.Duration(cfg.Limits.ReadTimeout),
+			MaxSessions:     cfg.Limits.MaxSessions,
 		},
 	}
 }

@@ -91,6 +91,7 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		idle = config.DefaultSessionIdleTimeout
 	}
 	reg := newSessionRegistry(idle, s.log.Named("sessions"))
+	reg.max = opts.Limits.withDefaults().MaxSessions
 	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithSessionIdManager(reg),
 		mcpserver.WithStreamableHTTPLogger(slogger),
