@@ -19,7 +19,7 @@ func checkBinding(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
-	if isLoopback(host) || cfg.AuthToken != "" {
+	if server.IsLoopback(host) || cfg.AuthToken != "" {
 		return nil
 	}
 	return fmt.Errorf("listen %q reaches beyond this machine and no auth_token is set: anyone who can reach it could use every configured MCP server. "+
@@ -38,6 +38,7 @@ func httpOptions(cfg *config.Config) server.HTTPOptions {
 			MaxBatch:        cfg.Limits.MaxBatch,
 			MaxRequestBytes: cfg.Limits.MaxRequestBytes,
 			ReadTimeout:     time.Duration(cfg.Limits.ReadTimeout),
+			MaxSessions:     cfg.Limits.MaxSessions,
 		},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/importer"
 )
@@ -195,11 +196,7 @@ func writeWithBackup(path string, old, data []byte) (string, error) {
 			return "", fmt.Errorf("writing the backup %s: %w", backup, err)
 		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return "", fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, data, atomicfile.Options{}); err != nil {
 		return "", fmt.Errorf("replacing %s: %w", path, err)
 	}
 	return backup, nil

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -289,12 +288,4 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 			log.Warn("closing the gateway's conversation index", zap.Error(err))
 		}
 	}, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

@@ -19,6 +19,9 @@ const (
 	// DefaultReadTimeout bounds reading one HTTP request (headers and
 	// body), so a client that sends half a body cannot hold a connection.
 	DefaultReadTimeout = 30 * time.Second
+	// DefaultMaxSessions bounds the live streamable HTTP sessions: far
+	// more than one machine's clients open, far fewer than exhaust memory.
+	DefaultMaxSessions = 1000
 )
 
 // LimitsConfig caps what one request or one upstream message may cost.
@@ -34,6 +37,9 @@ type LimitsConfig struct {
 	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
 	// ReadTimeout bounds reading one HTTP request's headers and body.
 	ReadTimeout Duration `json:"read_timeout,omitempty"`
+	// MaxSessions is the most streamable HTTP client sessions open at
+	// once; an initialize past it is refused (503).
+	MaxSessions int `json:"max_sessions,omitempty"`
 }
 
 func (c *Config) applyHardeningDefaults() {
@@ -52,6 +58,9 @@ func (c *Config) applyHardeningDefaults() {
 	}
 	if l.ReadTimeout == 0 {
 		l.ReadTimeout = Duration(DefaultReadTimeout)
+	}
+	if l.MaxSessions == 0 {
+		l.MaxSessions = DefaultMaxSessions
 	}
 }
 
@@ -77,5 +86,8 @@ func (c *Config) validateHardening(add func(path, format string, args ...any)) {
 	}
 	if l.ReadTimeout < 0 {
 		add("limits.read_timeout", "must be > 0, got %s", l.ReadTimeout)
+	}
+	if l.MaxSessions < 0 {
+		add("limits.max_sessions", "must be > 0, got %d", l.MaxSessions)
 	}
 }

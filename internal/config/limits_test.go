@@ -12,7 +12,7 @@ func TestValidateHardening(t *testing.T) {
 	c := &Config{
 		SessionIdleTimeout: Duration(-time.Second),
 		AllowedHosts:       []string{"mcproxy.lan", "http://x.lan", "x.lan:8765", " "},
-		Limits:             LimitsConfig{MaxBatch: -1, MaxRequestBytes: -1, MaxMessageBytes: -1, ReadTimeout: Duration(-time.Second)},
+		Limits:             LimitsConfig{MaxBatch: -1, MaxRequestBytes: -1, MaxMessageBytes: -1, ReadTimeout: Duration(-time.Second), MaxSessions: -1},
 	}
 	err := c.Validate()
 	if err == nil {
@@ -27,6 +27,7 @@ func TestValidateHardening(t *testing.T) {
 		"limits.max_request_bytes: must be > 0",
 		"limits.max_message_bytes: must be > 0",
 		"limits.read_timeout: must be > 0",
+		"limits.max_sessions: must be > 0",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: got\n%v\nwant a problem containing %q", err, want)

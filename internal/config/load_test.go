@@ -157,7 +157,7 @@ func TestParseRoundTrip(t *testing.T) {
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
 		Redact:   []string{`tok_[a-z0-9]{8}`}, Quarantine: true, Learn: boolPtr(false),
 		SessionIdleTimeout: Duration(time.Minute), AllowedHosts: []string{"mcproxy.lan"},
-		Limits: LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second)},
+		Limits: LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second), MaxSessions: 7},
 	}
 	assertAllSet(t, reflect.ValueOf(in.Limits), "LimitsConfig")
 	assertAllSet(t, reflect.ValueOf(in), "Config")
@@ -441,4 +441,5 @@ func sortedCopy(s []string) []string {
 var defaultLimits = LimitsConfig{
 	MaxBatch: DefaultMaxBatch, MaxRequestBytes: DefaultMaxRequestBytes,
 	MaxMessageBytes: DefaultMaxMessageBytes, ReadTimeout: Duration(DefaultReadTimeout),
+	MaxSessions: DefaultMaxSessions,
 }

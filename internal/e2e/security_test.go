@@ -215,6 +215,26 @@ func TestToolIntegrity(t *testing.T) {
 	if names := strings.Join(listTools(t, dc), " "); strings.Contains(names, "rug__echo") || strings.Contains(names, "rug__weather") || !strings.Contains(names, "rug__wait") {
 		t.Errorf("direct-mode tools/list: %s; want rug__wait and neither held tool", names)
 	}
+	// A held tool called by its direct-mode name gets the reason and the
+	// commands, as from call_tool, not a bare "tool not found".
+	for _, tc := range []struct{ name, id, why string }{
+		{"rug__weather", "rug:weather", "hidden-instruction tag"},
+		{"rug__echo", "rug:echo", "changed since it was approved"},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tc.name
+		_, err := dc.CallTool(context.Background(), req)
+		for _, want := range []string{"held by mcproxy", tc.why, "mcproxy tools diff " + tc.id, "mcproxy tools approve " + tc.id} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("direct-mode call of %s: got %v, want a refusal containing %q", tc.name, err, want)
+			}
+		}
+	}
+	unknown := mcp.CallToolRequest{}
+	unknown.Params.Name = "rug__nope"
+	if _, err := dc.CallTool(context.Background(), unknown); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("direct-mode call of an unknown tool: got %v, want mcp-go's \"not found\"", err)
+	}
 
 	code, out, errOut = runBinary(t, time.Minute, "tools", "approve", "rug:echo", "--config", config)
 	if code != 0 || !strings.Contains(out, "Approved rug:echo") {

@@ -2,12 +2,13 @@ package embed
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // diskCache stores one unit vector per file under dir, named by its cache
@@ -59,7 +60,7 @@ func (c *diskCache) load(key string) (vec []float32, ok bool) {
 	return vec, true
 }
 
-// store writes vec under key atomically (temporary file, then rename).
+// store writes vec under key atomically.
 func (c *diskCache) store(key string, vec []float32) error {
 	if len(vec) == 0 || len(vec) > maxCacheDims {
 		return fmt.Errorf("caching a vector of %d dimensions: want 1 to %d", len(vec), maxCacheDims)
@@ -72,23 +73,8 @@ func (c *diskCache) store(key string, vec []float32) error {
 	}
 	data = binary.LittleEndian.AppendUint32(data, crc32.ChecksumIEEE(data))
 
-	final := c.path(key)
-	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating vector cache directory: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("caching vector: %w", err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("caching vector: %w", err)
-	}
-	if err := os.Rename(f.Name(), final); err != nil {
-		os.Remove(f.Name())
+	// A cache: a vector lost in a crash is computed again, so no fsync.
+	if err := atomicfile.WriteFile(c.path(key), data, atomicfile.Options{NoSync: true}); err != nil {
 		return fmt.Errorf("caching vector: %w", err)
 	}
 	return nil

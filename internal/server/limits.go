@@ -33,6 +33,9 @@ type Limits struct {
 	// of holding it for ever. Long-lived responses (event streams) are not
 	// affected: the deadline is lifted once the body is in.
 	ReadTimeout time.Duration
+	// MaxSessions is the most streamable HTTP sessions open at once
+	// (limits.max_sessions).
+	MaxSessions int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -44,6 +47,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ReadTimeout <= 0 {
 		l.ReadTimeout = config.DefaultReadTimeout
+	}
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = config.DefaultMaxSessions
 	}
 	return l
 }

@@ -286,6 +286,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
 			_ = s.waitStarted(ctx)
 		})
+		hooks.AddOnRequestInitialization(s.refuseHeldDirect)
 	}
 	mcpOpts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(true),

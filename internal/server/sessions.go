@@ -5,14 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
 
@@ -27,6 +30,10 @@ import (
 //     for 404). Resuming a session across restarts is refused: nothing a
 //     client holds proves it owned the id, so its files are reachable only
 //     through the CLI (`mcproxy sessions`).
+//   - At most max sessions live at once (limits.max_sessions): an initialize
+//     past that gets 503 with a JSON-RPC error naming the key, so a client
+//     that initializes in a loop cannot grow memory without bound within
+//     one idle timeout.
 //   - DELETE ends a session for good.
 //   - A session with no request in flight and none for the idle timeout is
 //     ended as DELETE ends it; its noa host is released (files closed), so
@@ -42,12 +49,16 @@ import (
 // transport: the ids it issued and still accepts, with their activity.
 type sessionRegistry struct {
 	idle time.Duration
-	log  *zap.Logger
+	// max is the most live sessions (limits.max_sessions); zero means
+	// config.DefaultMaxSessions.
+	max int
+	log *zap.Logger
 	// end ends a session as DELETE does (set once the transport exists).
 	end func(id string)
 
-	mu       sync.Mutex
-	sessions map[string]*sessionActivity
+	mu        sync.Mutex
+	sessions  map[string]*sessionActivity
+	admitting int // initializes running, counted against max
 }
 
 // sessionActivity is what the idle sweep needs of one session.
@@ -109,6 +120,10 @@ func (r *sessionRegistry) Len() int {
 func (r *sessionRegistry) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		id := req.Header.Get(mcpserver.HeaderKeySessionID)
+		if id == "" {
+			r.admit(w, req, next)
+			return
+		}
 		r.mu.Lock()
 		a := r.sessions[id]
 		r.mu.Unlock()
@@ -125,6 +140,53 @@ func (r *sessionRegistry) track(next http.Handler) http.Handler {
 		next.ServeHTTP(w, req)
 	})
 }
+
+// admit passes a request that names no session to next, unless it is an
+// initialize while max sessions are live or being initialized: that gets
+// 503 with a JSON-RPC error naming limits.max_sessions. A session being
+// initialized counts until its initialize has been answered, so
+// concurrent initializes cannot overshoot max.
+func (r *sessionRegistry) admit(w http.ResponseWriter, req *http.Request, next http.Handler) {
+	if req.Method != http.MethodPost || req.Body == nil {
+		next.ServeHTTP(w, req)
+		return
+	}
+	data, err := bodyBytes(req)
+	e, ok := readElement(data)
+	if err != nil || !ok || e.Method != string(mcp.MethodInitialize) {
+		next.ServeHTTP(w, req)
+		return
+	}
+	max := r.max
+	if max <= 0 {
+		max = config.DefaultMaxSessions
+	}
+	r.mu.Lock()
+	open := len(r.sessions)
+	full := open+r.admitting >= max
+	if !full {
+		r.admitting++
+	}
+	r.mu.Unlock()
+	if full {
+		w.Header().Set("Retry-After", "60")
+		writeJSON(w, http.StatusServiceUnavailable, rpcError(e.ID, errCodeTooManySessions, fmt.Sprintf(
+			"too many sessions: %d are open, the limit is %d (limits.max_sessions); close clients you no longer use (a session also ends after session_idle_timeout, %s, without requests), or raise limits.max_sessions in the config",
+			open, max, r.idle)))
+		return
+	}
+	defer func() {
+		r.mu.Lock()
+		r.admitting--
+		r.mu.Unlock()
+	}()
+	next.ServeHTTP(w, req)
+}
+
+// errCodeTooManySessions is the JSON-RPC error code of an initialize
+// refused by limits.max_sessions (the implementation-defined server error
+// range).
+const errCodeTooManySessions = -32000
 
 // sweep ends every session idle for longer than r.idle at now.
 func (r *sessionRegistry) sweep(now time.Time) int {

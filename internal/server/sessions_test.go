@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,4 +181,39 @@ func requestIn(id string) *http.Request {
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, PathStreamable, http.NoBody)
 	req.Header.Set("Mcp-Session-Id", id)
 	return req
+}
+
+// limits.max_sessions: an initialize past the cap gets 503 with a JSON-RPC
+// error naming the key; sessions already open go on working, and once one
+// ends a new one is admitted.
+func TestMaxSessions(t *testing.T) {
+	f, _ := sessionFront(t, HTTPOptions{Limits: Limits{MaxSessions: 2}})
+	first, second := initSession(t, f), initSession(t, f)
+	code, body, h := postMCP(t, f.base+PathStreamable, "", initBody)
+	if code != http.StatusServiceUnavailable || h.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("third initialize: got %d, session %q; want 503 and no session", code, h.Get("Mcp-Session-Id"))
+	}
+	var resp struct {
+		ID    any `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("refusal %q is not a JSON-RPC response: %v", body, err)
+	}
+	for _, want := range []string{"2 are open", "limit is 2", "limits.max_sessions", "raise"} {
+		if !strings.Contains(resp.Error.Message, want) {
+			t.Errorf("refusal %q does not contain %q", resp.Error.Message, want)
+		}
+	}
+	if resp.ID == nil || resp.Error.Code != errCodeTooManySessions {
+		t.Errorf("refusal %s: want the initialize's id and code %d", body, errCodeTooManySessions)
+	}
+	if code, body, _ := postMCP(t, f.base+PathStreamable, second, echoCall); code != http.StatusOK || !strings.Contains(body, "Echo: hi") {
+		t.Fatalf("an open session at the cap: got %d %q", code, body)
+	}
+	deleteSession(t, f, first)
+	initSession(t, f)
 }

@@ -91,6 +91,7 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		idle = config.DefaultSessionIdleTimeout
 	}
 	reg := newSessionRegistry(idle, s.log.Named("sessions"))
+	reg.max = opts.Limits.withDefaults().MaxSessions
 	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithSessionIdManager(reg),
 		mcpserver.WithStreamableHTTPLogger(slogger),
@@ -326,9 +327,5 @@ func isLocal(host string, allowed map[string]bool) bool {
 	if host == "" {
 		return false
 	}
-	if host == "localhost" || allowed[host] {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return allowed[host] || IsLoopback(host)
 }

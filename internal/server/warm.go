@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -199,32 +199,15 @@ func (s *Server) warmLive(server string, tools []config.Tool) {
 	s.warm.saved = next
 }
 
-// writeWarmFile replaces the file at path atomically (temp file, rename).
-// It is not fsynced: after a crash the file may be lost or empty, and the
-// next start is then simply a cold one.
+// writeWarmFile replaces the file at path atomically. It is not fsynced:
+// after a crash the file may be lost or empty, and the next start is then
+// simply a cold one.
 func writeWarmFile(path string, servers map[string][]config.Tool) error {
 	data, err := json.Marshal(warmFile{Version: warmFileVersion, Servers: servers})
 	if err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("creating temp file: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("renaming into place: %w", err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, atomicfile.Options{NoSync: true})
 }
 
 // upstreamView is one look at the upstreams for a meta call.

@@ -2,11 +2,10 @@ package session
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/mcproxy/mcproxy/internal/atomicfile"
 )
 
 // FS is every disk write the session layer performs, kept behind an
@@ -35,92 +34,31 @@ type FS interface {
 	SyncDir(path string) error
 }
 
-// File is an open file as the session layer uses it.
-type File interface {
-	io.Writer
-	Sync() error
-	Close() error
-	Name() string
-}
+// File is an open file as the session layer uses it (atomicfile's, so
+// that an FS is also the FS atomicfile writes through).
+type File = atomicfile.File
 
-// OS is the real file system.
-type OS struct{}
-
-// MkdirAll implements FS.
-func (OS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
-
-// CreateTemp implements FS.
-func (OS) CreateTemp(dir, pattern string) (File, error) { return os.CreateTemp(dir, pattern) }
+// OS is the real file system: atomicfile's, plus appending and truncating.
+type OS struct{ atomicfile.OS }
 
 // OpenAppend implements FS.
 func (OS) OpenAppend(path string) (File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
-// Rename implements FS.
-func (OS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
-
-// Remove implements FS.
-func (OS) Remove(path string) error { return os.Remove(path) }
-
 // Truncate implements FS.
 func (OS) Truncate(path string, size int64) error { return os.Truncate(path, size) }
 
-// SyncDir implements FS.
-func (OS) SyncDir(path string) error {
-	d, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// directory: write, fsync, close, rename over path, fsync the directory. A
-// reader sees the old file or the new one, never a mix; on any failure the
-// temporary file is removed and path is untouched.
+// writeAtomic writes data to path through atomicfile with fsys: a reader
+// sees the old file or the new one, never a mix; on any failure before the
+// rename the temporary file is removed and path is untouched.
 //
 // renamed reports whether path was replaced even though err is set (only the
 // final directory sync failed), so a caller that must roll back knows to
 // remove it.
 func writeAtomic(fsys FS, path string, data []byte) (renamed bool, err error) {
-	dir := filepath.Dir(path)
-	if err := fsys.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	f, err := fsys.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return false, fmt.Errorf("creating a temporary file in %s: %w", dir, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil && !renamed {
-			_ = f.Close()
-			_ = fsys.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return false, fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return false, fmt.Errorf("syncing %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("closing %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return false, fmt.Errorf("renaming %s to %s: %w", tmp, path, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		// The rename happened; only its durability is in doubt. Report it
-		// anyway, so the caller can roll back.
-		return true, fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return true, nil
+	err = atomicfile.WriteFile(path, data, atomicfile.Options{FS: fsys})
+	return err == nil || errors.Is(err, atomicfile.ErrDirNotSynced), err
 }
 
 // exists reports whether path names an existing file.

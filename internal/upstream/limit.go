@@ -27,43 +27,6 @@ func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("upstream %q sent a message larger than %d bytes (limits.max_message_bytes), so mcproxy %s; ask for less (a narrower query, a smaller page), or raise limits.max_message_bytes in the config", e.Server, e.Limit, what)
 }
 
-// stdoutReader sits between a stdio upstream's stdout and mcp-go's
-// transport, which reads whole lines (bufio ReadString). It bounds a line at
-// limit bytes: past that it returns a *MessageTooLargeError (and calls
-// tooLarge once), so the line is never read whole. Lines that are not
-// JSON-RPC are dropped and logged after it, by a stdoutFilter (stdout.go).
-type stdoutReader struct {
-	r        io.Reader
-	server   string
-	limit    int64
-	tooLarge func(error)
-
-	run int64 // bytes of the current line so far
-	err error
-}
-
-func (s *stdoutReader) Read(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.r.Read(p)
-	for i := 0; i < n; i++ {
-		if p[i] == '\n' {
-			s.run = 0
-			continue
-		}
-		s.run++
-		if s.run > s.limit {
-			s.err = &MessageTooLargeError{Server: s.server, Limit: s.limit, Restarted: true}
-			if s.tooLarge != nil {
-				s.tooLarge(s.err)
-			}
-			return i, s.err
-		}
-	}
-	return n, err
-}
-
 // limitTransport bounds what an HTTP upstream's answers may cost: a JSON
 // body at limit bytes, an event stream at limit bytes per event. Past the
 // bound the body's Read fails with a *MessageTooLargeError, which fails

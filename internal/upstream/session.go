@@ -218,14 +218,14 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		s.proc = p
 		l.log.Info("started upstream process", zap.String("command", l.cfg.Command), zap.Int("pid", p.pid),
 			zap.Strings("env_keys", slices.Sorted(maps.Keys(l.cfg.Env))), zap.String("cwd", l.cfg.Cwd))
-		out := &stdoutReader{r: p.stdout, server: l.name, limit: l.m.maxMessage, tooLarge: func(err error) {
+		// The filter bounds each stdout line, so an oversize one is never
+		// read whole, and drops and logs what is not JSON-RPC.
+		out := newStdoutFilter(p.stdout, l.log)
+		out.server, out.limit, out.tooLarge = l.name, l.m.maxMessage, func(err error) {
 			s.readErr.Store(&err)
 			l.markLost(s, err)
-		}}
-		// The size bound reads the raw stdout, so an oversize line is
-		// never read whole; the filter after it drops and logs what is not
-		// JSON-RPC.
-		stdio := transport.NewIO(newStdoutFilter(out, l.log), p.stdin, nil)
+		}
+		stdio := transport.NewIO(out, p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
 		s.spawn(func() {

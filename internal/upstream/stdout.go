@@ -11,23 +11,36 @@ import (
 	"go.uber.org/zap"
 )
 
-// stdoutFilter sits between a stdio child's stdout and mcp-go's reader.
-// mcp-go skips every line it cannot decode without a word, so a server
-// that prints a banner or its logs to stdout (the protocol channel) fails
-// in silence; the filter drops those lines itself and logs them, at most
-// noiseBurst per noiseWindow with a count of the rest (issue 16). Lines
-// are streamed, never held whole: a line is judged by its first buffered
-// chunk, so one that starts as a JSON object passes through however long it
-// is, and one that does not is discarded as it is read.
+// stdoutFilter sits between a stdio child's stdout and mcp-go's reader,
+// which reads whole lines (bufio ReadString). It does two things to each
+// line, in one pass:
+//   - It bounds the line at limit bytes (limits.max_message_bytes; zero =
+//     unbounded): past that Read returns a *MessageTooLargeError (and calls
+//     tooLarge once), so an oversize line is never read whole.
+//   - It drops what is not JSON-RPC. mcp-go skips every line it cannot
+//     decode without a word, so a server that prints a banner or its logs to
+//     stdout (the protocol channel) fails in silence; the filter drops those
+//     lines itself and logs them, at most noiseBurst per noiseWindow with a
+//     count of the rest (issue 16).
+//
+// Lines are streamed, never held whole: a line is judged by its first
+// buffered chunk, so one that starts as a JSON object passes through however
+// long it is (up to the bound), and one that does not is discarded as it is
+// read.
 type stdoutFilter struct {
 	r   *bufio.Reader
 	log *noiseLog
+
+	server   string      // names the upstream in a *MessageTooLargeError
+	limit    int64       // the longest line; zero = unbounded
+	tooLarge func(error) // told once of an oversize line; nil = nobody
 
 	pending []byte // what Read hands out next
 	buf     []byte // backing store of pending
 	err     error  // the read error to return once pending is empty
 	midLine bool   // the last chunk did not end its line
 	passing bool   // the current line goes through
+	run     int64  // bytes of the current line so far
 }
 
 func newStdoutFilter(r io.Reader, log *zap.Logger) *stdoutFilter {
@@ -54,6 +67,17 @@ func (f *stdoutFilter) Read(p []byte) (int, error) {
 		}
 		start := !f.midLine
 		f.midLine = !ended
+		if start {
+			f.run = 0
+		}
+		f.run += int64(len(bytes.TrimSuffix(chunk, []byte{'\n'})))
+		if f.limit > 0 && f.run > f.limit {
+			f.err = &MessageTooLargeError{Server: f.server, Limit: f.limit, Restarted: true}
+			if f.tooLarge != nil {
+				f.tooLarge(f.err)
+			}
+			continue
+		}
 		if start {
 			f.passing = f.judge(chunk, ended)
 		}

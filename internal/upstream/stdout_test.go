@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -78,5 +79,39 @@ func TestNoiseLogRateLimit(t *testing.T) {
 	}
 	if got := logs.Len(); got != noiseBurst+2 {
 		t.Errorf("got %d entries, want %d (a new window logs again)", got, noiseBurst+2)
+	}
+}
+
+// The filter bounds every line, passed or dropped, at limit bytes (the
+// newline not counted) and tells tooLarge once.
+func TestStdoutFilterBound(t *testing.T) {
+	ok := `{"jsonrpc":"2.0","id":1}`
+	limit := int64(len(ok))
+	for _, tc := range []struct {
+		name, in string
+		limit    int64
+		want     string // what passes before the error
+		tooLarge bool
+	}{
+		{"at the limit", ok + "\n" + ok, limit, ok + "\n" + ok, false},
+		{"JSON over the limit", ok + "\n" + `{"jsonrpc":"2.0","id":12}` + "\n" + ok + "\n", limit, ok + "\n", true},
+		{"noise over the limit", strings.Repeat("n", int(limit)+1) + "\n" + ok + "\n", limit, "", true},
+		// The first 64 KiB chunk is under the limit, the line is not.
+		{"over the limit in a later chunk", strings.Repeat("n", 100<<10) + "\n", 70 << 10, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStdoutFilter(strings.NewReader(tc.in), zap.NewNop())
+			f.server, f.limit = "s", tc.limit
+			calls := 0
+			f.tooLarge = func(error) { calls++ }
+			out, err := io.ReadAll(f)
+			var tooLarge *MessageTooLargeError
+			if got := errors.As(err, &tooLarge); got != tc.tooLarge || string(out) != tc.want {
+				t.Fatalf("got %q, error %v; want %q, a *MessageTooLargeError: %v", out, err, tc.want, tc.tooLarge)
+			}
+			if tc.tooLarge && (calls != 1 || tooLarge.Limit != f.limit || tooLarge.Server != "s" || !tooLarge.Restarted) {
+				t.Errorf("tooLarge called %d times with %+v, want once, naming s and the limit, restarting", calls, tooLarge)
+			}
+		})
 	}
 }
