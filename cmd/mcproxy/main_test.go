@@ -176,11 +176,22 @@ func TestServeStdioKeepsStdoutClean(t *testing.T) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "retrieve_tools"
 	req.Params.Arguments = map[string]any{"query": "list the files in a directory"}
-	res, err := c.CallTool(ictx, req)
-	if err != nil || res.IsError {
-		t.Fatalf("retrieve_tools: %v %+v", err, res)
+	// The first answer comes within the start grace (2 s) with what is
+	// ready; on a loaded machine node may not be up by then, and the answer
+	// says so. A model would ask again; so does the test, while it says so.
+	var got string
+	for {
+		res, err := c.CallTool(ictx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("retrieve_tools: %v %+v", err, res)
+		}
+		got = res.Content[0].(mcp.TextContent).Text
+		if !strings.Contains(got, "Not connected right now: filesystem (") || ictx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if got := res.Content[0].(mcp.TextContent).Text; !strings.Contains(got, "filesystem:list_directory") {
+	if !strings.Contains(got, "filesystem:list_directory") {
 		t.Errorf("retrieve_tools: got %q, want filesystem:list_directory among the matches", got)
 	}
 
