@@ -18,6 +18,21 @@ import (
 // call in sixteen). Compress, park and Close still write state.json
 // themselves, before they return.
 
+// stateShare bounds what the periodic checkpoints cost a turn: in a
+// session of n messages one comes at most every n/stateShare turns, so
+// its O(n) encoding is spread over as many turns and the share each turn
+// bears stays flat however long the session grows (issue 13). Open
+// replays the whole transcript whatever state.json says, so a checkpoint
+// further behind costs a restart nothing.
+const stateShare = 256
+
+// checkpointDue reports whether the periodic state.json is due (h.mu
+// held): StateEvery turns since the last one, and at least
+// len(msgs)/stateShare.
+func (h *Host) checkpointDue() bool {
+	return h.unsaved >= max(h.opts.StateEvery, len(h.msgs)/stateShare)
+}
+
 // queueCheckpoint asks for state.json to be brought up to date (h.mu
 // held). A host with no pool, or whose pool's queue is full, writes it
 // now; a failure is logged, since the transcript holds the turn and Open

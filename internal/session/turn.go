@@ -100,7 +100,7 @@ func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
 	}
 	b.commit(h)
 	h.unsaved++
-	if h.unsaved >= h.opts.StateEvery {
+	if h.checkpointDue() {
 		h.queueCheckpoint() // off the call path (checkpoint.go)
 	}
 	h.learnRefs()
