@@ -255,7 +255,7 @@ func (p *fsyncProbe) report(b *testing.B, off, on time.Duration) {
 	}
 	flush := float64(p.total.Nanoseconds()) / float64(p.n)
 	n := float64(b.N)
-	b.ReportMetric(flush, "fsync-ns")
+	b.ReportMetric(flush, "fsync-ns/op")
 	b.ReportMetric((float64(on.Nanoseconds())/n-flush)/(float64(off.Nanoseconds())/n), "on-less-fsync/off")
 }
 
