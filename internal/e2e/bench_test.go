@@ -73,11 +73,10 @@ func benchCallTool(b *testing.B, upstreamURL string, noaOn bool) {
 
 // alternate times a and b call by call, alternating, after one warm-up
 // call of each (connections, upstream session), and reports each one's
-// mean latency under its unit and the ratio b/a.
-func alternate(bm *testing.B, a, b func(i int) time.Duration, unitA, unitB, unitRatio string) {
+// mean latency under its unit and the ratio b/a. It returns both totals.
+func alternate(bm *testing.B, a, b func(i int) time.Duration, unitA, unitB, unitRatio string) (totalA, totalB time.Duration) {
 	a(0)
 	b(0)
-	var totalA, totalB time.Duration
 	bm.ResetTimer()
 	for i := 0; i < bm.N; i++ {
 		totalA += a(i)
@@ -88,6 +87,7 @@ func alternate(bm *testing.B, a, b func(i int) time.Duration, unitA, unitB, unit
 	bm.ReportMetric(float64(totalA.Nanoseconds())/n, unitA)
 	bm.ReportMetric(float64(totalB.Nanoseconds())/n, unitB)
 	bm.ReportMetric(float64(totalB)/float64(totalA), unitRatio)
+	return totalA, totalB
 }
 
 // BenchmarkNoaOverhead measures what noa costs a call through the mcproxy
@@ -187,8 +187,21 @@ func BenchmarkNoaOverhead(b *testing.B) {
 			}
 			call(on, 0) // warm-up, before the resident memory is read
 			warm := residentMB(procs[true])
-			alternate(b, func(i int) time.Duration { return call(off, i) }, func(i int) time.Duration { return call(on, i) },
-				"off-ns/call", "on-ns/call", "on/off")
+			// Beside each small noa-on call, one fsync'd append of a
+			// transcript-sized line to the same disk: the one fsync noa must
+			// wait for before it answers (issue 13), measured in the same
+			// moments, so the share of on/off that is the disk's flush shows.
+			var flush *fsyncProbe
+			if tc.name == "small call_tool" {
+				flush = newFsyncProbe(b, fsDir)
+			}
+			onCall := func(i int) time.Duration {
+				d := call(on, i)
+				flush.sample(b)
+				return d
+			}
+			offT, onT := alternate(b, func(i int) time.Duration { return call(off, i) }, onCall, "off-ns/call", "on-ns/call", "on/off")
+			flush.report(b, offT, onT)
 			if after := residentMB(procs[true]); warm > 0 && after > 0 {
 				// The noa-on proxy's resident memory after the calls, and
 				// against the figure after warm-up (issue 13: at most 2x
@@ -198,6 +211,52 @@ func BenchmarkNoaOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fsyncProbe times fsync'd appends of a transcript-sized line to a file
+// on the disk the sessions are written to. A nil probe does nothing.
+type fsyncProbe struct {
+	f     *os.File
+	line  []byte
+	n     int
+	total time.Duration
+}
+
+func newFsyncProbe(b *testing.B, dir string) *fsyncProbe {
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return &fsyncProbe{f: f, line: []byte(strings.Repeat("x", 399) + "\n")}
+}
+
+func (p *fsyncProbe) sample(b *testing.B) {
+	if p == nil {
+		return
+	}
+	start := time.Now()
+	if _, err := p.f.Write(p.line); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	p.total += time.Since(start)
+	p.n++
+}
+
+// report adds the mean fsync, and on/off with one fsync taken off each
+// noa-on call (what noa costs beyond the flush its durability waits for);
+// off and on are the benchmark's totals over b.N calls.
+func (p *fsyncProbe) report(b *testing.B, off, on time.Duration) {
+	if p == nil || p.n == 0 || off <= 0 {
+		return
+	}
+	flush := float64(p.total.Nanoseconds()) / float64(p.n)
+	n := float64(b.N)
+	b.ReportMetric(flush, "fsync-ns/op")
+	b.ReportMetric((float64(on.Nanoseconds())/n-flush)/(float64(off.Nanoseconds())/n), "on-less-fsync/off")
 }
 
 // residentMB is a process's resident memory in MB (VmRSS), 0 where /proc

@@ -224,7 +224,11 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 // runs and its result is returned as it came (logged): losing the record
 // must not break the tool.
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
+	// Built only when there is something to log: With costs an allocation
+	// and an encoding of its fields on every call.
+	logError := func(msg string, err error) {
+		n.log.Error(msg, zap.String("session_id", h.ID()), zap.String("tool", tool), zap.Error(err))
+	}
 	rctx := context.WithoutCancel(ctx)
 	// An oversize argument (a write_file's content) is cut like a result:
 	// archived once, and held head-and-tail in the session.
@@ -234,7 +238,7 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
 	}, CutToSize: cut})
 	if err != nil {
-		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
+		logError("recording a tool call; returning its result unrecorded", err)
 		return run(ctx)
 	}
 	res, runErr := run(ctx)
@@ -252,7 +256,7 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	}
 	turn, err := h.Turn(rctx, result)
 	if err != nil {
-		log.Error("recording a tool result; returning it unrecorded", zap.Error(err))
+		logError("recording a tool result; returning it unrecorded", err)
 		return res, runErr
 	}
 	if runErr != nil {

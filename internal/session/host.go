@@ -55,6 +55,14 @@ type Host struct {
 	// drops them as a torn tail).
 	broken  error
 	unsaved int // turns since state.json was written
+	// saving is set while a checkpoint of this host waits in its pool
+	// (checkpoint.go); guarded by h.mu.
+	saving bool
+	// wmu orders the writes of state.json; stateOnDisk is the record the
+	// file last written reflects (both guarded by wmu). A checkpoint
+	// written off the call path never replaces a newer one.
+	wmu         sync.Mutex
+	stateOnDisk int64
 	// written is trSize, readable without h.mu. smu guards the group
 	// commit (durable): syncedTo is the transcript offset known to be on
 	// disk; syncErr a failed fsync, which stops the session's recording.
@@ -195,8 +203,8 @@ func (h *Host) saveState() error {
 	if err != nil {
 		return err
 	}
-	if _, err := writeAtomic(h.opts.FS, h.path(StateFile), b); err != nil {
-		return fmt.Errorf("saving state: %w", err)
+	if err := h.writeState(h.seq, b, false); err != nil {
+		return err
 	}
 	h.stateSeq = h.seq
 	h.unsaved = 0

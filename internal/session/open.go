@@ -173,7 +173,7 @@ func (h *Host) load() error {
 			return err
 		}
 	} else {
-		h.stateSeq = saved.Seq
+		h.stateSeq, h.stateOnDisk = saved.Seq, saved.Seq
 	}
 	return nil
 }

@@ -59,7 +59,10 @@ type Options struct {
 	CountSplitsAtLines bool
 	// StateEvery is how many turns may pass between writes of state.json;
 	// zero means DefaultStateEvery, 1 writes it on every turn. Compress
-	// calls always write it.
+	// calls always write it. In a session of n messages the periodic
+	// writes come at most every n/256 turns (their cost grows with n). A
+	// Manager's hosts write them off the call path (checkpoint.go):
+	// shortly after the turn that is due, not before it returns.
 	StateEvery int
 	// FS performs every disk write; nil means OS.
 	FS FS

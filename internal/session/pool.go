@@ -32,13 +32,15 @@ type openPool struct {
 	order *list.List              // of *Host, front = most recent
 	at    map[*Host]*list.Element // position of each host in order
 	park  chan *Host              // hosts to park, for the parker
+	// saves are hosts whose state.json is due (checkpoint.go).
+	saves chan *Host
 }
 
 func newOpenPool(max int, log *zap.Logger) *openPool {
 	if max <= 0 {
 		max = DefaultMaxOpen
 	}
-	return &openPool{max: max, log: log, order: list.New(), at: map[*Host]*list.Element{}, park: make(chan *Host, 256)}
+	return &openPool{max: max, log: log, order: list.New(), at: map[*Host]*list.Element{}, park: make(chan *Host, 256), saves: make(chan *Host, 256)}
 }
 
 // used moves h to the front; the hosts pushed beyond max are handed to the
@@ -64,6 +66,17 @@ func (p *openPool) used(h *Host) {
 	}
 }
 
+// checkpoint queues h for a write of its state.json (h.mu held, so it
+// never blocks); false when the queue is full.
+func (p *openPool) checkpoint(h *Host) bool {
+	select {
+	case p.saves <- h:
+		return true
+	default:
+		return false
+	}
+}
+
 // forget drops h from the pool (it is being closed).
 func (p *openPool) forget(h *Host) {
 	p.mu.Lock()
@@ -74,12 +87,13 @@ func (p *openPool) forget(h *Host) {
 	}
 }
 
-// run parks the hosts handed to it until stop is closed.
+// run parks the hosts handed to it, and writes the state.json checkpoints
+// queued, until stop is closed.
 func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	defer func() {
 		if r := recover(); r != nil {
-			p.log.Error("panic while parking a session; sessions are no longer parked", zap.Any("panic", r), zap.Stack("stack"))
+			p.log.Error("panic while parking a session or writing its state.json; sessions are no longer parked, and state.json is written by the calls themselves once the queue fills", zap.Any("panic", r), zap.Stack("stack"))
 		}
 	}()
 	for {
@@ -89,6 +103,12 @@ func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 		case h := <-p.park:
 			if err := h.park(); err != nil {
 				p.log.Warn("parking an idle session (closing its files)", zap.String("session_id", h.id), zap.Error(err))
+			}
+		case h := <-p.saves:
+			if err := h.checkpoint(); err != nil {
+				// The transcript holds every turn; Open brings state.json
+				// forward.
+				p.log.Warn("writing state.json", zap.String("session_id", h.id), zap.Error(err))
 			}
 		}
 	}

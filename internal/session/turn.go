@@ -100,12 +100,8 @@ func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
 	}
 	b.commit(h)
 	h.unsaved++
-	if h.unsaved >= h.opts.StateEvery {
-		if err := h.saveState(); err != nil {
-			// The transcript holds the turn; Open will bring state.json
-			// forward. Not worth failing the turn over.
-			h.log.Warn("writing state.json", zap.Error(err))
-		}
+	if h.checkpointDue() {
+		h.queueCheckpoint() // off the call path (checkpoint.go)
 	}
 	h.learnRefs()
 	for i, m := range b.out {
