@@ -16,7 +16,7 @@ type heldStateFS struct {
 }
 
 func (f *heldStateFS) CreateTemp(dir, pattern string) (File, error) {
-	if strings.HasPrefix(pattern, "."+StateFile) {
+	if strings.HasPrefix(pattern, ".tmp-"+StateFile+"-") {
 		select {
 		case f.waiting <- struct{}{}:
 		default:
