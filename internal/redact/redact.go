@@ -106,7 +106,7 @@ type Pattern struct {
 
 // Builtin are the token shapes masked without any configuration.
 var Builtin = []Pattern{
-	{Name: "github token", RE: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}`), hints: []string{"gh"}},
+	{Name: "github token", RE: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}`), hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
 	{Name: "github fine-grained token", RE: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), hints: []string{"github_pat_"}},
 	{Name: "openai/anthropic key", RE: regexp.MustCompile(`\bsk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{20,}`), hints: []string{"sk-"}},
 	{Name: "stripe key", RE: regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`), hints: []string{"k_live_", "k_test_"}},

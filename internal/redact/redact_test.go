@@ -145,3 +145,38 @@ func BenchmarkRedact(b *testing.B) {
 		}
 	})
 }
+
+// TestHintsAreSound checks that skipping a pattern whose hints are absent
+// changes nothing: for every github token prefix (the hints name each one;
+// issue 13: the old hint "gh" ran the expression over any text with
+// "through" in it) and for prose around them, the hinted redactor masks
+// exactly what the expressions alone mask.
+func TestHintsAreSound(t *testing.T) {
+	bare := New(Options{})
+	for i := range bare.patterns {
+		bare.patterns[i].hints = nil
+	}
+	hinted := New(Options{})
+	var texts []string
+	for _, p := range []string{"ghp", "gho", "ghu", "ghs", "ghr", "ghx", "GHP"} {
+		secret := p + "_" + strings.Repeat("a1B2", 9)
+		texts = append(texts, "token "+secret+" ok", "through the high "+secret, secret)
+	}
+	texts = append(texts, strings.Repeat("The quick brown fox jumps over the lazy dog; abcdefghij through.\n", 100))
+	for _, in := range texts {
+		if got, want := hinted.String(in), bare.String(in); got != want {
+			t.Errorf("String(%.60q) = %.60q, want %.60q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkStringLarge is masking a 5 MB text with no secret in it, the
+// size of a large write_file's content (issue 13).
+func BenchmarkStringLarge(b *testing.B) {
+	r := New(Options{Literals: []string{"s3cret-value"}})
+	text := strings.Repeat("line of a five megabyte file written through write_file, 0123456789.\n", 5<<20/70)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.String(text)
+	}
+}
