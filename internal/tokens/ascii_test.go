@@ -7,21 +7,8 @@ import (
 	"testing"
 
 	"github.com/dlclark/regexp2"
+	"github.com/pkoukk/tiktoken-go"
 )
-
-// The encodings' pre-split patterns as tiktoken-go compiles them.
-var patterns = map[string]string{
-	CL100KBase: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
-	O200KBase: strings.Join([]string{
-		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
-		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
-		`\p{N}{1,3}`,
-		` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
-		`\s*[\r\n]+`,
-		`\s+(?!\S)`,
-		`\s+`,
-	}, "|"),
-}
 
 // regexPieces is what the pattern splits s into.
 func regexPieces(t testing.TB, pattern, s string) []string {
@@ -149,4 +136,32 @@ func allCounters(t testing.TB) map[string]*Counter {
 		counters[name] = c
 	}
 	return counters
+}
+
+// TestLoadMatchesGetEncoding: the encoder load builds (from this
+// package's ranks and patterns) counts as tiktoken-go's own GetEncoding
+// does, on ASCII and mixed texts.
+func TestLoadMatchesGetEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 9))
+	texts := []string{benchText(), "<|endoftext|> is text here"}
+	for range 100 {
+		texts = append(texts, asciiText(r, 1+r.IntN(100))+"日本語 Ünïcödé 🎉\n"+asciiText(r, 1+r.IntN(20)))
+	}
+	for _, enc := range Supported() {
+		t.Run(enc, func(t *testing.T) {
+			theirs, err := tiktoken.GetEncoding(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, _, err := load(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range texts {
+				if got, want := len(ours.EncodeOrdinary(s)), len(theirs.EncodeOrdinary(s)); got != want {
+					t.Fatalf("%.60q: %d tokens, tiktoken-go's GetEncoding gives %d", s, got, want)
+				}
+			}
+		})
+	}
 }

@@ -88,11 +88,7 @@ func New(encoding string) (*Counter, error) {
 	}
 	cache.Unlock()
 	e.once.Do(func() {
-		e.enc, e.err = tiktoken.GetEncoding(encoding)
-		if e.err == nil {
-			// The same ranks tiktoken-go loads, for the ASCII path.
-			e.ranks, e.err = offline.LoadTiktokenBpe("https://openaipublic.blob.core.windows.net/encodings/" + encoding + ".tiktoken")
-		}
+		e.enc, e.ranks, e.err = load(encoding)
 		if e.err != nil {
 			e.err = fmt.Errorf("tokens: loading encoding %s: %w", encoding, e.err)
 		}
@@ -101,6 +97,38 @@ func New(encoding string) (*Counter, error) {
 		return nil, e.err
 	}
 	return &Counter{name: encoding, enc: e.enc, split: splitters[encoding], ranks: e.ranks}, nil
+}
+
+// load builds tiktoken-go's encoder for an encoding from ranks this
+// package holds too (tiktoken.GetEncoding would load a copy of its own
+// that the ASCII path cannot reach, some 13 MB more at rest). Special
+// tokens are left out: text is only ever counted as ordinary text.
+func load(encoding string) (*tiktoken.Tiktoken, map[string]int, error) {
+	ranks, err := offline.LoadTiktokenBpe("https://openaipublic.blob.core.windows.net/encodings/" + encoding + ".tiktoken")
+	if err != nil {
+		return nil, nil, err
+	}
+	bpe, err := tiktoken.NewCoreBPE(ranks, nil, patterns[encoding])
+	if err != nil {
+		return nil, nil, err
+	}
+	enc := &tiktoken.Encoding{Name: encoding, PatStr: patterns[encoding], MergeableRanks: ranks}
+	return tiktoken.NewTiktoken(bpe, enc, map[string]any{}), ranks, nil
+}
+
+// patterns are the encodings' pre-split patterns, as OpenAI publishes them
+// (and tiktoken-go spells them).
+var patterns = map[string]string{
+	CL100KBase: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	O200KBase: strings.Join([]string{
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`\p{N}{1,3}`,
+		` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
+		`\s*[\r\n]+`,
+		`\s+(?!\S)`,
+		`\s+`,
+	}, "|"),
 }
 
 func isSupported(encoding string) bool {
