@@ -163,9 +163,22 @@ func TestHintsAreSound(t *testing.T) {
 		texts = append(texts, "token "+secret+" ok", "through the high "+secret, secret)
 	}
 	texts = append(texts, strings.Repeat("The quick brown fox jumps over the lazy dog; abcdefghij through.\n", 100))
+	// Large texts take the one-pass scan for hints (scanMin): every
+	// builtin's sample, alone and together, in prose, at the ends too.
+	prose := strings.Repeat("prose with earer, uthorization, sk, xo, ey and gh in it; ", scanMin/50)
+	all := ""
+	for _, sample := range builtinSamples {
+		texts = append(texts, prose+sample+prose, sample+prose, prose+sample)
+		all += prose + sample
+	}
+	texts = append(texts, all, prose)
 	for _, in := range texts {
-		if got, want := hinted.String(in), bare.String(in); got != want {
+		got, want := hinted.String(in), bare.String(in)
+		if got != want {
 			t.Errorf("String(%.60q) = %.60q, want %.60q", in, got, want)
+		}
+		if len(in) >= scanMin && strings.Contains(in, "github_pat_") && !strings.Contains(got, Mask) {
+			t.Errorf("a large text with a token kept it: %.60q", got)
 		}
 	}
 }
@@ -179,4 +192,13 @@ func BenchmarkStringLarge(b *testing.B) {
 	for b.Loop() {
 		r.String(text)
 	}
+}
+
+// builtinSamples hold a secret for each builtin pattern.
+var builtinSamples = []string{
+	"ghp_" + strings.Repeat("a1B2", 9), "github_pat_11ABCDEFG0" + strings.Repeat("x", 40), "sk-proj-" + strings.Repeat("Ab3", 10),
+	"sk_live_" + strings.Repeat("a", 20), "AKIAIOSFODNN7EXAMPLE", "AIza" + strings.Repeat("b", 35), "xoxb-1234567890-abcdefghij",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+	"Authorization: Bearer abcDEF123456789xyz", "authorization: basic dXNlcjpwYXNzd29yZA==",
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----",
 }
