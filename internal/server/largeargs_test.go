@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,8 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
 // randomString is a string with the characters a walker can trip on:
@@ -228,4 +231,37 @@ func TestLargeArgumentsReachTheUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLargeArgumentRecordedWhileCallRuns: a call with a large argument
+// runs while the argument is recorded (noaFront.call's overlap), yet the
+// session holds the call, cut, before its result, and a panic in the call
+// still reaches the caller.
+func TestLargeArgumentRecordedWhileCallRuns(t *testing.T) {
+	h := openTestHost(t, hostOptions(t), "s")
+	nf := &noaFront{log: zap.NewNop()}
+	args, _ := json.Marshal(map[string]any{"path": "/a", "content": strings.Repeat("a line of a large file written at once\n", overlapArgs/30)})
+	got, err := nf.call(context.Background(), h, "fs:write_file", string(args), true, func(context.Context) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("Successfully wrote to /a"), nil
+	})
+	if err != nil || len(got.Content) == 0 || got.Content[0].(mcp.TextContent).Text != "Successfully wrote to /a" {
+		t.Fatalf("got %v, %v; want the call's result", got, err)
+	}
+	msgs := h.Messages()
+	if len(msgs) != 2 || msgs[0].ContentType != noa.CTToolCall || msgs[1].ContentType != noa.CTToolResult || msgs[1].ToolCallID != msgs[0].ToolCallID {
+		t.Fatalf("got messages %+v, want the call and then its result", msgs)
+	}
+	if !strings.Contains(msgs[0].Text, noa.TruncationMarker) {
+		t.Errorf("the recorded call holds %d bytes without a cut, want it cut", len(msgs[0].Text))
+	}
+
+	defer func() {
+		if p := recover(); p != "upstream exploded" {
+			t.Errorf("recovered %v, want the call's panic", p)
+		}
+	}()
+	_, _ = nf.call(context.Background(), h, "fs:write_file", string(args), true, func(context.Context) (*mcp.CallToolResult, error) {
+		panic("upstream exploded")
+	})
+	t.Error("the call's panic did not reach the caller")
 }

@@ -230,14 +230,31 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	// archived once, and held head-and-tail in the session.
 	// The call's record reaches the disk with its result's (one fsync per
 	// call, before the answer).
-	rec, err := h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
-		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
-	}, CutToSize: cut})
-	if err != nil {
-		log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
-		return run(ctx)
+	record := func() ([]session.Message, error) {
+		return h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
+			Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
+		}, CutToSize: cut})
 	}
-	res, runErr := run(ctx)
+	var rec []session.Message
+	var res *mcp.CallToolResult
+	var err, runErr error
+	if len(args) >= overlapArgs {
+		// Recording a large argument takes a while (masked, cut, archived):
+		// the call runs meanwhile (issue 13). Its record still precedes
+		// its result's, which is recorded once both are done.
+		o := overlap(ctx, run, record)
+		res, runErr, rec, err = o.res, o.err, o.rec, o.recErr
+		if err != nil {
+			log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
+			return res, runErr
+		}
+	} else {
+		if rec, err = record(); err != nil {
+			log.Error("recording a tool call; returning its result unrecorded", zap.Error(err))
+			return run(ctx)
+		}
+		res, runErr = run(ctx)
+	}
 	result := session.Message{CoreMessage: noa.CoreMessage{
 		Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: tool, ToolCallID: rec[0].ToolCallID,
 	}, IsError: true}
@@ -264,6 +281,45 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	}
 	ref, hasRef := h.Ref(recorded.ID)
 	return shape(shown, recorded, hasRef, ref, h.MCPNudge(turn, ref.Ref)), nil
+}
+
+// overlapArgs is the size of a call's arguments from which the call runs
+// while they are recorded.
+const overlapArgs = 64 << 10
+
+// overlapped is what overlap returns: the call's result and error, and
+// its record's.
+type overlapped struct {
+	res    *mcp.CallToolResult
+	err    error
+	rec    []session.Message
+	recErr error
+}
+
+// overlap runs run in a goroutine while record runs in this one, and
+// returns both outcomes once both are done. A panic in run is raised again
+// here, where the tool handler's recovery catches it as it would have.
+func overlap(ctx context.Context, run func(context.Context) (*mcp.CallToolResult, error), record func() ([]session.Message, error)) overlapped {
+	type outcome struct {
+		res   *mcp.CallToolResult
+		err   error
+		panic any
+	}
+	done := make(chan outcome, 1) // buffered: the goroutine never blocks
+	go func() {
+		var o outcome
+		defer func() {
+			o.panic = recover()
+			done <- o
+		}()
+		o.res, o.err = run(ctx)
+	}()
+	rec, recErr := record()
+	o := <-done
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	return overlapped{res: o.res, err: o.err, rec: rec, recErr: recErr}
 }
 
 // meta records a retrieve_tools or describe_tool call and its result as
