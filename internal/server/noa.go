@@ -148,7 +148,10 @@ func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHand
 		if req.Params.Name == ToolRetrieve || req.Params.Name == ToolDescribe {
 			return n.meta(ctx, h, req.Params.Name, argumentsText(req), run)
 		}
-		return n.call(ctx, h, n.nameOf(req), argumentsText(req), true, run)
+		// The arguments' text is made where they are recorded: for large
+		// ones, while the call runs (callArgs).
+		args := func() string { return argumentsText(req) }
+		return n.callArgs(ctx, h, n.nameOf(req), args, len(req.Params.RawArguments), true, run)
 	}
 }
 
@@ -224,6 +227,12 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 // runs and its result is returned as it came (logged): losing the record
 // must not break the tool.
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	return n.callArgs(ctx, h, tool, func() string { return args }, len(args), cut, run)
+}
+
+// callArgs is call with the arguments' text made by args, about size
+// bytes: from overlapArgs on, it is made and recorded while the call runs.
+func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, args func() string, size int, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	log := n.log.With(zap.String("session_id", h.ID()), zap.String("tool", tool))
 	rctx := context.WithoutCancel(ctx)
 	// An oversize argument (a write_file's content) is cut like a result:
@@ -232,13 +241,13 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	// call, before the answer).
 	record := func() ([]session.Message, error) {
 		return h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
-			Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
+			Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args(),
 		}, CutToSize: cut})
 	}
 	var rec []session.Message
 	var res *mcp.CallToolResult
 	var err, runErr error
-	if len(args) >= overlapArgs {
+	if size >= overlapArgs {
 		// Recording a large argument takes a while (masked, cut, archived):
 		// the call runs meanwhile (issue 13). Its record still precedes
 		// its result's, which is recorded once both are done.
