@@ -145,3 +145,60 @@ func BenchmarkRedact(b *testing.B) {
 		}
 	})
 }
+
+// TestHintsAreSound checks that skipping a pattern whose hints are absent
+// changes nothing: for every github token prefix (the hints name each one;
+// issue 13: the old hint "gh" ran the expression over any text with
+// "through" in it) and for prose around them, the hinted redactor masks
+// exactly what the expressions alone mask.
+func TestHintsAreSound(t *testing.T) {
+	bare := New(Options{})
+	for i := range bare.patterns {
+		bare.patterns[i].hints = nil
+	}
+	hinted := New(Options{})
+	var texts []string
+	for _, p := range []string{"ghp", "gho", "ghu", "ghs", "ghr", "ghx", "GHP"} {
+		secret := p + "_" + strings.Repeat("a1B2", 9)
+		texts = append(texts, "token "+secret+" ok", "through the high "+secret, secret)
+	}
+	texts = append(texts, strings.Repeat("The quick brown fox jumps over the lazy dog; abcdefghij through.\n", 100))
+	// Large texts take the one-pass scan for hints (scanMin): every
+	// builtin's sample, alone and together, in prose, at the ends too.
+	prose := strings.Repeat("prose with earer, uthorization, sk, xo, ey and gh in it; ", scanMin/50)
+	all := ""
+	for _, sample := range builtinSamples {
+		texts = append(texts, prose+sample+prose, sample+prose, prose+sample)
+		all += prose + sample
+	}
+	texts = append(texts, all, prose)
+	for _, in := range texts {
+		got, want := hinted.String(in), bare.String(in)
+		if got != want {
+			t.Errorf("String(%.60q) = %.60q, want %.60q", in, got, want)
+		}
+		if len(in) >= scanMin && strings.Contains(in, "github_pat_") && !strings.Contains(got, Mask) {
+			t.Errorf("a large text with a token kept it: %.60q", got)
+		}
+	}
+}
+
+// BenchmarkStringLarge is masking a 5 MB text with no secret in it, the
+// size of a large write_file's content (issue 13).
+func BenchmarkStringLarge(b *testing.B) {
+	r := New(Options{Literals: []string{"s3cret-value"}})
+	text := strings.Repeat("line of a five megabyte file written through write_file, 0123456789.\n", 5<<20/70)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.String(text)
+	}
+}
+
+// builtinSamples hold a secret for each builtin pattern.
+var builtinSamples = []string{
+	"ghp_" + strings.Repeat("a1B2", 9), "github_pat_11ABCDEFG0" + strings.Repeat("x", 40), "sk-proj-" + strings.Repeat("Ab3", 10),
+	"sk_live_" + strings.Repeat("a", 20), "AKIAIOSFODNN7EXAMPLE", "AIza" + strings.Repeat("b", 35), "xoxb-1234567890-abcdefghij",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+	"Authorization: Bearer abcDEF123456789xyz", "authorization: basic dXNlcjpwYXNzd29yZA==",
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----",
+}

@@ -203,14 +203,35 @@ func badID(data []byte) json.RawMessage {
 	if len(t) == 0 || t[0] != '{' {
 		return nil
 	}
-	var m struct {
-		ID json.RawMessage `json:"id"`
+	// The id is found without decoding the body (a large tools/call
+	// would cost a decode of its whole payload); a body that cannot be
+	// walked is decoded as before. The last "id" wins, matched without
+	// regard to case, as encoding/json does.
+	var id json.RawMessage
+	if !objectMembers(t, func(key []byte, start, end int) bool {
+		if bytes.EqualFold(key, []byte("id")) {
+			id = t[start:end]
+		}
+		return true
+	}) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(t, &m) != nil {
+			return nil
+		}
+		id = m.ID
 	}
-	if json.Unmarshal(t, &m) != nil || len(m.ID) == 0 {
+	if len(id) == 0 {
 		return nil
 	}
-	switch m.ID[0] {
+	switch id[0] {
 	case '{', '[', 't', 'f':
+		// Only a well-formed message gets Invalid Request; a malformed
+		// one is the transport's Parse error.
+		if !json.Valid(t) {
+			return nil
+		}
 		return batchError(mcp.INVALID_REQUEST, "invalid request: \"id\" must be a string, a number or null")
 	}
 	return nil

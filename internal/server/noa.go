@@ -148,7 +148,10 @@ func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHand
 		if req.Params.Name == ToolRetrieve || req.Params.Name == ToolDescribe {
 			return n.meta(ctx, h, req.Params.Name, argumentsText(req), run)
 		}
-		return n.call(ctx, h, n.nameOf(req), argumentsText(req), true, run)
+		// The arguments' text is made where they are recorded: for large
+		// ones, while the call runs (callArgs).
+		args := func() string { return argumentsText(req) }
+		return n.callArgs(ctx, h, n.nameOf(req), args, len(req.Params.RawArguments), true, run)
 	}
 }
 
@@ -224,6 +227,12 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 // runs and its result is returned as it came (logged): losing the record
 // must not break the tool.
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	return n.callArgs(ctx, h, tool, func() string { return args }, len(args), cut, run)
+}
+
+// callArgs is call with the arguments' text made by args, about size
+// bytes: from overlapArgs on, it is made and recorded while the call runs.
+func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, args func() string, size int, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	// Built only when there is something to log: With costs an allocation
 	// and an encoding of its fields on every call.
 	logError := func(msg string, err error) {
@@ -234,14 +243,31 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	// archived once, and held head-and-tail in the session.
 	// The call's record reaches the disk with its result's (one fsync per
 	// call, before the answer).
-	rec, err := h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
-		Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args,
-	}, CutToSize: cut})
-	if err != nil {
-		logError("recording a tool call; returning its result unrecorded", err)
-		return run(ctx)
+	record := func() ([]session.Message, error) {
+		return h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
+			Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args(),
+		}, CutToSize: cut})
 	}
-	res, runErr := run(ctx)
+	var rec []session.Message
+	var res *mcp.CallToolResult
+	var err, runErr error
+	if size >= overlapArgs {
+		// Recording a large argument takes a while (masked, cut, archived):
+		// the call runs meanwhile (issue 13). Its record still precedes
+		// its result's, which is recorded once both are done.
+		o := overlap(ctx, run, record)
+		res, runErr, rec, err = o.res, o.err, o.rec, o.recErr
+		if err != nil {
+			logError("recording a tool call; returning its result unrecorded", err)
+			return res, runErr
+		}
+	} else {
+		if rec, err = record(); err != nil {
+			logError("recording a tool call; returning its result unrecorded", err)
+			return run(ctx)
+		}
+		res, runErr = run(ctx)
+	}
 	result := session.Message{CoreMessage: noa.CoreMessage{
 		Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: tool, ToolCallID: rec[0].ToolCallID,
 	}, IsError: true}
@@ -268,6 +294,45 @@ func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string,
 	}
 	ref, hasRef := h.Ref(recorded.ID)
 	return shape(shown, recorded, hasRef, ref, h.MCPNudge(turn, ref.Ref)), nil
+}
+
+// overlapArgs is the size of a call's arguments from which the call runs
+// while they are recorded.
+const overlapArgs = 64 << 10
+
+// overlapped is what overlap returns: the call's result and error, and
+// its record's.
+type overlapped struct {
+	res    *mcp.CallToolResult
+	err    error
+	rec    []session.Message
+	recErr error
+}
+
+// overlap runs run in a goroutine while record runs in this one, and
+// returns both outcomes once both are done. A panic in run is raised again
+// here, where the tool handler's recovery catches it as it would have.
+func overlap(ctx context.Context, run func(context.Context) (*mcp.CallToolResult, error), record func() ([]session.Message, error)) overlapped {
+	type outcome struct {
+		res   *mcp.CallToolResult
+		err   error
+		panic any
+	}
+	done := make(chan outcome, 1) // buffered: the goroutine never blocks
+	go func() {
+		var o outcome
+		defer func() {
+			o.panic = recover()
+			done <- o
+		}()
+		o.res, o.err = run(ctx)
+	}()
+	rec, recErr := record()
+	o := <-done
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	return overlapped{res: o.res, err: o.err, rec: rec, recErr: recErr}
 }
 
 // meta records a retrieve_tools or describe_tool call and its result as

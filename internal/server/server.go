@@ -292,6 +292,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		mcpserver.WithToolCapabilities(true),
 		// Outermost, so a panic while recording a call is caught too.
 		mcpserver.WithRecovery(),
+		// Next, so every other middleware sees a lifted call's arguments
+		// (largeargs.go).
+		mcpserver.WithToolHandlerMiddleware(restoreArguments),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithLogging(),
 		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),

@@ -113,7 +113,7 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		defer close(sweepDone)
 		reg.run(sweepCtx)
 	}()
-	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(streamable), true, batches)))
+	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(liftArguments(streamable)), true, batches)))
 	mux.Handle(PathSSE, sse.SSEHandler())
 	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
 	if opts.Gateway != nil {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -43,20 +44,40 @@ func linesText(rng *rand.Rand, n int) string {
 // encodings, a text's count is the sum of the counts of its two sides at
 // every line start (lineStart).
 func TestLineStartAdditive(t *testing.T) {
+	testAdditive(t, lineStart, 11, 25, 150, func(rng *rand.Rand, _ int) string { return linesText(rng, 30) })
+}
+
+// TestWordStartAdditive: for both encodings, a text's count is the sum of
+// the counts of its two sides at every word start (wordStart), in texts
+// with lines and in the same texts as one JSON string (their newlines
+// escaped), which is how a tool call's arguments are recorded.
+func TestWordStartAdditive(t *testing.T) {
+	testAdditive(t, wordStart, 17, 40, 300, func(rng *rand.Rand, i int) string {
+		if i%2 == 1 {
+			return jsonText(linesText(rng, 30))
+		}
+		return linesText(rng, 30)
+	})
+}
+
+// testAdditive checks, for both encodings, up to 15 random positions where
+// at holds in each of n texts from text (seeded with seed), and that at
+// least want were checked.
+func testAdditive(t *testing.T, at func(s string, i int) bool, seed int64, n, want int, text func(rng *rand.Rand, i int) string) {
 	for _, enc := range tokens.Supported() {
 		t.Run(enc, func(t *testing.T) {
 			c, err := tokens.New(enc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rng := newRand(11)
+			rng := newRand(seed)
 			checked := 0
-			for range 25 {
-				s := linesText(rng, 30)
+			for k := range n {
+				s := text(rng, k)
 				whole := c.Count(s)
 				var starts []int
 				for i := 1; i < len(s); i++ {
-					if lineStart(s, i) {
+					if at(s, i) {
 						starts = append(starts, i)
 					}
 				}
@@ -68,8 +89,8 @@ func TestLineStartAdditive(t *testing.T) {
 					}
 				}
 			}
-			if checked < 150 {
-				t.Errorf("checked %d line starts, want at least 150", checked)
+			if checked < want {
+				t.Errorf("checked %d positions, want at least %d", checked, want)
 			}
 		})
 	}
@@ -92,6 +113,8 @@ func TestPiecewiseCut(t *testing.T) {
 		linesText(rng, 3000),
 		strings.Repeat("x", 30000) + "\n" + linesText(rng, 200), // one long line, then lines
 		strings.Repeat("word ", 20000),                          // no line at all
+		jsonText(linesText(rng, 3000)),                          // one JSON line: newlines escaped
+		strings.Repeat("x", 200000),                             // neither lines nor words
 		linesText(rng, 40),                                      // fits
 		strings.Repeat("Hello world, this is a line.\n", 300),   // over the limit in bytes, not in tokens
 	} {
@@ -109,10 +132,20 @@ func TestPiecewiseCut(t *testing.T) {
 			t.Errorf("text %d: recorded %d tokens (%v) for a message of %d tokens", i, ref.Tokens, ok, noa.CountMessageTokens(got.CoreMessage, c.Count))
 		}
 		switch {
-		case i >= 3 && got.Original != "":
+		case i >= 5 && got.Original != "":
 			t.Errorf("text %d fits (%d tokens) but was cut", i, c.Count(text))
-		case i < 3 && (got.Original == "" || exact > opts.MaxResultTokens):
+		case i < 5 && (got.Original == "" || exact > opts.MaxResultTokens):
 			t.Errorf("text %d: cut %v to %d tokens; want a cut within %d", i, got.Original != "", exact, opts.MaxResultTokens)
 		}
 	}
+}
+
+// jsonText is s as a JSON object's string member, as a call's arguments
+// are recorded.
+func jsonText(s string) string {
+	b, err := json.Marshal(map[string]string{"content": s})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -36,14 +36,7 @@ func TestCrossCheckGPTTokenizer(t *testing.T) {
 	}
 	texts = kept
 	want := countWithGPTTokenizer(t, texts)
-	counters := map[string]*Counter{}
-	for _, name := range Supported() {
-		c, err := New(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counters[name] = c
-	}
+	counters := allCounters(t)
 	mismatches := 0
 	for i, text := range texts {
 		for _, name := range Supported() {

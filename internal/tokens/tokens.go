@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -43,6 +44,10 @@ func init() {
 type Counter struct {
 	name string
 	enc  *tiktoken.Tiktoken
+	// split and ranks count ASCII text without tiktoken-go's regular
+	// expression (ascii.go).
+	split func(s string, fn func(piece string))
+	ranks map[string]int
 }
 
 // cache holds one *tiktoken.Tiktoken per encoding: building one parses and
@@ -53,9 +58,16 @@ var cache struct {
 }
 
 type entry struct {
-	once sync.Once
-	enc  *tiktoken.Tiktoken
-	err  error
+	once  sync.Once
+	enc   *tiktoken.Tiktoken
+	ranks map[string]int
+	err   error
+}
+
+// splitters are the ASCII pre-splits of the encodings (ascii.go).
+var splitters = map[string]func(s string, fn func(piece string)){
+	CL100KBase: splitCL100K,
+	O200KBase:  splitO200K,
 }
 
 // New returns a Counter for the named encoding, "cl100k_base" or
@@ -76,7 +88,7 @@ func New(encoding string) (*Counter, error) {
 	}
 	cache.Unlock()
 	e.once.Do(func() {
-		e.enc, e.err = tiktoken.GetEncoding(encoding)
+		e.enc, e.ranks, e.err = load(encoding)
 		if e.err != nil {
 			e.err = fmt.Errorf("tokens: loading encoding %s: %w", encoding, e.err)
 		}
@@ -84,7 +96,39 @@ func New(encoding string) (*Counter, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	return &Counter{name: encoding, enc: e.enc}, nil
+	return &Counter{name: encoding, enc: e.enc, split: splitters[encoding], ranks: e.ranks}, nil
+}
+
+// load builds tiktoken-go's encoder for an encoding from ranks this
+// package holds too (tiktoken.GetEncoding would load a copy of its own
+// that the ASCII path cannot reach, some 13 MB more at rest). Special
+// tokens are left out: text is only ever counted as ordinary text.
+func load(encoding string) (*tiktoken.Tiktoken, map[string]int, error) {
+	ranks, err := offline.LoadTiktokenBpe("https://openaipublic.blob.core.windows.net/encodings/" + encoding + ".tiktoken")
+	if err != nil {
+		return nil, nil, err
+	}
+	bpe, err := tiktoken.NewCoreBPE(ranks, nil, patterns[encoding])
+	if err != nil {
+		return nil, nil, err
+	}
+	enc := &tiktoken.Encoding{Name: encoding, PatStr: patterns[encoding], MergeableRanks: ranks}
+	return tiktoken.NewTiktoken(bpe, enc, map[string]any{}), ranks, nil
+}
+
+// patterns are the encodings' pre-split patterns, as OpenAI publishes them
+// (and tiktoken-go spells them).
+var patterns = map[string]string{
+	CL100KBase: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	O200KBase: strings.Join([]string{
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
+		`\p{N}{1,3}`,
+		` ?[^\s\p{L}\p{N}]+[\r\n/]*`,
+		`\s*[\r\n]+`,
+		`\s+(?!\S)`,
+		`\s+`,
+	}, "|"),
 }
 
 func isSupported(encoding string) bool {
@@ -118,9 +162,71 @@ func (c *Counter) Count(text string) int {
 	}
 	n := 0
 	for _, part := range splitLongRuns(text, maxRun) {
-		n += len(c.enc.EncodeOrdinary(part))
+		n += c.countPart(part)
 	}
 	return n
+}
+
+// countPart counts a part of a text: its lines that are all ASCII on the
+// ASCII path (ascii.go), the rest with tiktoken-go. The lines are split at
+// line starts, where no piece of either pattern spans (lineStart), so the
+// sum is the whole's count.
+func (c *Counter) countPart(part string) int {
+	if c.split == nil {
+		return len(c.enc.EncodeOrdinary(part))
+	}
+	if isASCII(part) {
+		return c.countASCII(part)
+	}
+	n, seg, segASCII := 0, 0, true
+	flush := func(end int) {
+		if end > seg {
+			if segASCII {
+				n += c.countASCII(part[seg:end])
+			} else {
+				n += len(c.enc.EncodeOrdinary(part[seg:end]))
+			}
+		}
+		seg = end
+	}
+	for at := 0; at < len(part); {
+		next := nextLineStart(part, at)
+		if ascii := isASCII(part[at:next]); ascii != segASCII {
+			flush(at)
+			segASCII = ascii
+		}
+		at = next
+	}
+	flush(len(part))
+	return n
+}
+
+// countASCII counts ASCII text without tiktoken-go's regular expression.
+func (c *Counter) countASCII(s string) int {
+	n := 0
+	c.split(s, func(piece string) { n += bpeCount(c.ranks, piece) })
+	return n
+}
+
+// nextLineStart is the first line start in s after at, or len(s): a
+// position after a newline whose character is neither white space nor
+// '/'. Neither encoding's pattern joins a newline to such a character
+// (o200k_base joins '/' to the line ends before it), and a long-run split
+// never falls there, the class changing.
+func nextLineStart(s string, at int) int {
+	for {
+		j := strings.IndexByte(s[at:], '\n')
+		if j < 0 {
+			return len(s)
+		}
+		at += j + 1
+		if at >= len(s) {
+			return len(s)
+		}
+		if r, _ := utf8.DecodeRuneInString(s[at:]); r != '/' && !unicode.IsSpace(r) {
+			return at
+		}
+	}
 }
 
 // maxRun is the longest same-class run Count hands to the BPE in one piece.

@@ -213,7 +213,8 @@ func benchText() string {
 
 // BenchmarkCount measures Count on 10 KB. The "baseline" sub-benchmark is the
 // common length/4 estimate over the same text, so the tokenizer's cost can be
-// read as a ratio against it within one run.
+// read as a ratio against it within one run; "tiktoken-go" is the count
+// without the ASCII path.
 func BenchmarkCount(b *testing.B) {
 	text := benchText()
 	b.Run("baseline/runes-div-4", func(b *testing.B) {
@@ -233,6 +234,14 @@ func BenchmarkCount(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
 				c.Count(text)
+			}
+		})
+		// The same count all through tiktoken-go (no ASCII path), the
+		// figure Count had before it (issue 13).
+		b.Run(name+"/tiktoken-go", func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				tiktokenCount(c, text)
 			}
 		})
 	}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// Large tool arguments are decoded once (issue 13). mcp-go's streamable
+// HTTP front decodes a POSTed message six times before the tool handler
+// runs (the message's id and method, its protocol era, its protocol
+// information, its base message, the request, and the request's
+// arguments); for a 5 MB write_file that was about 250 ms of CPU. So
+// liftArguments, in front of it, takes a large tools/call's
+// params.arguments out of the body (mcp-go sees {} in its place), decodes
+// it once and keeps it in the request's context; restoreArguments, the
+// tool handler middleware closest to mcp-go, puts it back before any
+// other middleware or handler sees the request. What the handlers get is
+// what mcp-go would have decoded: Arguments as a map, RawArguments as the
+// bytes sent.
+
+// liftMin is the smallest arguments object worth lifting: below it the
+// decodes cost less than the walk.
+const liftMin = 32 << 10
+
+type liftedKey struct{}
+
+// lifted is a tools/call's arguments taken out of the body.
+type lifted struct {
+	name string // the tool called, as the body names it
+	args map[string]any
+	raw  json.RawMessage
+	used atomic.Bool // restored once, to the call it came with
+}
+
+// liftArguments hands next a POSTed tools/call whose params.arguments is
+// an object of at least liftMin bytes with {} in its place, the object
+// decoded into the request's context for restoreArguments. Any other
+// request, and one whose body it cannot read plainly (escaped or repeated
+// keys, arguments that do not decode), reaches next untouched, so mcp-go
+// answers it as it always did.
+func liftArguments(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.ContentLength < liftMin {
+			next.ServeHTTP(w, r)
+			return
+		}
+		data, ok := postedBody(w, r, next)
+		if !ok {
+			return
+		}
+		l, start, end := liftable(data)
+		if l == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := make([]byte, 0, len(data)-(end-start)+2)
+		body = append(append(append(body, data[:start]...), "{}"...), data[end:]...)
+		r = r.WithContext(context.WithValue(r.Context(), liftedKey{}, l))
+		r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// liftable finds a tools/call's params.arguments in data and decodes it:
+// nil when data is not a single tools/call message with one "method", one
+// "params", one "name" and one "arguments" (an object of at least liftMin
+// bytes), each key spelled plainly, or when the arguments do not decode
+// (mcp-go then reports the body as it would).
+func liftable(data []byte) (l *lifted, start, end int) {
+	var method, params []byte
+	nMethod, nParams := 0, 0
+	if !objectMembers(data, func(key []byte, s, e int) bool {
+		switch {
+		case bytes.EqualFold(key, []byte("method")):
+			method, nMethod = data[s:e], nMethod+1
+		case bytes.EqualFold(key, []byte("params")):
+			params, nParams = data[s:e], nParams+1
+			start = s
+		}
+		return true
+	}) || nMethod != 1 || nParams != 1 || string(method) != `"`+string(mcp.MethodToolsCall)+`"` {
+		return nil, 0, 0
+	}
+	base := start
+	var name, args []byte
+	nName, nArgs := 0, 0
+	if !objectMembers(params, func(key []byte, s, e int) bool {
+		switch {
+		case bytes.EqualFold(key, []byte("name")):
+			name, nName = params[s:e], nName+1
+		case bytes.EqualFold(key, []byte("arguments")):
+			args, nArgs = params[s:e], nArgs+1
+			start, end = base+s, base+e
+		}
+		return true
+	}) || nName != 1 || nArgs != 1 || len(args) < liftMin || args[0] != '{' ||
+		len(name) < 2 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 {
+		return nil, 0, 0
+	}
+	l = &lifted{name: string(name[1 : len(name)-1]), raw: args}
+	if json.Unmarshal(args, &l.args) != nil || l.args == nil {
+		return nil, 0, 0
+	}
+	return l, start, end
+}
+
+// restoreArguments puts the arguments liftArguments took out of a call's
+// body back into the request, before anything else reads them.
+func restoreArguments(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if l, ok := ctx.Value(liftedKey{}).(*lifted); ok && l.name == req.Params.Name {
+			if m, empty := req.Params.Arguments.(map[string]any); empty && len(m) == 0 && l.used.CompareAndSwap(false, true) {
+				req.Params.Arguments, req.Params.RawArguments = l.args, l.raw
+			}
+		}
+		return next(ctx, req)
+	}
+}
