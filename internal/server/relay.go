@@ -52,10 +52,17 @@ type relay struct {
 	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
 	sessions map[string]struct{}         // every client session registered
 	pending  map[string]*parked          // requestState -> parked call
+	// wanted and rounds are the stateless clients' side (loglevel.go).
+	wanted map[*parked]mcp.LoggingLevel // per-request level of each stateless call running upstream
+	rounds map[*round]struct{}          // stateless requests being answered now
+
+	applyMu sync.Mutex       // serializes the upstream level changes
+	applied mcp.LoggingLevel // the level last sent upstream ("" = none)
 }
 
 func newRelay(up Upstreams, log *zap.Logger) *relay {
-	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{}, pending: map[string]*parked{}}
+	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{},
+		pending: map[string]*parked{}, wanted: map[*parked]mcp.LoggingLevel{}, rounds: map[*round]struct{}{}}
 }
 
 // hooks wires the relay into the mcp-go server's hooks: logging/setLevel
@@ -68,9 +75,8 @@ func (r *relay) hooks(h *mcpserver.Hooks) {
 		}
 		r.mu.Lock()
 		r.levels[cs.SessionID()] = req.Params.Level
-		level := r.verboseLocked()
 		r.mu.Unlock()
-		r.applyLevel(ctx, level)
+		r.upstreamLevel(ctx, true)
 	})
 	h.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
 		r.mu.Lock()
@@ -82,27 +88,36 @@ func (r *relay) hooks(h *mcpserver.Hooks) {
 		delete(r.sessions, cs.SessionID())
 		_, had := r.levels[cs.SessionID()]
 		delete(r.levels, cs.SessionID())
-		level := r.verboseLocked()
 		r.mu.Unlock()
-		if had && level != "" {
-			r.applyLevel(context.WithoutCancel(ctx), level)
+		if had {
+			r.upstreamLevel(context.WithoutCancel(ctx), false)
 		}
 	})
 }
 
-// verboseLocked is the most verbose level any session asked for: the
-// upstreams, shared by every session, must send at least that much; each
-// session's own level is applied when a message is relayed to it.
+// verboseLocked is the most verbose level any session, or any stateless
+// call running upstream, asked for: the upstreams, shared by every
+// session, must send at least that much; each session's own level (each
+// stateless request's) is applied when a message is relayed to it.
 func (r *relay) verboseLocked() mcp.LoggingLevel {
 	best := mcp.LoggingLevel("")
 	for _, l := range r.levels {
-		// best.ShouldSendTo(l): a message at best reaches a session at l,
-		// so l is at least as verbose.
-		if best == "" || best.ShouldSendTo(l) {
-			best = l
-		}
+		best = moreVerbose(best, l)
+	}
+	for _, l := range r.wanted {
+		best = moreVerbose(best, l)
 	}
 	return best
+}
+
+// moreVerbose is the more verbose of two levels ("" is none).
+func moreVerbose(a, b mcp.LoggingLevel) mcp.LoggingLevel {
+	// a.ShouldSendTo(b): a message at a reaches a session at b, so b is at
+	// least as verbose.
+	if a == "" || a.ShouldSendTo(b) {
+		return b
+	}
+	return a
 }
 
 func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
@@ -139,6 +154,7 @@ func (s *Server) ServerLog(server string, n mcp.LoggingMessageNotification) {
 			s.log.Debug("relaying an upstream log message", zap.String("upstream", server), zap.String("session_id", id), zap.Error(err))
 		}
 	}
+	s.relay.logToRounds(server, n)
 }
 
 // announce tells every client session, as a log message of mcproxy's own
@@ -250,7 +266,7 @@ func (p *clientPeer) Progress(params map[string]any) {
 	}
 	out["progressToken"] = p.token
 	p.noted()
-	if err := p.mcp.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), out); err != nil {
+	if err := p.mcp.SendNotificationToClient(p.target(), string(mcp.MethodNotificationProgress), out); err != nil {
 		p.log.Debug("relaying progress", zap.Error(err))
 	}
 }
@@ -263,7 +279,7 @@ func (p *clientPeer) noted() {
 
 func (p *clientPeer) Log(server string, n mcp.LoggingMessageNotification) {
 	p.noted()
-	if err := p.mcp.SendLogMessageToClient(p.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+	if err := p.mcp.SendLogMessageToClient(p.target(), n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 		p.log.Debug("relaying a log message", zap.String("upstream", server), zap.Error(err))
 	}
 }
@@ -362,6 +378,7 @@ type parked struct {
 	mu      sync.Mutex
 	waiting *parkedAsk // the ask the client was sent, awaiting its answer
 	timer   *time.Timer
+	cur     *round // the client request being answered now (nil between rounds)
 }
 
 type parkedAsk struct {
@@ -447,6 +464,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	r.mu.Lock()
 	r.pending[p.id] = p
 	r.mu.Unlock()
+	r.want(ctx, p)
 	cctx = context.WithValue(cctx, parkKey{}, p)
 	cctx = context.WithValue(cctx, callReqKey{}, &req)
 	// The relay owns this goroutine; forget (the call's end, the client
@@ -467,6 +485,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 // await answers with p's result, or with its next question as an
 // input_required result. When ctx ends first, p stays parked for a retry.
 func (r *relay) await(ctx context.Context, p *parked) (*mcp.CallToolResult, error) {
+	defer r.answering(ctx, p)()
 	select {
 	case <-p.done:
 		r.forget(p)
@@ -499,5 +518,10 @@ func (r *relay) forget(p *parked) {
 	p.cancel()
 	r.mu.Lock()
 	delete(r.pending, p.id)
+	_, wanted := r.wanted[p]
+	delete(r.wanted, p)
 	r.mu.Unlock()
+	if wanted {
+		r.upstreamLevel(context.Background(), false)
+	}
 }
