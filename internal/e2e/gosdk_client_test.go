@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // TestGoSDKClient drives mcproxy (the binary, direct mode, over streamable
@@ -27,17 +24,7 @@ import (
 // upstream's requests come back as multi round-trip input requests, which
 // the Go SDK answers through the same handlers).
 func TestGoSDKClient(t *testing.T) {
-	dir := t.TempDir()
-	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
-		"mcpServers": map[string]any{
-			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
-		},
-		"data_dir":     filepath.Join(dir, "data"),
-		"mode":         "direct",
-		"init_timeout": "60s",
-		"noa":          map[string]any{"enabled": false},
-	})
-	base, _ := serveHTTP(t, config)
+	base := serveEverything(t)
 	for _, version := range []string{"2025-11-25", ""} {
 		name := version
 		if name == "" {
