@@ -23,6 +23,17 @@ func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) 
 	}
 	out := *res
 	out.ResultType = ""
+	// Embedded resources and resource_links of the later of two servers
+	// that claim one URI carry the URI the client can read (urirewrite.go).
+	cloned := false
+	for i, m := range res.Messages {
+		if ct, changed := c.exposeContent(r.server, m.Content); changed {
+			if !cloned {
+				out.Messages, cloned = slices.Clone(res.Messages), true
+			}
+			out.Messages[i].Content = ct
+		}
+	}
 	return &out, nil
 }
 

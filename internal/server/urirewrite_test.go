@@ -17,11 +17,13 @@ import (
 
 // newDocsUpstream is a real mcp-go server named name that offers the same
 // URIs as any other copy of it: a subscribable resource docs://readme, a
-// template docs://page/{n} with completion, and a tool "link" returning a
-// resource_link and an embedded resource for docs://readme. Its contents say
+// template docs://page/{n} with completion, a tool "link" returning a
+// resource_link and an embedded resource for docs://readme, and a prompt
+// "embed" embedding it. Its contents say
 // which copy answered.
 func newDocsUpstream(name string) *mcpserver.MCPServer {
 	us := mcpserver.NewMCPServer(name, "1", mcpserver.WithResourceCapabilities(true, true), mcpserver.WithToolCapabilities(false),
+		mcpserver.WithPromptCapabilities(false),
 		mcpserver.WithCompletions(),
 		mcpserver.WithResourceCompletionProvider(completeFunc(func(uri string) []string { return []string{name + " completes " + uri} })))
 	us.AddResource(mcp.NewResource("docs://readme", "readme"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -29,6 +31,12 @@ func newDocsUpstream(name string) *mcpserver.MCPServer {
 	})
 	us.AddResourceTemplate(mcp.NewResourceTemplate("docs://page/{n}", "page"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "page of " + name}}, nil
+	})
+	us.AddPrompt(mcp.NewPrompt("embed"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("embed", []mcp.PromptMessage{
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("read this")),
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "docs://readme", Text: "embedded by " + name})),
+		}), nil
 	})
 	us.AddTool(mcp.NewTool("link"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{
@@ -51,7 +59,8 @@ func (f completeFunc) CompleteResourceArgument(_ context.Context, uri string, _ 
 // them too): the server that came up first keeps the URIs, the later one's
 // are exposed as mcproxy://<server>/<uri>, and every way to reach a
 // resource (read, template read, completion, subscription and its updates,
-// resource_links and embedded resources in tool results) reaches the
+// resource_links and embedded resources in tool results and prompts)
+// reaches the
 // server that offered it. The "prefix": "" server's are withheld.
 func TestCollidingURIsRewritten(t *testing.T) {
 	ups := map[string]*mcpserver.MCPServer{}
@@ -160,6 +169,17 @@ func TestCollidingURIsRewritten(t *testing.T) {
 		}
 		if _, text := read(link.URI); text != "readme of "+server {
 			t.Errorf("reading %s__link's resource_link %q: got %q, want %s's", server, link.URI, text, server)
+		}
+	}
+
+	for server, want := range map[string]string{keeper: "docs://readme", later: rewritten} {
+		p, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: server + "__embed"}})
+		if err != nil {
+			t.Fatalf("prompts/get %s__embed: %v", server, err)
+		}
+		emb, ok := p.Messages[1].Content.(mcp.EmbeddedResource)
+		if !ok || emb.Resource.(mcp.TextResourceContents).URI != want {
+			t.Errorf("%s__embed embedded resource: got %+v, want URI %q", server, p.Messages[1].Content, want)
 		}
 	}
 
