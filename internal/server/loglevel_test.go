@@ -75,6 +75,18 @@ func TestRelayStatelessLogLevel(t *testing.T) {
 			t.Errorf("at debug: got %q, want %q", got, want)
 		}
 	})
+	t.Run("a later round", func(t *testing.T) {
+		// The upstream logs after the client answered its sampling request
+		// (the call's second round): the message goes on the retry's
+		// stream, the first request's having ended with input_required.
+		before := len(logLines(s))
+		if got := s.call(t, "up__ask_log", nil); got != "asked" {
+			t.Fatalf("ask_log: got %q", got)
+		}
+		if got, want := logLines(s)[before:], []string{"ask_log: after the answer"}; !slices.Equal(got, want) {
+			t.Errorf("log of the second round: got %q, want %q", got, want)
+		}
+	})
 	t.Run("legacy sessions keep their level", func(t *testing.T) {
 		setLevel(t, warn, mcp.LoggingLevelWarning)
 		if got := warn.call(t, "up__level", nil); got != "level=warning" {

@@ -115,6 +115,17 @@ func newRelayUpstream(dir string) *mcpserver.MCPServer {
 		}
 		return mcp.NewToolResultText("model said: " + textOf(res.Content)), nil
 	})
+	srv.AddTool(noArgs("ask_log", "asks the client's model, then logs"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var req mcp.CreateMessageRequest
+		req.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("and now?")}}
+		req.MaxTokens = 10
+		if _, err := srv.RequestSampling(ctx, req); err != nil {
+			return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+		}
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "ask_log", "after the answer"))
+		time.Sleep(100 * time.Millisecond) // as slow does: let the notification go first
+		return mcp.NewToolResultText("asked"), nil
+	})
 	srv.AddTool(noArgs("form", "asks the user through a form"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message: "your name?",
