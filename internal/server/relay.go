@@ -445,9 +445,13 @@ func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcp
 		if !ok || w == nil {
 			return nil, fmt.Errorf("the retry of a call waiting for input must carry inputResponses[%q]", inputKey)
 		}
+		// This request carries what the call sends from now on, so it
+		// becomes current before the call resumes (loglevel.go).
+		defer r.answering(ctx, p)()
 		w.answer <- resp
 	} else {
 		p = r.park(ctx, req, next)
+		defer r.answering(ctx, p)()
 	}
 	return r.await(ctx, p)
 }
@@ -485,7 +489,6 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 // await answers with p's result, or with its next question as an
 // input_required result. When ctx ends first, p stays parked for a retry.
 func (r *relay) await(ctx context.Context, p *parked) (*mcp.CallToolResult, error) {
-	defer r.answering(ctx, p)()
 	select {
 	case <-p.done:
 		r.forget(p)
