@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -35,7 +36,10 @@ import (
 
 // round is one stateless client request being answered: the first call,
 // or a retry that carries an answer.
-type round struct{ ctx context.Context }
+type round struct {
+	ctx   context.Context
+	notes atomic.Bool // set once a notification of the call went on its stream
+}
 
 // want records the per-request level of a stateless call about to run
 // upstream and raises the upstreams' level to it where needed, before the
@@ -69,16 +73,16 @@ func (r *relay) upstreamLevel(ctx context.Context, force bool) {
 
 // answering marks ctx as the stateless request now answered for p: the
 // call's notifications go on its stream, and so do server-wide log
-// messages. The returned func undoes it.
-func (r *relay) answering(ctx context.Context, p *parked) func() {
-	rd := &round{ctx: ctx}
+// messages. done undoes it.
+func (r *relay) answering(ctx context.Context, p *parked) (rd *round, done func()) {
+	rd = &round{ctx: ctx}
 	p.mu.Lock()
 	p.cur = rd
 	p.mu.Unlock()
 	r.mu.Lock()
 	r.rounds[rd] = struct{}{}
 	r.mu.Unlock()
-	return func() {
+	return rd, func() {
 		p.mu.Lock()
 		if p.cur == rd {
 			p.cur = nil
@@ -98,13 +102,14 @@ func (r *relay) logToRounds(server string, n mcp.LoggingMessageNotification) {
 		return
 	}
 	r.mu.Lock()
-	ctxs := make([]context.Context, 0, len(r.rounds))
+	rounds := make([]*round, 0, len(r.rounds))
 	for rd := range r.rounds {
-		ctxs = append(ctxs, rd.ctx)
+		rounds = append(rounds, rd)
 	}
 	r.mu.Unlock()
-	for _, ctx := range ctxs {
-		if err := r.mcp.SendLogMessageToClient(ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+	for _, rd := range rounds {
+		rd.notes.Store(true)
+		if err := r.mcp.SendLogMessageToClient(rd.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 			r.log.Debug("relaying a log message to a stateless request", zap.String("upstream", server), zap.Error(err))
 		}
 	}
@@ -120,7 +125,19 @@ func (p *clientPeer) target() context.Context {
 	p.park.mu.Lock()
 	defer p.park.mu.Unlock()
 	if p.park.cur != nil {
+		p.park.cur.notes.Store(true)
 		return p.park.cur.ctx
 	}
 	return p.ctx
+}
+
+// awaitRound is await for one round, whose answer waits, as a legacy
+// call's result does (settle), until the notifications sent on its stream
+// have left: mcp-go drops one its stream writer took a moment too late.
+func (r *relay) awaitRound(ctx context.Context, p *parked, rd *round) (*mcp.CallToolResult, error) {
+	res, err := r.await(ctx, p)
+	if rd.notes.Load() {
+		settle(ctx)
+	}
+	return res, err
 }

@@ -351,7 +351,15 @@ func (p *clientPeer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*
 	if p.capabilities().Roots == nil {
 		return nil, noCapability("its roots (roots/list)", "roots")
 	}
-	c, cancel := p.asking(ctx)
+	// Roots are the session's, not the call's: a server may ask for them
+	// while any call is in flight (server-everything does on its first),
+	// and the call may end before the client answers. A session-wide ask
+	// outlives the call, so the answer is not refused on arrival.
+	asker := p
+	if p.park == nil && !p.detached {
+		asker = p.Detached().(*clientPeer)
+	}
+	c, cancel := asker.asking(ctx)
 	defer cancel()
 	if p.park != nil {
 		resp, err := p.park.answer(c, mcp.NewRootsInputRequest(), mcp.MethodListRoots)
@@ -447,21 +455,23 @@ func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcp
 		}
 		// This request carries what the call sends from now on, so it
 		// becomes current before the call resumes (loglevel.go).
-		defer r.answering(ctx, p)()
+		rd, done := r.answering(ctx, p)
+		defer done()
 		w.answer <- resp
-	} else {
-		p = r.park(ctx, req, next)
-		defer r.answering(ctx, p)()
+		return r.awaitRound(ctx, p, rd)
 	}
-	return r.await(ctx, p)
+	p, rd, done := r.park(ctx, req, next)
+	defer done()
+	return r.awaitRound(ctx, p, rd)
 }
 
-// park starts a stateless client's call on its own goroutine.
-func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) *parked {
+// park starts a stateless client's call on its own goroutine, with ctx's
+// request as its current round (done ends that).
+func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (p *parked, rd *round, done func()) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
+	p = &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
 	// Unanswered past the TTL, the call is cancelled and forgotten; a late
 	// retry is told to start over.
 	p.timer = time.AfterFunc(r.ttl, func() { r.forget(p) })
@@ -469,6 +479,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	r.pending[p.id] = p
 	r.mu.Unlock()
 	r.want(ctx, p)
+	rd, done = r.answering(ctx, p)
 	cctx = context.WithValue(cctx, parkKey{}, p)
 	cctx = context.WithValue(cctx, callReqKey{}, &req)
 	// The relay owns this goroutine; forget (the call's end, the client
@@ -483,7 +494,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 		}()
 		p.res, p.err = next(cctx, req)
 	}()
-	return p
+	return p, rd, done
 }
 
 // await answers with p's result, or with its next question as an
