@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -55,8 +56,8 @@ func (f completeFunc) CompleteResourceArgument(_ context.Context, uri string, _ 
 }
 
 // TestCollidingURIsRewritten puts two servers that offer the same resource
-// URI and URI template behind the front (a third, with "prefix": "", offers
-// them too): the server that came up first keeps the URIs, the later one's
+// URI and URI template behind the front: the server that came up first
+// keeps the URIs, the later one's
 // are exposed as mcproxy://<server>/<uri>, and every way to reach a
 // resource (read, template read, completion, subscription and its updates,
 // resource_links and embedded resources in tool results and prompts)
@@ -65,16 +66,11 @@ func (f completeFunc) CompleteResourceArgument(_ context.Context, uri string, _ 
 func TestCollidingURIsRewritten(t *testing.T) {
 	ups := map[string]*mcpserver.MCPServer{}
 	servers := map[string]config.ServerConfig{}
-	exact := ""
-	for _, name := range []string{"a", "b", "exact"} {
+	for _, name := range []string{"a", "b"} {
 		ups[name] = newDocsUpstream(name)
 		ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(ups[name]))
 		t.Cleanup(ts.Close)
-		sc := config.ServerConfig{URL: ts.URL + "/mcp"}
-		if name == "exact" {
-			sc.Prefix = &exact
-		}
-		servers[name] = sc
+		servers[name] = config.ServerConfig{URL: ts.URL + "/mcp"}
 	}
 	f := startCatalogFront(t, servers)
 	s := f.Server
@@ -93,24 +89,26 @@ func TestCollidingURIsRewritten(t *testing.T) {
 	}
 	c := clients[0]
 
-	res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Both servers' catalogs are in.
+	var res *mcp.ListResourcesResult
+	waitFor(t, "the resources of a and b", func() bool {
+		var err error
+		res, err = c.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err == nil && len(res.Resources) == 2
+	})
 	var uris []string
 	for _, r := range res.Resources {
 		uris = append(uris, r.URI)
 	}
 	slices.Sort(uris)
-	// Which of a and b came up first decides which keeps the URIs; "exact"
-	// never gets a rewritten one.
+	// Which of a and b came up first decides which keeps the URIs.
 	keeper, later := "a", "b"
 	if slices.Contains(uris, "mcproxy://a/docs://readme") {
 		keeper, later = "b", "a"
 	}
 	rewritten := "mcproxy://" + later + "/docs://readme"
 	if want := []string{"docs://readme", rewritten}; !slices.Equal(uris, want) {
-		t.Fatalf("resources/list: got %q, want %q (the later server's URI rewritten, the \"prefix\": \"\" server's withheld)", uris, want)
+		t.Fatalf("resources/list: got %q, want %q (the later server's URI rewritten)", uris, want)
 	}
 	tl, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
 	if err != nil {
@@ -232,5 +230,38 @@ func TestCollidingURIsRewritten(t *testing.T) {
 	_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "mcproxy://nobody/docs://readme"}})
 	if err == nil || !strings.Contains(err.Error(), "mcproxy://nobody/docs://readme") {
 		t.Errorf("reading a rewritten URI of no server: got %v, want an error naming it", err)
+	}
+}
+
+// TestCollidingURIClaims: the later of two servers that claim one URI has
+// it rewritten under its name, unless it asked for its names exactly as
+// sent ("prefix": ""): then it is withheld (and logged); a server listing a
+// URI twice keeps the first.
+func TestCollidingURIClaims(t *testing.T) {
+	prefixes := map[string]string{"keeper": "keeper__", "later": "later__", "exact": ""}
+	c := newCatalogFront(nil, nil, zap.NewNop(), func(s string) string { return prefixes[s] })
+	owners := map[string]string{"docs://readme": "keeper"}
+	for _, tc := range []struct {
+		server, uri string
+		want        string
+		exposed     bool
+	}{
+		{"keeper", "docs://new", "docs://new", true},
+		{"later", "docs://readme", "mcproxy://later/docs://readme", true},
+		{"exact", "docs://readme", "", false},
+		{"keeper", "docs://readme", "", false},
+	} {
+		c.mu.Lock()
+		got, ok := c.claim("resource", tc.uri, tc.server, prefixes[tc.server], owners)
+		c.mu.Unlock()
+		if got != tc.want || ok != tc.exposed {
+			t.Errorf("%s claims %s: got %q, %v; want %q, %v", tc.server, tc.uri, got, ok, tc.want, tc.exposed)
+		}
+	}
+	for _, uri := range []string{"mcproxy://later/docs://readme", "mcproxy://later/", "mcproxy:///docs://readme", "docs://readme"} {
+		server, orig, ok := splitRewritten(uri)
+		if want := uri == "mcproxy://later/docs://readme"; ok != want || (ok && (server != "later" || orig != "docs://readme")) {
+			t.Errorf("splitRewritten(%q) = %q, %q, %v", uri, server, orig, ok)
+		}
 	}
 }
