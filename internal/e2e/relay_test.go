@@ -16,17 +16,7 @@ import (
 // client; a client that declared no sampling gets its upstream a clear
 // error.
 func TestTSClientRelay(t *testing.T) {
-	dir := t.TempDir()
-	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
-		"mcpServers": map[string]any{
-			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
-		},
-		"data_dir":     filepath.Join(dir, "data"),
-		"mode":         "direct",
-		"init_timeout": "60s",
-		"noa":          map[string]any{"enabled": false},
-	})
-	base, _ := serveHTTP(t, config)
+	base := serveEverything(t)
 	in, _ := json.Marshal(map[string]string{"url": base + "/mcp"})
 	raw := testenv.NodeScript(t, filepath.Join("testdata", "relay_client.mjs"), strings.NewReader(string(in)))
 	var out struct {
@@ -68,4 +58,22 @@ func TestTSClientRelay(t *testing.T) {
 	if !out.BareSampling.IsError || !strings.Contains(out.BareSampling.Text, `declared no "sampling" capability`) {
 		t.Errorf("sampling for a client without the capability: got %+v, want an error naming the capability", out.BareSampling)
 	}
+}
+
+// serveEverything serves mcproxy over HTTP in direct mode, noa off, with
+// server-everything behind it over stdio, and returns its base URL.
+func serveEverything(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
+		},
+		"data_dir":     filepath.Join(dir, "data"),
+		"mode":         "direct",
+		"init_timeout": "60s",
+		"noa":          map[string]any{"enabled": false},
+	})
+	base, _ := serveHTTP(t, config)
+	return base
 }

@@ -39,8 +39,10 @@ type Catalogs interface {
 //
 // Names: a prompt is exposed as the server's prefix plus its name
 // (config.ServerConfig.NamePrefix); resource URIs and URI templates are
-// exposed as the server sends them. When two servers claim one exposed name
-// or URI, the server that came up first keeps it and the other's is
+// exposed as the server sends them unless two servers claim one
+// (urirewrite.go). When two servers claim one exposed name, the server that
+// came up first keeps it; the later one's URI is rewritten under its
+// server name, and a prompt (or the URI of a server with "prefix": "") is
 // withheld and logged, naming both (issue #15).
 type catalogFront struct {
 	up     Catalogs
@@ -86,7 +88,8 @@ type promptRoute struct{ server, name string }
 
 type templateRoute struct {
 	server string
-	tmpl   mcp.ResourceTemplate
+	tmpl   mcp.ResourceTemplate // as exposed
+	orig   string               // the template as the server sent it
 }
 
 // catchAllTemplate is registered with mcp-go so that a resources/read of a
@@ -196,7 +199,7 @@ func (c *catalogFront) withhold(kind, name, keeper, later string) {
 	c.withheld[key] = true
 	fix := fmt.Sprintf("set mcpServers.%s.prefix to expose it under another name", later)
 	if kind != "prompt" {
-		fix = "URIs are passed on as the servers send them, so only one server can offer it"
+		fix = fmt.Sprintf("with \"prefix\": \"\" its URIs are passed on exactly as sent; without that key mcproxy exposes a colliding one as %s%s/<uri>", rewrittenScheme, later)
 	}
 	c.log.Warn(fmt.Sprintf("%s %q of server %q collides with the one server %q exposes under the same name; %q keeps it and this one is withheld (%s)",
 		kind, name, later, keeper, keeper, fix),
@@ -228,24 +231,31 @@ func (c *catalogFront) sync() {
 			promptDefs[name] = def
 		}
 		for _, r := range cat.Resources {
-			if keeper, ok := uris[r.URI]; ok {
-				c.withhold("resource", r.URI, keeper, server)
+			uri, ok := c.claim("resource", r.URI, server, pfx, uris)
+			if !ok {
 				continue
 			}
-			uris[r.URI] = server
-			resDefs[r.URI] = r
+			uris[uri] = server
+			def := r
+			def.URI = uri
+			resDefs[uri] = def
 		}
 		for _, t := range cat.Templates {
 			key := templateKey(t)
 			if key == "" {
 				continue
 			}
-			if keeper, ok := tmplOwner[key]; ok {
-				c.withhold("resource template", key, keeper, server)
+			exposed, ok := c.claim("resource template", key, server, pfx, tmplOwner)
+			if !ok {
 				continue
 			}
-			tmplOwner[key] = server
-			tmpls = append(tmpls, templateRoute{server: server, tmpl: t})
+			def, err := rewriteTemplate(t, exposed)
+			if err != nil {
+				c.log.Warn("a resource template rewritten for a collision does not parse; withheld", zap.String("upstream", server), zap.String("template", exposed), zap.Error(err))
+				continue
+			}
+			tmplOwner[exposed] = server
+			tmpls = append(tmpls, templateRoute{server: server, tmpl: def, orig: key})
 		}
 	}
 	c.prompts, c.uris, c.tmpls = prompts, uris, tmpls

@@ -90,6 +90,9 @@ func (c *catalogFront) promptDescription(r promptRoute) string {
 // resourceDescription is the upstream's description (or name) of a
 // resource. c.mu must be held.
 func (c *catalogFront) resourceDescription(server, uri string) string {
+	if s, orig, ok := splitRewritten(uri); ok && s == server {
+		uri = orig
+	}
 	if cat := c.catalogs[server]; cat != nil {
 		for _, r := range cat.Resources {
 			if r.URI == uri {

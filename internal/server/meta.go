@@ -199,6 +199,7 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 		}
 		if s.catalog != nil {
 			s.catalog.noteLinks(server, res)
+			res = s.catalog.exposeLinks(server, res)
 		}
 		out := *res
 		// The front negotiates its own protocol version with the client; the

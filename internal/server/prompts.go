@@ -23,6 +23,17 @@ func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) 
 	}
 	out := *res
 	out.ResultType = ""
+	// Embedded resources and resource_links of the later of two servers
+	// that claim one URI carry the URI the client can read (urirewrite.go).
+	cloned := false
+	for i, m := range res.Messages {
+		if ct, changed := c.exposeContent(r.server, m.Content); changed {
+			if !cloned {
+				out.Messages, cloned = slices.Clone(res.Messages), true
+			}
+			out.Messages[i].Content = ct
+		}
+	}
 	return &out, nil
 }
 
@@ -50,15 +61,15 @@ func (p promptCompleter) CompletePromptArgument(ctx context.Context, name string
 type resourceCompleter struct{ c *catalogFront }
 
 func (rc resourceCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	server, ok := rc.c.templateOwner(uri)
+	server, orig, ok := rc.c.templateOwner(uri)
 	if !ok {
-		server, ok = rc.c.owner(uri)
+		server, orig, ok = rc.c.resolve(uri)
 	}
 	if !ok {
 		return nil, fmt.Errorf("no resource template %q: list them with resources/templates/list", uri)
 	}
 	params := mcp.CompleteParams{
-		Ref:      mcp.ResourceReference{Type: "ref/resource", URI: uri},
+		Ref:      mcp.ResourceReference{Type: "ref/resource", URI: orig},
 		Argument: arg,
 		Context:  cctx,
 	}
@@ -83,14 +94,15 @@ func (c *catalogFront) complete(ctx context.Context, server string, params mcp.C
 	return &out, nil
 }
 
-// templateOwner finds the server whose template text is exactly tmpl.
-func (c *catalogFront) templateOwner(tmpl string) (string, bool) {
+// templateOwner finds the server whose exposed template text is exactly
+// tmpl, and the template as that server sent it.
+func (c *catalogFront) templateOwner(tmpl string) (server, orig string, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, t := range c.tmpls {
 		if templateKey(t.tmpl) == tmpl {
-			return t.server, true
+			return t.server, t.orig, true
 		}
 	}
-	return "", false
+	return "", "", false
 }

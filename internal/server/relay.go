@@ -52,10 +52,17 @@ type relay struct {
 	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
 	sessions map[string]struct{}         // every client session registered
 	pending  map[string]*parked          // requestState -> parked call
+	// wanted and rounds are the stateless clients' side (loglevel.go).
+	wanted map[*parked]mcp.LoggingLevel // per-request level of each stateless call running upstream
+	rounds map[*round]struct{}          // stateless requests being answered now
+
+	applyMu sync.Mutex       // serializes the upstream level changes
+	applied mcp.LoggingLevel // the level last sent upstream ("" = none)
 }
 
 func newRelay(up Upstreams, log *zap.Logger) *relay {
-	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{}, pending: map[string]*parked{}}
+	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{},
+		pending: map[string]*parked{}, wanted: map[*parked]mcp.LoggingLevel{}, rounds: map[*round]struct{}{}}
 }
 
 // hooks wires the relay into the mcp-go server's hooks: logging/setLevel
@@ -68,9 +75,8 @@ func (r *relay) hooks(h *mcpserver.Hooks) {
 		}
 		r.mu.Lock()
 		r.levels[cs.SessionID()] = req.Params.Level
-		level := r.verboseLocked()
 		r.mu.Unlock()
-		r.applyLevel(ctx, level)
+		r.upstreamLevel(ctx, true)
 	})
 	h.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
 		r.mu.Lock()
@@ -82,27 +88,36 @@ func (r *relay) hooks(h *mcpserver.Hooks) {
 		delete(r.sessions, cs.SessionID())
 		_, had := r.levels[cs.SessionID()]
 		delete(r.levels, cs.SessionID())
-		level := r.verboseLocked()
 		r.mu.Unlock()
-		if had && level != "" {
-			r.applyLevel(context.WithoutCancel(ctx), level)
+		if had {
+			r.upstreamLevel(context.WithoutCancel(ctx), false)
 		}
 	})
 }
 
-// verboseLocked is the most verbose level any session asked for: the
-// upstreams, shared by every session, must send at least that much; each
-// session's own level is applied when a message is relayed to it.
+// verboseLocked is the most verbose level any session, or any stateless
+// call running upstream, asked for: the upstreams, shared by every
+// session, must send at least that much; each session's own level (each
+// stateless request's) is applied when a message is relayed to it.
 func (r *relay) verboseLocked() mcp.LoggingLevel {
 	best := mcp.LoggingLevel("")
 	for _, l := range r.levels {
-		// best.ShouldSendTo(l): a message at best reaches a session at l,
-		// so l is at least as verbose.
-		if best == "" || best.ShouldSendTo(l) {
-			best = l
-		}
+		best = moreVerbose(best, l)
+	}
+	for _, l := range r.wanted {
+		best = moreVerbose(best, l)
 	}
 	return best
+}
+
+// moreVerbose is the more verbose of two levels ("" is none).
+func moreVerbose(a, b mcp.LoggingLevel) mcp.LoggingLevel {
+	// a.ShouldSendTo(b): a message at a reaches a session at b, so b is at
+	// least as verbose.
+	if a == "" || a.ShouldSendTo(b) {
+		return b
+	}
+	return a
 }
 
 func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
@@ -139,6 +154,7 @@ func (s *Server) ServerLog(server string, n mcp.LoggingMessageNotification) {
 			s.log.Debug("relaying an upstream log message", zap.String("upstream", server), zap.String("session_id", id), zap.Error(err))
 		}
 	}
+	s.relay.logToRounds(server, n)
 }
 
 // announce tells every client session, as a log message of mcproxy's own
@@ -250,7 +266,7 @@ func (p *clientPeer) Progress(params map[string]any) {
 	}
 	out["progressToken"] = p.token
 	p.noted()
-	if err := p.mcp.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), out); err != nil {
+	if err := p.mcp.SendNotificationToClient(p.target(), string(mcp.MethodNotificationProgress), out); err != nil {
 		p.log.Debug("relaying progress", zap.Error(err))
 	}
 }
@@ -263,7 +279,7 @@ func (p *clientPeer) noted() {
 
 func (p *clientPeer) Log(server string, n mcp.LoggingMessageNotification) {
 	p.noted()
-	if err := p.mcp.SendLogMessageToClient(p.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+	if err := p.mcp.SendLogMessageToClient(p.target(), n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 		p.log.Debug("relaying a log message", zap.String("upstream", server), zap.Error(err))
 	}
 }
@@ -335,7 +351,15 @@ func (p *clientPeer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*
 	if p.capabilities().Roots == nil {
 		return nil, noCapability("its roots (roots/list)", "roots")
 	}
-	c, cancel := p.asking(ctx)
+	// Roots are the session's, not the call's: a server may ask for them
+	// while any call is in flight (server-everything does on its first),
+	// and the call may end before the client answers. A session-wide ask
+	// outlives the call, so the answer is not refused on arrival.
+	asker := p
+	if p.park == nil && !p.detached {
+		asker = p.Detached().(*clientPeer)
+	}
+	c, cancel := asker.asking(ctx)
 	defer cancel()
 	if p.park != nil {
 		resp, err := p.park.answer(c, mcp.NewRootsInputRequest(), mcp.MethodListRoots)
@@ -362,6 +386,7 @@ type parked struct {
 	mu      sync.Mutex
 	waiting *parkedAsk // the ask the client was sent, awaiting its answer
 	timer   *time.Timer
+	cur     *round // the client request being answered now (nil between rounds)
 }
 
 type parkedAsk struct {
@@ -428,25 +453,33 @@ func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcp
 		if !ok || w == nil {
 			return nil, fmt.Errorf("the retry of a call waiting for input must carry inputResponses[%q]", inputKey)
 		}
+		// This request carries what the call sends from now on, so it
+		// becomes current before the call resumes (loglevel.go).
+		rd, done := r.answering(ctx, p)
+		defer done()
 		w.answer <- resp
-	} else {
-		p = r.park(ctx, req, next)
+		return r.awaitRound(ctx, p, rd)
 	}
-	return r.await(ctx, p)
+	p, rd, done := r.park(ctx, req, next)
+	defer done()
+	return r.awaitRound(ctx, p, rd)
 }
 
-// park starts a stateless client's call on its own goroutine.
-func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) *parked {
+// park starts a stateless client's call on its own goroutine, with ctx's
+// request as its current round (done ends that).
+func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (p *parked, rd *round, done func()) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
+	p = &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
 	// Unanswered past the TTL, the call is cancelled and forgotten; a late
 	// retry is told to start over.
 	p.timer = time.AfterFunc(r.ttl, func() { r.forget(p) })
 	r.mu.Lock()
 	r.pending[p.id] = p
 	r.mu.Unlock()
+	r.want(ctx, p)
+	rd, done = r.answering(ctx, p)
 	cctx = context.WithValue(cctx, parkKey{}, p)
 	cctx = context.WithValue(cctx, callReqKey{}, &req)
 	// The relay owns this goroutine; forget (the call's end, the client
@@ -461,7 +494,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 		}()
 		p.res, p.err = next(cctx, req)
 	}()
-	return p
+	return p, rd, done
 }
 
 // await answers with p's result, or with its next question as an
@@ -499,5 +532,10 @@ func (r *relay) forget(p *parked) {
 	p.cancel()
 	r.mu.Lock()
 	delete(r.pending, p.id)
+	_, wanted := r.wanted[p]
+	delete(r.wanted, p)
 	r.mu.Unlock()
+	if wanted {
+		r.upstreamLevel(context.Background(), false)
+	}
 }

@@ -119,6 +119,17 @@ func newRelayUpstream(dir string) *mcpserver.MCPServer {
 		}
 		return mcp.NewToolResultText("model said: " + textOf(res.Content)), nil
 	})
+	srv.AddTool(noArgs("ask_log", "asks the client's model, then logs"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var req mcp.CreateMessageRequest
+		req.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("and now?")}}
+		req.MaxTokens = 10
+		if _, err := srv.RequestSampling(ctx, req); err != nil {
+			return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+		}
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "ask_log", "after the answer"))
+		time.Sleep(100 * time.Millisecond) // as slow does: let the notification go first
+		return mcp.NewToolResultText("asked"), nil
+	})
 	srv.AddTool(noArgs("form", "asks the user through a form"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message: "your name?",
@@ -150,6 +161,19 @@ func newRelayUpstream(dir string) *mcpserver.MCPServer {
 			uris = append(uris, r.URI)
 		}
 		return mcp.NewToolResultText("roots=" + strings.Join(uris, ",")), nil
+	})
+	srv.AddTool(noArgs("roots_late", "asks for the client's roots and returns before the answer"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		asked := make(chan struct{})
+		go func() {
+			close(asked)
+			res, err := srv.RequestRoots(context.WithoutCancel(ctx), mcp.ListRootsRequest{})
+			if err == nil && len(res.Roots) > 0 {
+				mark(dir, "roots-late-answered")
+			}
+		}()
+		<-asked
+		time.Sleep(50 * time.Millisecond) // the request is on its way while the call is in flight
+		return mcp.NewToolResultText("returned"), nil
 	})
 	srv.AddTool(noArgs("later", "logs once more after the call returned"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		go func() {
@@ -286,6 +310,8 @@ type frontClient struct {
 	sample func(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 	elicit func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
 	roots  []mcp.Root
+	// rootsDelay is how long the client takes to answer roots/list.
+	rootsDelay time.Duration
 }
 
 func (c *frontClient) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -297,6 +323,7 @@ func (c *frontClient) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*
 }
 
 func (c *frontClient) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	time.Sleep(c.rootsDelay)
 	return &mcp.ListRootsResult{Roots: c.roots}, nil
 }
 
@@ -842,5 +869,26 @@ func TestRelayProgressPerSession(t *testing.T) {
 				t.Errorf("session %d got progress for token %v", i, tok)
 			}
 		}
+	}
+}
+
+// TestRelayRootsAnsweredAfterTheCall: an upstream asks for the client's
+// roots during a call (server-everything does on its first) and the call
+// ends before the client answers. Roots are the session's, so the question
+// outlives the call: the answer reaches the upstream, and the client is
+// not refused for answering late (the Go SDK's client then failed its next
+// request).
+func TestRelayRootsAnsweredAfterTheCall(t *testing.T) {
+	sc, dir := startRelayUpstream(t, "stdio")
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
+	c := answeringClient()
+	c.rootsDelay = 300 * time.Millisecond
+	dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, c)
+	if got := c.call(t, "up__roots_late", nil); got != "returned" {
+		t.Fatalf("roots_late: got %q", got)
+	}
+	waitFor(t, "the upstream to get the client's late answer", func() bool { return marked(dir, "roots-late-answered") })
+	if got := c.call(t, "up__level", nil); !strings.HasPrefix(got, "level=") {
+		t.Errorf("the next call: got %q", got)
 	}
 }

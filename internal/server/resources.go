@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,22 +28,27 @@ func (c *catalogFront) readTemplated(ctx context.Context, req mcp.ReadResourceRe
 	return c.read(ctx, req.Params.URI)
 }
 
-// read asks the server that owns uri for it.
+// read asks the server that owns uri for it (under the URI it sent, when
+// the front rewrote it: urirewrite.go).
 func (c *catalogFront) read(ctx context.Context, uri string) ([]mcp.ResourceContents, error) {
-	server, ok := c.owner(uri)
+	server, orig, ok := c.resolve(uri)
 	if !ok {
 		return nil, fmt.Errorf("no server offers resource %q: read a URI from resources/list, a template of resources/templates/list, or a tool result: %w",
 			uri, mcpserver.ErrResourceNotFound)
 	}
-	res, err := c.up.ReadResource(ctx, server, uri)
+	res, err := c.up.ReadResource(ctx, server, orig)
 	if err != nil {
 		var re *upstream.RPCError
 		if errors.As(err, &re) && re.Code == mcp.RESOURCE_NOT_FOUND {
-			return nil, fmt.Errorf("reading %q from %q: %w (%s)", uri, server, mcpserver.ErrResourceNotFound, re.Message)
+			return nil, fmt.Errorf("reading %q from %q: %w (%s)", orig, server, mcpserver.ErrResourceNotFound, re.Message)
 		}
-		return nil, fmt.Errorf("reading %q from %q: %w", uri, server, err)
+		return nil, fmt.Errorf("reading %q from %q: %w", orig, server, err)
 	}
-	return res.Contents, nil
+	out := make([]mcp.ResourceContents, len(res.Contents))
+	for i, rc := range res.Contents {
+		out[i], _ = c.exposeContents(server, rc, uri)
+	}
+	return out, nil
 }
 
 // owner finds the server that answers for uri: the one that listed it, else
@@ -50,13 +56,8 @@ func (c *catalogFront) read(ctx context.Context, uri string) ([]mcp.ResourceCont
 func (c *catalogFront) owner(uri string) (string, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if s, ok := c.uris[uri]; ok {
+	if s, ok := c.claimantLocked(uri); ok {
 		return s, true
-	}
-	for _, t := range c.tmpls {
-		if t.tmpl.URITemplate != nil && t.tmpl.URITemplate.Regexp().MatchString(uri) {
-			return t.server, true
-		}
 	}
 	if s, ok := c.linked[uri]; ok {
 		if _, up := c.catalogs[s]; up {
@@ -134,29 +135,30 @@ func resourceURI(rc mcp.ResourceContents) string {
 // held while at least one session wants it.
 type subscriptions struct {
 	mu sync.Mutex
-	// byURI: server → uri → session ids.
-	byURI map[string]map[string]map[string]bool
+	// byURI: server → uri (the server's own) → session id → the URI the
+	// session subscribed to (the same, or as the front rewrote it).
+	byURI map[string]map[string]map[string]string
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{byURI: map[string]map[string]map[string]bool{}}
+	return &subscriptions{byURI: map[string]map[string]map[string]string{}}
 }
 
-// add records the session's subscription and reports whether it is the
-// first for (server, uri).
-func (s *subscriptions) add(server, uri, session string) bool {
+// add records the session's subscription to uri on server, which it knows
+// as exposed, and reports whether it is the first for (server, uri).
+func (s *subscriptions) add(server, uri, session, exposed string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byURI[server] == nil {
-		s.byURI[server] = map[string]map[string]bool{}
+		s.byURI[server] = map[string]map[string]string{}
 	}
 	sessions := s.byURI[server][uri]
 	if sessions == nil {
-		sessions = map[string]bool{}
+		sessions = map[string]string{}
 		s.byURI[server][uri] = sessions
 	}
 	first := len(sessions) == 0
-	sessions[session] = true
+	sessions[session] = exposed
 	return first
 }
 
@@ -166,7 +168,7 @@ func (s *subscriptions) remove(server, uri, session string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sessions := s.byURI[server][uri]
-	if !sessions[session] {
+	if _, ok := sessions[session]; !ok {
 		return false
 	}
 	delete(sessions, session)
@@ -187,7 +189,7 @@ func (s *subscriptions) dropSession(session string) []serverURI {
 	var last []serverURI
 	for server, byURI := range s.byURI {
 		for uri, sessions := range byURI {
-			if !sessions[session] {
+			if _, ok := sessions[session]; !ok {
 				continue
 			}
 			delete(sessions, session)
@@ -200,15 +202,19 @@ func (s *subscriptions) dropSession(session string) []serverURI {
 	return last
 }
 
-// sessions returns who subscribed to uri on server, sorted.
-func (s *subscriptions) sessions(server, uri string) []string {
+// subscriber is one session subscribed to a resource, with the URI it
+// knows the resource by.
+type subscriber struct{ session, uri string }
+
+// sessions returns who subscribed to uri on server, sorted by session.
+func (s *subscriptions) sessions(server, uri string) []subscriber {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	for id := range s.byURI[server][uri] {
-		out = append(out, id)
+	var out []subscriber
+	for id, exposed := range s.byURI[server][uri] {
+		out = append(out, subscriber{id, exposed})
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b subscriber) int { return strings.Compare(a.session, b.session) })
 	return out
 }
 
@@ -238,28 +244,29 @@ func (c *catalogFront) subscribing(ctx context.Context, _ any, message any) erro
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	server, session, ok := c.subscriber(ctx, uri)
+	server, orig, session, ok := c.subscriber(ctx, uri)
 	if !ok {
 		return fmt.Errorf("no server offers resource %q: subscribe to a URI from resources/list, a resource template or a tool result", uri)
 	}
-	if !c.subs.add(server, uri, session) {
+	if !c.subs.add(server, orig, session, uri) {
 		return nil
 	}
-	if err := c.up.Subscribe(ctx, server, uri); err != nil {
-		c.subs.remove(server, uri, session)
-		return fmt.Errorf("subscribing to %q on %q: %w", uri, server, err)
+	if err := c.up.Subscribe(ctx, server, orig); err != nil {
+		c.subs.remove(server, orig, session)
+		return fmt.Errorf("subscribing to %q on %q: %w", orig, server, err)
 	}
 	return nil
 }
 
-// subscriber is the server that owns uri and the client session asking.
-func (c *catalogFront) subscriber(ctx context.Context, uri string) (server, session string, ok bool) {
+// subscriber is the server that owns uri, the URI to ask it for, and the
+// client session asking.
+func (c *catalogFront) subscriber(ctx context.Context, uri string) (server, orig, session string, ok bool) {
 	cs := mcpserver.ClientSessionFromContext(ctx)
 	if cs == nil {
-		return "", "", false
+		return "", "", "", false
 	}
-	server, ok = c.owner(uri)
-	return server, cs.SessionID(), ok
+	server, orig, ok = c.resolve(uri)
+	return server, orig, cs.SessionID(), ok
 }
 
 // unsubscribed runs after a resources/unsubscribe: the upstream is
@@ -268,10 +275,9 @@ func (c *catalogFront) unsubscribed(ctx context.Context, _ any, req *mcp.Unsubsc
 	if req == nil {
 		return
 	}
-	uri := req.Params.URI
-	server, session, ok := c.subscriber(ctx, uri)
-	if ok && c.subs.remove(server, uri, session) {
-		c.unsubscribeUpstream(ctx, server, uri)
+	server, orig, session, ok := c.subscriber(ctx, req.Params.URI)
+	if ok && c.subs.remove(server, orig, session) {
+		c.unsubscribeUpstream(ctx, server, orig)
 	}
 }
 
@@ -291,9 +297,9 @@ func (c *catalogFront) sessionGone(ctx context.Context, cs mcpserver.ClientSessi
 // resourceUpdated relays an upstream's notifications/resources/updated to
 // the sessions subscribed to that resource, and to no other.
 func (c *catalogFront) resourceUpdated(server, uri string) {
-	for _, id := range c.subs.sessions(server, uri) {
-		if err := c.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}); err != nil {
-			c.log.Debug("relaying a resource update", zap.String("session_id", id), zap.String("uri", uri), zap.Error(err))
+	for _, sub := range c.subs.sessions(server, uri) {
+		if err := c.mcp.SendNotificationToSpecificClient(sub.session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": sub.uri}); err != nil {
+			c.log.Debug("relaying a resource update", zap.String("session_id", sub.session), zap.String("uri", sub.uri), zap.Error(err))
 		}
 	}
 }

@@ -16,6 +16,29 @@ import (
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
+// startCatalogFront serves a direct-mode front over a real upstream manager
+// of servers, wired for prompts, resources and their updates, with each
+// server's configured prefix.
+func startCatalogFront(t *testing.T, servers map[string]config.ServerConfig) *front {
+	t.Helper()
+	var s *Server
+	mgr := upstream.New(&config.Config{MCPServers: servers}, upstream.Options{
+		OnToolsChanged:    func(name string, tools []config.Tool) { s.ToolsChanged(name, tools) },
+		OnCatalogChanged:  func(name string, c *upstream.Catalog) { s.CatalogChanged(name, c) },
+		OnResourceUpdated: func(name, uri string) { s.ResourceUpdated(name, uri) },
+	})
+	t.Cleanup(func() { _ = mgr.Close() })
+	prefix := func(name string) string { return servers[name].NamePrefix(name) }
+	var err error
+	if s, err = New(Deps{Upstreams: mgr, Catalogs: mgr}, Options{Mode: config.ModeDirect, Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mgr.Start(ctx)
+	return serveFront(t, s, HTTPOptions{})
+}
+
 // TestResourceUpdatesOverSSE serves an mcp-go upstream with a prompt and a
 // subscribable resource through the front's legacy SSE transport, with the
 // real upstream manager: two SSE sessions read the prompt and the resource,
@@ -36,22 +59,9 @@ func TestResourceUpdatesOverSSE(t *testing.T) {
 	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(us))
 	t.Cleanup(ts.Close)
 
-	var front atomic.Pointer[Server]
-	mgr := upstream.New(&config.Config{MCPServers: map[string]config.ServerConfig{"docs": {URL: ts.URL + "/mcp"}}}, upstream.Options{
-		OnToolsChanged:    func(name string, tools []config.Tool) { front.Load().ToolsChanged(name, tools) },
-		OnCatalogChanged:  func(name string, c *upstream.Catalog) { front.Load().CatalogChanged(name, c) },
-		OnResourceUpdated: func(name, uri string) { front.Load().ResourceUpdated(name, uri) },
-	})
-	s, err := New(Deps{Upstreams: mgr, Catalogs: mgr}, Options{Mode: config.ModeDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front.Store(s)
-	t.Cleanup(func() { _ = mgr.Close() })
+	f := startCatalogFront(t, map[string]config.ServerConfig{"docs": {URL: ts.URL + "/mcp"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	mgr.Start(ctx)
-	f := serveFront(t, s, HTTPOptions{})
 
 	updates := [2]chan string{make(chan string, 10), make(chan string, 10)}
 	var clients [2]*client.Client

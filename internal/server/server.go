@@ -329,6 +329,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		cf.settle = s.waitSettled
 		cf.hook(hooks, s.started)
 	}
+	// After the catalog's hooks, so its hidden template is gone before a
+	// page is cut (paging.go).
+	(&pager{size: listPageSize}).hook(hooks)
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
 	if cf != nil {
 		cf.mcp = s.mcp
