@@ -6,51 +6,56 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 )
 
-// siblingNames returns the names of tools that a description can name
+// siblingNames returns the set of tool names that a description can name
 // without meaning an ordinary word (codeStyle: "get-tickets",
 // "variant_searcher", "readFile"), for Features.SkipSiblingNames. A plain
 // name ("search", "think") is left out: removing it would remove the word
 // from every tool of the server.
-func siblingNames(tools []config.ToolMetadata) []string {
-	var names []string
+func siblingNames(tools []config.ToolMetadata) map[string]bool {
+	names := map[string]bool{}
 	for _, t := range tools {
 		if codeStyle(t.Name) {
-			names = append(names, t.Name)
+			names[t.Name] = true
 		}
 	}
 	return names
 }
 
 // withoutNames returns text without the whole-identifier occurrences of
-// names other than own. An occurrence is whole when no identifier character
-// (an ASCII letter or digit, '_' or '-') touches it on either side, so
-// "get-tickets" is not cut out of "get-tickets-v2".
-func withoutNames(text string, names []string, own string) string {
-	for _, n := range names {
-		if n == own || !strings.Contains(text, n) {
+// names other than own. An occurrence is whole when it is a maximal run of
+// identifier characters (ASCII letters and digits, '_', '-', '.'), a
+// sentence's final dots aside, so "get-tickets" is not cut out of
+// "get-tickets-v2" but is out of "use get-tickets.". One pass over text,
+// whatever the number of names.
+func withoutNames(text string, names map[string]bool, own string) string {
+	if len(names) == 0 {
+		return text
+	}
+	var b strings.Builder
+	last := 0 // text[last:] is not yet written
+	for i := 0; i < len(text); {
+		if !identByte(text[i]) {
+			i++
 			continue
 		}
-		var b strings.Builder
-		rest := text
-		for {
-			i := strings.Index(rest, n)
-			if i < 0 {
-				b.WriteString(rest)
-				break
-			}
-			end := i + len(n)
-			whole := (i == 0 || !identByte(rest[i-1])) && (end == len(rest) || !identByte(rest[end]))
-			b.WriteString(rest[:i])
-			if !whole {
-				b.WriteString(n)
-			}
-			rest = rest[end:]
+		j := i
+		for j < len(text) && identByte(text[j]) {
+			j++
 		}
-		text = b.String()
+		word := strings.TrimRight(text[i:j], ".")
+		if word != own && names[word] {
+			b.WriteString(text[last:i])
+			last = i + len(word)
+		}
+		i = j
 	}
-	return text
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 func identByte(c byte) bool {
-	return c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	return c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

@@ -200,9 +200,9 @@ func (ix *Index) serverDocIDs(server string) ([]string, error) {
 }
 
 // document is what the index stores for one tool under f (Params,
-// ParamDescriptions, SkipSiblingNames); siblings are the code-style names
-// of its server's tools (siblingNames).
-func document(t config.ToolMetadata, f Features, siblings []string) map[string]any {
+// ParamDescriptions, SkipSiblingNames); siblings is the set of code-style
+// names of its server's tools (siblingNames).
+func document(t config.ToolMetadata, f Features, siblings map[string]bool) map[string]any {
 	clean := asIs
 	if f.SkipSiblingNames {
 		clean = func(s string) string { return withoutNames(s, siblings, t.Name) }
