@@ -41,11 +41,17 @@ type variant struct {
 	unavailable string
 	// dense, when set, ranks with dense retrieval (Profile.Dense).
 	dense denseMode
+	// arm, when set, names the arm whose index metadata the variant
+	// ingests instead of the baseline's.
+	arm string
 }
 
 // variants lists the ablation: production first, then one change at a
 // time. Levers production uses are turned off; alternatives it does not use
-// are turned on, so every row reads as "production, except ...".
+// are turned on, so every row reads as "production, except ...". One row,
+// "before issue 17", is the index mcproxy ran before it indexed full
+// metadata, so that every report compares production with it in the same
+// run (issue 17's acceptance).
 func (p *Profile) variants() []variant {
 	same := func(*index.Features) {}
 	vs := []variant{
@@ -62,6 +68,8 @@ func (p *Profile) variants() []variant {
 		{name: "-params", change: "parameter names and descriptions not indexed", features: func(f *index.Features) { f.Params = false }},
 		{name: "param-descriptions=off", change: "parameter descriptions not indexed (names, titles and enum values are)", features: func(f *index.Features) { f.ParamDescriptions = index.ParamDescriptionsOff }},
 		{name: "param-descriptions=params-field", change: "parameter descriptions in the params field only, not in the combined field", features: func(f *index.Features) { f.ParamDescriptions = index.ParamDescriptionsParamsField }},
+		{name: "param-descriptions=everywhere", change: "parameter descriptions in the params field too, not only in the combined field", features: func(f *index.Features) { f.ParamDescriptions = index.ParamDescriptionsEverywhere }},
+		{name: "-skip-sibling-names", change: "the names of a server's other tools in a tool's descriptions are indexed with it", features: func(f *index.Features) { f.SkipSiblingNames = false }},
 		{name: "-split-identifiers", change: "read_text_file stays one word", features: func(f *index.Features) { f.SplitIdentifiers = false }},
 		{name: "-cjk-bigrams", change: "CJK text indexed as single characters", features: func(f *index.Features) { f.CJKBigrams = false }},
 		{name: "-stop-words", change: "English stop words kept", features: func(f *index.Features) { f.StopWords = false }},
@@ -74,13 +82,18 @@ func (p *Profile) variants() []variant {
 			f.Fields = append(f.Fields, index.FieldBoost{Field: "description", Boost: 0.5})
 		}},
 		{name: "name-boost=1", change: "name field boost 1 instead of 0.5", features: func(f *index.Features) { setBoost(f, "name", 1) }},
-		{name: "params-boost=0.25", change: "params field boost 0.25 instead of 0.5", features: func(f *index.Features) { setBoost(f, "params", 0.25) }},
+		{name: "params-boost=0.125", change: "params field boost 0.125 instead of 0.25", features: func(f *index.Features) { setBoost(f, "params", 0.125) }},
+		{name: "params-boost=0.5", change: "params field boost 0.5 instead of 0.25", features: func(f *index.Features) { setBoost(f, "params", 0.5) }},
 		{name: "-deprecated-demotion", change: "a tool its description marks deprecated is not ranked below the others", features: func(f *index.Features) { f.DeprecatedWeight = 1 }},
 		{name: "+server-prior", change: "server prior 0.25: a tool gains with its server's coverage of the query", features: func(f *index.Features) { f.ServerPrior = 0.25 }},
 		{name: "mention-weight=1", change: "server mention adds the best score instead of half of it", features: func(f *index.Features) { f.ServerMentionWeight = 1 }},
 		{name: "bm25 k1=0.9 b=0.4", change: "BM25 k1 0.9, b 0.4 instead of 1.2, 0.75", features: same, k1: 0.9, b: 0.4},
 		{name: "bm25 k1=2 b=0.75", change: "BM25 k1 2 instead of 1.2", features: same, k1: 2, b: 0.75},
 		{name: "bm25 k1=1.2 b=0.9", change: "BM25 b 0.9 instead of 0.75", features: same, k1: 1.2, b: 0.9},
+		{name: "before issue 17", change: "the index mcproxy ran before issue 17: compact_sig's metadata (no parameter descriptions), params boost 0.5, other tools' names kept", arm: arms.CompactName, features: func(f *index.Features) {
+			f.ParamDescriptions, f.SkipSiblingNames = index.ParamDescriptionsEverywhere, false
+			setBoost(f, "params", 0.5)
+		}},
 		{name: "+dense", change: "dense retrieval fused with BM25 (reciprocal rank fusion), as with an embeddings section in config.json", features: same, dense: denseFused},
 		{name: "dense-only", change: "dense retrieval alone, no BM25", features: same, dense: denseOnly},
 	}
@@ -120,9 +133,10 @@ func setBoost(f *index.Features, field string, boost float64) {
 	}
 }
 
-// ablate scores every variant on c with the baseline arm's index metadata.
+// ablate scores every variant on c with the baseline arm's index metadata
+// (or the variant's own arm's).
 func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progress io.Writer) ([]AblationRow, error) {
-	a, err := p.Registry.Resolve(arms.BaselineName)
+	baseline, err := p.Registry.Resolve(arms.BaselineName)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +156,12 @@ func (p *Profile) ablate(ctx context.Context, c *Corpus, qs NamedQuerySet, progr
 			continue
 		}
 		fmt.Fprintf(progress, "bench: %s: ablation: %s\n", c.Name, v.name)
+		a := baseline
+		if v.arm != "" {
+			if a, err = p.Registry.Resolve(v.arm); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.name, err)
+			}
+		}
 		f := base
 		f.Fields = append([]index.FieldBoost(nil), base.Fields...)
 		v.features(&f)

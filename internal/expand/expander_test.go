@@ -46,12 +46,12 @@ func TestExpand(t *testing.T) {
 	}{
 		{
 			name:  "unknown word expands to its nearest index terms",
+			opts:  Options{Neighbors: 2},
 			terms: []string{"folder"},
 			want:  []WeightedTerm{{"file", 0.95, "folder"}, {"directori", 0.95, "folder"}},
 		},
 		{
-			name:  "neighbors cap",
-			opts:  Options{Neighbors: 1},
+			name:  "one neighbor by default",
 			terms: []string{"folder"},
 			want:  []WeightedTerm{{"file", 0.95, "folder"}},
 		},
@@ -80,6 +80,7 @@ func TestExpand(t *testing.T) {
 		},
 		{
 			name:  "query terms are never expansions",
+			opts:  Options{Neighbors: 2},
 			terms: []string{"folder", "file"},
 			// clone and copi tie; the cut at Neighbors keeps the first by term.
 			want: []WeightedTerm{{"directori", 0.95, "folder"}, {"clone", 0.82, "folder"}},
@@ -140,7 +141,7 @@ func TestExpandWeightCap(t *testing.T) {
 func TestExpandTies(t *testing.T) {
 	v := toyVectors(t)
 	for _, vocab := range [][]string{{"clone", "copi"}, {"copi", "clone"}} {
-		got := New(v, vocab, Options{}).Expand([]string{"directori"}, func(s string) bool { return s != "directori" })
+		got := New(v, vocab, Options{Neighbors: 2}).Expand([]string{"directori"}, func(s string) bool { return s != "directori" })
 		want := []WeightedTerm{{"clone", 0.96, "directori"}, {"copi", 0.96, "directori"}}
 		if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 0.02)); diff != "" {
 			t.Errorf("vocab %q: mismatch (-want +got):\n%s", vocab, diff)

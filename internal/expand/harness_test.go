@@ -37,7 +37,7 @@ const (
 var hPlan = []struct {
 	field string
 	boost float64
-}{{"all", 1}, {"name", 0.5}, {"params", 0.5}}
+}{{"all", 1}, {"name", 0.5}, {"params", 0.25}}
 
 type harness struct {
 	bl       bleve.Index

@@ -103,7 +103,7 @@ func baselineIndex(b *testing.B, tools []config.ToolMetadata) bleve.Index {
 	b.Cleanup(func() { _ = idx.Close() })
 	batch := idx.NewBatch()
 	for _, t := range tools {
-		if err := batch.Index(t.ID(), document(t, DefaultFeatures())); err != nil {
+		if err := batch.Index(t.ID(), document(t, DefaultFeatures(), nil)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -33,8 +33,14 @@ type Features struct {
 	// ParamDescriptions says where parameter descriptions are indexed
 	// when Params is set: ParamDescriptionsEverywhere (the params field
 	// and the combined one), ParamDescriptionsParamsField (the params
-	// field only) or ParamDescriptionsOff; "" means everywhere.
+	// field only), ParamDescriptionsAllField (the combined field only) or
+	// ParamDescriptionsOff; "" means everywhere.
 	ParamDescriptions string
+	// SkipSiblingNames indexes a tool's description and parameter
+	// descriptions without the code-style names of the other tools of its
+	// server ("use variant_searcher instead", "the telecode from
+	// get-tickets"): those words are about the other tool.
+	SkipSiblingNames bool
 
 	// Fields are the fields each query term is searched in, with boosts.
 	Fields []FieldBoost
@@ -95,6 +101,7 @@ type FieldBoost struct {
 const (
 	ParamDescriptionsEverywhere  = "everywhere"
 	ParamDescriptionsParamsField = "params-field"
+	ParamDescriptionsAllField    = "all-field"
 	ParamDescriptionsOff         = "off"
 )
 
@@ -107,7 +114,9 @@ func DefaultFeatures() Features {
 		SplitIdentifiers:    true,
 		CJKBigrams:          true,
 		Params:              true,
-		Fields:              []FieldBoost{{fieldAll, 1}, {fieldName, 0.5}, {fieldParams, 0.5}},
+		ParamDescriptions:   ParamDescriptionsAllField,
+		SkipSiblingNames:    true,
+		Fields:              []FieldBoost{{fieldAll, 1}, {fieldName, 0.5}, {fieldParams, 0.25}},
 		ServerMention:       true,
 		ServerMentionWeight: 0.5,
 		ExactName:           true,
@@ -126,10 +135,10 @@ func (f Features) validate() error {
 		return fmt.Errorf("invalid stemmer %q: want snowball, porter or none", f.Stemmer)
 	}
 	switch f.ParamDescriptions {
-	case "", ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsOff:
+	case "", ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsAllField, ParamDescriptionsOff:
 	default:
-		return fmt.Errorf("invalid param descriptions %q: want %s, %s or %s", f.ParamDescriptions,
-			ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsOff)
+		return fmt.Errorf("invalid param descriptions %q: want %s, %s, %s or %s", f.ParamDescriptions,
+			ParamDescriptionsEverywhere, ParamDescriptionsParamsField, ParamDescriptionsAllField, ParamDescriptionsOff)
 	}
 	if len(f.Fields) == 0 {
 		return fmt.Errorf("no fields to search: want at least one of all, name, description, params")

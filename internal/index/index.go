@@ -142,6 +142,9 @@ func New(opts Options) (*Index, error) {
 	if f.ParamDescriptions != "" && f.ParamDescriptions != ParamDescriptionsEverywhere {
 		content += " param-descriptions=" + f.ParamDescriptions
 	}
+	if f.SkipSiblingNames {
+		content += " skip-sibling-names"
+	}
 	if f.Synonyms {
 		for i, g := range opts.Synonyms {
 			if len(g) < 2 {

@@ -24,8 +24,9 @@ func (ix *Index) Relearn(id string) error {
 		return nil
 	}
 	docs := make(map[string]map[string]any, len(tools))
+	siblings := siblingNames(tools)
 	for _, t := range tools {
-		docs[t.ID()] = document(t, ix.features)
+		docs[t.ID()] = document(t, ix.features, siblings)
 	}
 	return ix.replace(server, docs)
 }

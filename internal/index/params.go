@@ -15,11 +15,12 @@ import (
 // that is not a JSON object (an arm's own rendering, such as compact_sig's
 // "path:string, dryRun?:boolean") is indexed as it is, less the JSON type
 // names written as a parameter's type, for the same reason.
-func paramsText(params string) string { return paramsWords(params, true) }
+func paramsText(params string) string { return paramsWords(params, asIs) }
 
-// paramsWords is paramsText, without the properties' descriptions unless
-// descriptions is set (their names, titles and enum values are kept).
-func paramsWords(params string, descriptions bool) string {
+// paramsWords is paramsText with each property's description passed
+// through desc, or left out when desc is nil (names, titles and enum values
+// are kept either way).
+func paramsWords(params string, desc func(string) string) string {
 	trimmed := strings.TrimSpace(params)
 	if !strings.HasPrefix(trimmed, "{") {
 		return typeNames.ReplaceAllString(params, ":")
@@ -29,20 +30,23 @@ func paramsWords(params string, descriptions bool) string {
 		return params
 	}
 	var b strings.Builder
-	writeSchemaWords(&b, schema, 0, descriptions)
+	writeSchemaWords(&b, schema, 0, desc)
 	return strings.TrimSpace(b.String())
 }
 
 // typeNames matches a JSON type name in type position, after a colon
 // ("path:string", "type: integer"); a parameter named like a type ("number:
 // integer") keeps its name.
+// asIs keeps a description as it is.
+func asIs(s string) string { return s }
+
 var typeNames = regexp.MustCompile(`:\s*(?:string|number|integer|boolean|object|array|null|any)\b`)
 
 // maxSchemaDepth bounds recursion into nested schemas; deeper levels rarely
 // carry words a query would use, and a cap keeps hostile schemas cheap.
 const maxSchemaDepth = 4
 
-func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int, desc bool) {
+func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int, desc func(string) string) {
 	if depth > maxSchemaDepth {
 		return
 	}
@@ -76,12 +80,13 @@ func writeSchemaWords(b *strings.Builder, schema map[string]any, depth int, desc
 	}
 }
 
-func writePropertyWords(b *strings.Builder, prop map[string]any, depth int, desc bool) {
-	for _, key := range []string{"title", "description"} {
-		if key == "description" && !desc {
-			continue
-		}
-		if s, ok := prop[key].(string); ok && s != "" {
+func writePropertyWords(b *strings.Builder, prop map[string]any, depth int, desc func(string) string) {
+	if s, ok := prop["title"].(string); ok && s != "" {
+		b.WriteString(s)
+		b.WriteString(". ")
+	}
+	if s, ok := prop["description"].(string); ok && desc != nil {
+		if s = desc(s); s != "" {
 			b.WriteString(s)
 			b.WriteString(". ")
 		}

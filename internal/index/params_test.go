@@ -26,10 +26,10 @@ func TestParamsText(t *testing.T) {
 // Without descriptions, a property keeps its name, title and enum values.
 func TestParamsWordsWithoutDescriptions(t *testing.T) {
 	schema := `{"type":"object","properties":{"sort":{"title":"Sort order","description":"How results are ordered","enum":["asc","desc"]}}}`
-	if got, want := paramsWords(schema, false), "sort. Sort order. asc desc"; got != want {
+	if got, want := paramsWords(schema, nil), "sort. Sort order. asc desc"; got != want {
 		t.Errorf("paramsWords(descriptions off) = %q, want %q", got, want)
 	}
-	if got := paramsWords(schema, true); !strings.Contains(got, "How results are ordered") {
+	if got := paramsWords(schema, asIs); !strings.Contains(got, "How results are ordered") {
 		t.Errorf("paramsWords(descriptions on) = %q, want the description kept", got)
 	}
 }

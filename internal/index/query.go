@@ -35,6 +35,12 @@ type queryPlan struct {
 //	all, name .5, desc .5, params .5  0.599         0.449    0.643      0.530
 //	all, desc .5, params .5           0.615         0.487    0.589      0.465
 //
+// Since issue 17 the index holds each tool's full metadata, parameter
+// descriptions in the combined field only, and the params field (parameter
+// names, titles, enum values) weighs 0.25: with descriptions in the params
+// field at 0.5, a word in a parameter description counted more than the
+// same word in the tool's own description (docs/retrieval.md).
+//
 // A flat disjunction of every (term, field) clause and one match query per
 // field scored within a point or two of these; the per-term shape is kept
 // for the reason above. The spread is small: vocabulary mismatch, not

@@ -23,6 +23,7 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		return err
 	}
 	docs := make(map[string]map[string]any, len(tools))
+	siblings := siblingNames(tools)
 	for i, t := range tools {
 		switch {
 		case t.ServerName != server:
@@ -34,7 +35,7 @@ func (ix *Index) Upsert(server string, tools []config.ToolMetadata) error {
 		if _, dup := docs[id]; dup {
 			return fmt.Errorf("upserting %q: tool %q is listed twice", server, t.Name)
 		}
-		docs[id] = document(t, ix.features)
+		docs[id] = document(t, ix.features, siblings)
 	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -199,21 +200,34 @@ func (ix *Index) serverDocIDs(server string) ([]string, error) {
 }
 
 // document is what the index stores for one tool under f (Params,
-// ParamDescriptions).
-func document(t config.ToolMetadata, f Features) map[string]any {
+// ParamDescriptions, SkipSiblingNames); siblings is the set of code-style
+// names of its server's tools (siblingNames).
+func document(t config.ToolMetadata, f Features, siblings map[string]bool) map[string]any {
+	clean := asIs
+	if f.SkipSiblingNames {
+		clean = func(s string) string { return withoutNames(s, siblings, t.Name) }
+	}
+	desc := clean(t.Description)
 	params, inAll := "", ""
 	if f.Params {
-		params = paramsWords(t.ParamsJSON, f.ParamDescriptions != ParamDescriptionsOff)
+		withDescs := clean
+		if f.ParamDescriptions == ParamDescriptionsOff {
+			withDescs = nil
+		}
+		params = paramsWords(t.ParamsJSON, withDescs)
 		inAll = params
-		if f.ParamDescriptions == ParamDescriptionsParamsField {
-			inAll = paramsWords(t.ParamsJSON, false)
+		switch f.ParamDescriptions {
+		case ParamDescriptionsParamsField:
+			inAll = paramsWords(t.ParamsJSON, nil)
+		case ParamDescriptionsAllField:
+			params = paramsWords(t.ParamsJSON, nil)
 		}
 	}
 	return map[string]any{
 		fieldServer:      t.ServerName,
 		fieldName:        t.Name,
-		fieldDescription: t.Description,
+		fieldDescription: desc,
 		fieldParams:      params,
-		fieldAll:         strings.Join([]string{t.ServerName, t.Name, t.Description, inAll}, "\n"),
+		fieldAll:         strings.Join([]string{t.ServerName, t.Name, desc, inAll}, "\n"),
 	}
 }
