@@ -23,6 +23,12 @@ import (
 // other middleware or handler sees the request. What the handlers get is
 // what mcp-go would have decoded: Arguments as a map, RawArguments as the
 // bytes sent.
+//
+// The upstream is sent the map, not the bytes: encoding/json compacts the
+// output of every json.Marshaler, and mcp-go's CallToolParams is one, so
+// raw arguments would be scanned twice on the way out (54 ms for a 5 MB
+// write_file here, against 38 ms for the map). Decoding is what got
+// cheaper instead (plainObject).
 
 // liftMin is the smallest arguments object worth lifting: below it the
 // decodes cost less than the walk.
@@ -105,7 +111,9 @@ func liftable(data []byte) (l *lifted, start, end int) {
 		return nil, 0, 0
 	}
 	l = &lifted{name: string(name[1 : len(name)-1]), raw: args}
-	if json.Unmarshal(args, &l.args) != nil || l.args == nil {
+	if m, ok := plainObject(args); ok {
+		l.args = m
+	} else if json.Unmarshal(args, &l.args) != nil || l.args == nil {
 		return nil, 0, 0
 	}
 	return l, start, end
