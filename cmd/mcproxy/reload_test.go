@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
@@ -30,7 +31,11 @@ func TestLiveReload(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := client.NewStreamableHttpClient(s.base + "/mcp")
+	// The client keeps the standalone GET stream open, as the TypeScript
+	// SDK does: without it, mcp-go's server can deliver list_changed only
+	// in the response of a POST in flight, and drops one that a POST took
+	// just as it ended (mcp-go v1.2.1; seen once in CI).
+	c, err := client.NewStreamableHttpClient(s.base+"/mcp", transport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +71,8 @@ func TestLiveReload(t *testing.T) {
 		before := changed.Load()
 		edit()
 		writeJSON(t, s.config, cfg)
-		// list_changed is awaited before the tools are listed: mcp-go
-		// v1.2.1's streamable server lets a POST in flight take a session
-		// notification off its channel and drops it when that POST ends
-		// first, so a client listing tools at the very moment of a change
-		// can miss the notification (seen once in CI, with the tools/list
-		// polls below running).
-		eventually(t, what+": list_changed sent", 60*time.Second, func() bool { return changed.Load() > before }, dump)
 		eventually(t, what, 60*time.Second, cond, dump)
+		eventually(t, what+": list_changed sent", 10*time.Second, func() bool { return changed.Load() > before }, dump)
 	}
 	servers := cfg["mcpServers"].(map[string]any)
 	step("server added", func() { servers["everything"] = everything }, has("everything__echo"))
