@@ -155,6 +155,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Version:        opts.Version,
 		Mode:           cfg.Mode,
 		RetrieveLimit:  cfg.RetrieveLimit,
+		ListPageSize:   cfg.ListPageSize,
 		Render:         server.ArmRenderer(arm.EncodeListing),
 		IndexMetadata:  arms.BaselineMetadata, // full metadata whatever arm renders (issue 17)
 		WaitForStart:   opts.WaitForStart,

@@ -44,6 +44,11 @@ type Config struct {
 	// RetrieveLimit is how many matches retrieve_tools returns when the call
 	// gives no limit. Zero means DefaultRetrieveLimit.
 	RetrieveLimit int `json:"retrieve_limit,omitempty"`
+	// ListPageSize is how many items one page of the front's tools/list,
+	// prompts/list, resources/list and resources/templates/list holds.
+	// Zero, the default, answers each list in one page: Claude Code,
+	// Claude.ai and Codex read only the first page of tools/list.
+	ListPageSize int `json:"list_page_size,omitempty"`
 	// Arm is the encoding arm that renders retrieve_tools answers; the
 	// index ingests every tool's full metadata whatever it is. Empty means
 	// DefaultArm.

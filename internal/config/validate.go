@@ -109,6 +109,9 @@ func (c *Config) Validate() error {
 	if c.Mode != "" && c.Mode != ModeRetrieve && c.Mode != ModeDirect {
 		add("mode", "%q is not a mode: want %q or %q", c.Mode, ModeRetrieve, ModeDirect)
 	}
+	if c.ListPageSize < 0 {
+		add("list_page_size", "must be 0 (every list in one page) or a page size > 0, got %d", c.ListPageSize)
+	}
 	if c.RetrieveLimit != 0 && (c.RetrieveLimit < MinRetrieveLimit || c.RetrieveLimit > MaxRetrieveLimit) {
 		add("retrieve_limit", "%d is out of range: want %d to %d", c.RetrieveLimit, MinRetrieveLimit, MaxRetrieveLimit)
 	}

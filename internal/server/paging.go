@@ -32,8 +32,9 @@ import (
 // mcp-go's request hook can only refuse with -32600 (invalid request), so
 // that is its code, not the -32602 the specification suggests.
 
-// listPageSize is how many items one page of a front list holds.
-const listPageSize = 100
+// Paging is off unless list_page_size sets a page size (Options.ListPageSize):
+// Claude Code, Claude.ai and Codex read only the first page of tools/list and
+// would lose every tool after it.
 
 // The lists the front pages, as a cursor names them.
 const (

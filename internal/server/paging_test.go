@@ -45,6 +45,9 @@ func newManyUpstream(name string) *mcpserver.MCPServer {
 	return us
 }
 
+// testPageSize is the page size (list_page_size) the paging tests set.
+const testPageSize = 100
+
 // follow lists every page of one list through fetch (cursor in, items and
 // next cursor out) and returns the items in order and the number of pages.
 func follow(t *testing.T, what string, fetch func(mcp.Cursor) ([]string, mcp.Cursor, error)) ([]string, int) {
@@ -56,8 +59,8 @@ func follow(t *testing.T, what string, fetch func(mcp.Cursor) ([]string, mcp.Cur
 		if err != nil {
 			t.Fatalf("%s page %d: %v", what, pages, err)
 		}
-		if len(items) > listPageSize {
-			t.Fatalf("%s page %d holds %d items, more than a page (%d)", what, pages, len(items), listPageSize)
+		if len(items) > testPageSize {
+			t.Fatalf("%s page %d holds %d items, more than a page (%d)", what, pages, len(items), testPageSize)
 		}
 		all = append(all, items...)
 		if next == "" {
@@ -72,7 +75,7 @@ func follow(t *testing.T, what string, fetch func(mcp.Cursor) ([]string, mcp.Cur
 
 // TestFrontListsPaged: with two upstreams of 130 tools, prompts, resources
 // and templates each, the front answers every list in pages of
-// listPageSize, and a client that follows nextCursor (mcp-go's) gets each
+// testPageSize, and a client that follows nextCursor (mcp-go's) gets each
 // item exactly once, in key order; resources and templates that share one
 // name are all there. A list that changes between pages loses nothing that
 // stayed. A cursor that is not the front's is refused, saying what to do.
@@ -85,7 +88,7 @@ func TestFrontListsPaged(t *testing.T) {
 		t.Cleanup(ts.Close)
 		servers[name] = config.ServerConfig{URL: ts.URL + "/mcp"}
 	}
-	f := startCatalogFront(t, servers)
+	f := startCatalogFrontOpts(t, servers, Options{ListPageSize: testPageSize})
 	c := connect(t, f, "streamable", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -161,7 +164,7 @@ func TestFrontListsPaged(t *testing.T) {
 		if !slices.Equal(got, exp) {
 			t.Errorf("%s over %d pages: got %d items, want the %d of both servers once each, in order", list, pages, len(got), len(exp))
 		}
-		if wantPages := (len(exp) + listPageSize - 1) / listPageSize; pages != wantPages {
+		if wantPages := (len(exp) + testPageSize - 1) / testPageSize; pages != wantPages {
 			t.Errorf("%s: %d pages, want %d", list, pages, wantPages)
 		}
 	}
@@ -231,4 +234,44 @@ func TestFrontListsPaged(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFrontListsOnePageByDefault: without list_page_size the front answers
+// every list whole, with no nextCursor, since Claude Code, Claude.ai and
+// Codex read only the first page of tools/list.
+func TestFrontListsOnePageByDefault(t *testing.T) {
+	servers := map[string]config.ServerConfig{}
+	for _, name := range []string{"a", "b"} {
+		ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(newManyUpstream(name)))
+		t.Cleanup(ts.Close)
+		servers[name] = config.ServerConfig{URL: ts.URL + "/mcp"}
+	}
+	f := startCatalogFront(t, servers)
+	c := connect(t, f, "streamable", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitFor(t, "both upstreams' tools", func() bool { return len(f.Exposed(KindTools)) == 2*pagingItems })
+	// The catalog (prompts, resources, templates) lands a moment after the
+	// tools: wait until the last list is whole.
+	waitFor(t, "both upstreams' templates", func() bool {
+		r, err := c.ListResourceTemplatesByPage(ctx, mcp.ListResourceTemplatesRequest{})
+		return err == nil && len(r.ResourceTemplates) == 2*pagingItems
+	})
+
+	tools, err := c.ListToolsByPage(ctx, mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 2*pagingItems || tools.NextCursor != "" {
+		t.Errorf("tools/list: %v; got %d tools and cursor %q, want all %d in one page", err, len(tools.Tools), tools.NextCursor, 2*pagingItems)
+	}
+	prompts, err := c.ListPromptsByPage(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(prompts.Prompts) != 2*pagingItems || prompts.NextCursor != "" {
+		t.Errorf("prompts/list: %v; got %d prompts and cursor %q, want all %d in one page", err, len(prompts.Prompts), prompts.NextCursor, 2*pagingItems)
+	}
+	res, err := c.ListResourcesByPage(ctx, mcp.ListResourcesRequest{})
+	if err != nil || len(res.Resources) != 2*pagingItems || res.NextCursor != "" {
+		t.Errorf("resources/list: %v; got %d resources and cursor %q, want all %d in one page", err, len(res.Resources), res.NextCursor, 2*pagingItems)
+	}
+	tmpl, err := c.ListResourceTemplatesByPage(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil || len(tmpl.ResourceTemplates) != 2*pagingItems || tmpl.NextCursor != "" {
+		t.Errorf("resources/templates/list: %v; got %d templates and cursor %q, want all %d in one page", err, len(tmpl.ResourceTemplates), tmpl.NextCursor, 2*pagingItems)
+	}
 }

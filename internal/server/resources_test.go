@@ -21,6 +21,13 @@ import (
 // server's configured prefix.
 func startCatalogFront(t *testing.T, servers map[string]config.ServerConfig) *front {
 	t.Helper()
+	return startCatalogFrontOpts(t, servers, Options{})
+}
+
+// startCatalogFrontOpts is startCatalogFront with opts (Mode and Prefix are
+// set here).
+func startCatalogFrontOpts(t *testing.T, servers map[string]config.ServerConfig, opts Options) *front {
+	t.Helper()
 	var s *Server
 	mgr := upstream.New(&config.Config{MCPServers: servers}, upstream.Options{
 		OnToolsChanged:    func(name string, tools []config.Tool) { s.ToolsChanged(name, tools) },
@@ -30,7 +37,8 @@ func startCatalogFront(t *testing.T, servers map[string]config.ServerConfig) *fr
 	t.Cleanup(func() { _ = mgr.Close() })
 	prefix := func(name string) string { return servers[name].NamePrefix(name) }
 	var err error
-	if s, err = New(Deps{Upstreams: mgr, Catalogs: mgr}, Options{Mode: config.ModeDirect, Prefix: prefix}); err != nil {
+	opts.Mode, opts.Prefix = config.ModeDirect, prefix
+	if s, err = New(Deps{Upstreams: mgr, Catalogs: mgr}, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

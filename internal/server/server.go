@@ -122,6 +122,10 @@ type Options struct {
 	Name, Version string
 	// Mode is config.ModeRetrieve (default when empty) or config.ModeDirect.
 	Mode string
+	// ListPageSize is how many items one page of the front's lists holds
+	// (paging.go; config list_page_size); zero answers each list in one
+	// page, which clients that ignore nextCursor need.
+	ListPageSize int
 	// RetrieveLimit is how many matches retrieve_tools returns without an
 	// explicit limit; zero means config.DefaultRetrieveLimit.
 	RetrieveLimit int
@@ -331,7 +335,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	// After the catalog's hooks, so its hidden template is gone before a
 	// page is cut (paging.go).
-	(&pager{size: listPageSize}).hook(hooks)
+	if opts.ListPageSize > 0 {
+		(&pager{size: opts.ListPageSize}).hook(hooks)
+	}
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
 	if cf != nil {
 		cf.mcp = s.mcp
