@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 )
 
 // The gateway reads every request whole, and a long conversation is
@@ -26,90 +28,19 @@ type member struct {
 	val json.RawMessage
 }
 
-// skipSpace returns the index of the first non-space byte at or after i.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just past the JSON value starting at b[i]
-// (not space), or -1 when there is none or it is cut short.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e := stringEnd(b, j)
-				if e < 0 {
-					return -1
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z' || b[j] >= 'A' && b[j] <= 'Z') {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
-// stringEnd returns the index just past the string starting at b[i] ('"'),
-// or -1 when it does not end.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		// The quote ends the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-	return -1
-}
-
 // splitArray returns the elements of a JSON array as spans of b.
 func splitArray(b []byte) ([]json.RawMessage, bool) {
-	i := skipSpace(b, 0)
+	i := jsonspan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, false
 	}
 	var out []json.RawMessage
-	i = skipSpace(b, i+1)
+	i = jsonspan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return out, skipSpace(b, i+1) == len(b)
+		return out, jsonspan.SkipSpace(b, i+1) == len(b)
 	}
 	for {
-		e := valueEnd(b, i)
+		e := jsonspan.ValueEnd(b, i)
 		if e < 0 {
 			return nil, false
 		}
@@ -129,14 +60,14 @@ func splitArray(b []byte) ([]json.RawMessage, bool) {
 // that end closes: a comma (next is the following value's index) or the
 // closing bracket with nothing after it (closed). ok is false otherwise.
 func afterValue(b []byte, e int, end byte) (next int, closed, ok bool) {
-	i := skipSpace(b, e)
+	i := jsonspan.SkipSpace(b, e)
 	switch {
 	case i >= len(b):
 		return 0, false, false
 	case b[i] == ',':
-		return skipSpace(b, i+1), false, true
+		return jsonspan.SkipSpace(b, i+1), false, true
 	case b[i] == end:
-		return 0, true, skipSpace(b, i+1) == len(b)
+		return 0, true, jsonspan.SkipSpace(b, i+1) == len(b)
 	}
 	return 0, false, false
 }
@@ -144,20 +75,20 @@ func afterValue(b []byte, e int, end byte) (next int, closed, ok bool) {
 // splitObject returns the members of a JSON object as spans of b, in
 // order.
 func splitObject(b []byte) ([]member, bool) {
-	i := skipSpace(b, 0)
+	i := jsonspan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false
 	}
 	var out []member
-	i = skipSpace(b, i+1)
+	i = jsonspan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return out, skipSpace(b, i+1) == len(b)
+		return out, jsonspan.SkipSpace(b, i+1) == len(b)
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return nil, false
 		}
-		e := stringEnd(b, i)
+		e := jsonspan.StringEnd(b, i)
 		if e < 0 {
 			return nil, false
 		}
@@ -165,12 +96,12 @@ func splitObject(b []byte) ([]member, bool) {
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(b, e)
+		i = jsonspan.SkipSpace(b, e)
 		if i >= len(b) || b[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(b, i+1)
-		e = valueEnd(b, i)
+		i = jsonspan.SkipSpace(b, i+1)
+		e = jsonspan.ValueEnd(b, i)
 		if e < 0 {
 			return nil, false
 		}
@@ -249,7 +180,7 @@ func (f fields) without(key string) fields {
 // firstByte is the first non-space byte of b (0 when none): '"' for a
 // string, '[' an array, '{' an object.
 func firstByte(b []byte) byte {
-	if i := skipSpace(b, 0); i < len(b) {
+	if i := jsonspan.SkipSpace(b, 0); i < len(b) {
 		return b[i]
 	}
 	return 0
@@ -296,17 +227,19 @@ func decodeString(b []byte) (string, bool) {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r, ok := hex4(s, i+2)
+				r, ok := jsonspan.Hex4(s[i+2:])
 				if !ok {
 					return "", false
 				}
 				i += 6
 				if utf16.IsSurrogate(r) {
-					if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							out = utf8.AppendRune(out, d)
-							i += 6
-							continue
+					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if r2, ok := jsonspan.Hex4(s[i+2:]); ok {
+							if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+								out = utf8.AppendRune(out, d)
+								i += 6
+								continue
+							}
 						}
 					}
 					r = utf8.RuneError
@@ -329,14 +262,6 @@ func decodeString(b []byte) (string, bool) {
 		}
 	}
 	return string(out), true
-}
-
-func hex4(s []byte, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(s[i:i+4]), 16, 16)
-	return rune(n), err == nil
 }
 
 // joinArray writes elements, each valid JSON, as an array, without
@@ -362,7 +287,7 @@ func joinArray(elems []json.RawMessage) json.RawMessage {
 // space outside strings removed, strings and numbers as written. ok is
 // false when raw is not well formed.
 func canonicalize(dst, raw []byte) ([]byte, bool) {
-	i := skipSpace(raw, 0)
+	i := jsonspan.SkipSpace(raw, 0)
 	if i >= len(raw) {
 		return dst, false
 	}
@@ -413,8 +338,8 @@ func canonicalize(dst, raw []byte) ([]byte, bool) {
 		}
 		return append(dst, ']'), true
 	}
-	e := valueEnd(raw, i)
-	if e < 0 || skipSpace(raw, e) != len(raw) {
+	e := jsonspan.ValueEnd(raw, i)
+	if e < 0 || jsonspan.SkipSpace(raw, e) != len(raw) {
 		return dst, false
 	}
 	return append(dst, raw[i:e]...), true

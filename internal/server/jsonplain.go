@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 )
 
 // A decoder for the common shape of large tool arguments: objects whose
@@ -54,12 +56,12 @@ func plainObject(data []byte) (map[string]any, bool) {
 		return nil, false
 	}
 	// objectMembers stops at the first '}' after a member; it must close
-	// data, as valueEnd found it.
+	// data, as jsonspan.ValueEnd found it.
 	end := len(bytes.TrimRight(data, " \t\r\n"))
 	if last < 0 {
 		last = bytes.IndexByte(data, '{') + 1
 	}
-	if i := skipSpace(data, last); i != end-1 || data[i] != '}' {
+	if i := jsonspan.SkipSpace(data, last); i != end-1 || data[i] != '}' {
 		return nil, false
 	}
 	return m, true
@@ -101,7 +103,7 @@ func plainString(s []byte) (string, bool) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := hex4(s[i+2:])
+			r, ok := jsonspan.Hex4(s[i+2:])
 			if !ok || utf16.IsSurrogate(r) {
 				return "", false // a pair, or a lone half encoding/json replaces
 			}
@@ -116,26 +118,4 @@ func plainString(s []byte) (string, bool) {
 		i = bytes.IndexByte(s, '\\')
 	}
 	return string(append(out, s...)), true
-}
-
-// hex4 is the rune the four hex digits at the start of s spell.
-func hex4(s []byte) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }

@@ -1,0 +1,107 @@
+// Package jsonspan finds where JSON values start and end in a byte slice
+// without decoding them: the gateway takes a request of megabytes apart
+// into spans of its original bytes, and the MCP front looks at a large
+// tools/call body, both in one pass per level instead of a decode per
+// level. Strings are skipped with bytes.IndexByte. Nothing here validates
+// JSON fully: callers check structure (separators, brackets) around the
+// spans and hand anything doubtful to encoding/json.
+package jsonspan
+
+import "bytes"
+
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON white space (len(b) when there is none).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// ValueEnd returns the index just past the JSON value starting at b[i]
+// (not space), or -1 when there is none or it is cut short. Brackets are
+// matched by depth only; a number or literal runs over the characters
+// numbers and literals are made of.
+func ValueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return StringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := StringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1 // the loop steps past the quote
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z' || b[j] >= 'A' && b[j] <= 'Z') {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// StringEnd returns the index just past the string whose opening quote is
+// b[i], or -1 when it does not end.
+func StringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return -1
+}
+
+// Hex4 is the rune the four hex digits at the start of s spell (the XXXX
+// of a \uXXXX escape); false when s does not start with four hex digits.
+func Hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

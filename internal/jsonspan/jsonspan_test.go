@@ -1,0 +1,80 @@
+package jsonspan
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestValueEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int // index just past the first value; -1 for none
+	}{
+		{`"a\"b" ,`, 6},
+		{`"a\\" ,`, 5},
+		{`{"k": [1, "]}", {"x": null}]} rest`, 29},
+		{`[1, 2]`, 6},
+		{`-1.5e+3,`, 7},
+		{`true}`, 4},
+		{`null`, 4},
+		{`"unterminated`, -1},
+		{`{"k": [1, 2}`, -1},
+		{`,`, -1},
+		{``, -1},
+	} {
+		if got := ValueEnd([]byte(tc.in), 0); got != tc.want {
+			t.Errorf("ValueEnd(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+		if tc.want > 0 && !json.Valid([]byte(tc.in[:tc.want])) {
+			t.Errorf("ValueEnd(%q): %q is not one JSON value", tc.in, tc.in[:tc.want])
+		}
+	}
+}
+
+func TestSkipSpace(t *testing.T) {
+	if got := SkipSpace([]byte(" \t\r\n x"), 0); got != 5 {
+		t.Errorf("SkipSpace: got %d, want 5", got)
+	}
+	if got := SkipSpace([]byte("  "), 0); got != 2 {
+		t.Errorf("SkipSpace of spaces only: got %d, want 2", got)
+	}
+}
+
+func TestHex4(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want rune
+		ok   bool
+	}{
+		{"00e9", 'é', true},
+		{"00E9rest", 'é', true},
+		{"d83d", 0xd83d, true},
+		{"12g4", 0, false},
+		{"+123", 0, false},
+		{"abc", 0, false},
+	} {
+		r, ok := Hex4([]byte(tc.in))
+		if r != tc.want || ok != tc.ok {
+			t.Errorf("Hex4(%q) = %q, %v; want %q, %v", tc.in, r, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzValueEnd: on any input that is one JSON value (after leading space),
+// ValueEnd finds exactly its end.
+func FuzzValueEnd(f *testing.F) {
+	for _, s := range []string{`"x"`, `{"a":[1,{"b":"}"}]}`, `-0.5`, `[true,false,null]`, `"\\\""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if !json.Valid(b) {
+			return
+		}
+		i := SkipSpace(b, 0)
+		e := ValueEnd(b, i)
+		if e < 0 || SkipSpace(b, e) != len(b) {
+			t.Errorf("ValueEnd(%q, %d) = %d, want the end of the value", s, i, e)
+		}
+	})
+}
