@@ -30,7 +30,10 @@ func TestSubscriptionRenewedAfterUpstreamRestart(t *testing.T) {
 		"log_level":    "debug",
 	})
 	base, p := serveHTTP(t, config)
-	c := startHTTP(t, base+"/mcp")
+	// The standalone GET stream stays open, as the TypeScript SDK keeps it:
+	// without it mcp-go's server delivers a notification only inside a POST
+	// in flight, and the updates below come between calls.
+	c := startHTTP(t, base+"/mcp", transport.WithContinuousListening())
 	updates := make(chan string, 100)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationResourceUpdated) {
