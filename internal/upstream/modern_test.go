@@ -1,12 +1,18 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -170,5 +176,63 @@ func TestModernSubscribeUnoffered(t *testing.T) {
 				t.Errorf("resources/read: got %+v, %v", read, err)
 			}
 		})
+	}
+}
+
+// TestModernListenGap: a list change an upstream makes while mcproxy's
+// subscriptions/listen stream is not open yet (or is being reopened with a
+// new filter) is announced to nobody; mcproxy re-lists when the stream's
+// acknowledgement arrives, so the change still reaches its clients. The
+// upstream here holds the first listen request until the tool and prompt
+// are added, so without the re-list neither would ever arrive.
+func TestModernListenGap(t *testing.T) {
+	s := server.NewMCPServer("gap", "1", server.WithToolCapabilities(true), server.WithPromptCapabilities(true))
+	s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("first"), nil
+	})
+	release := make(chan struct{})
+	var held atomic.Bool
+	h := server.NewStreamableHTTPServer(s)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"subscriptions/listen"`)) && held.CompareAndSwap(false, true) {
+				<-release
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before ts.Close, which waits for the held handler
+	tools := make(chan []config.Tool, 10)
+	prompts := make(chan int, 10)
+	m := startManager(t, map[string]config.ServerConfig{"g": {URL: ts.URL + "/mcp", Protocol: mcp.LATEST_PROTOCOL_VERSION}}, Options{
+		OnToolsChanged:   func(_ string, ts []config.Tool) { tools <- ts },
+		OnCatalogChanged: func(_ string, c *Catalog) { prompts <- len(c.Prompts) },
+	})
+	if st := statusOf(t, m, "g"); st.State != StateReady || st.Tools != 1 {
+		t.Fatalf("got %+v, want ready with one tool", st)
+	}
+	waitUntil(t, 10*time.Second, "mcproxy's listen request to arrive", held.Load)
+	s.AddTool(mcp.NewTool("late"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("late"), nil
+	})
+	s.AddPrompt(mcp.NewPrompt("hello"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	free()
+	deadline := time.After(10 * time.Second)
+	for gotTool, gotPrompt := false, false; !gotTool || !gotPrompt; {
+		select {
+		case ts := <-tools:
+			gotTool = gotTool || slices.Contains(toolNames(ts), "g:late")
+		case n := <-prompts:
+			gotPrompt = gotPrompt || n == 1
+		case <-deadline:
+			t.Fatalf("within 10s of the listen stream opening: tool added %v, prompt added %v; want both re-listed", gotTool, gotPrompt)
+		}
 	}
 }

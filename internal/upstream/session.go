@@ -281,8 +281,18 @@ func (l *link) newClient(s *session) *client.Client {
 // initialize. It returns the step that failed with the error.
 func (l *link) handshake(sctx, ictx context.Context, s *session) (*mcp.InitializeResult, string, error) {
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		switch n.Method {
+		case string(mcp.MethodNotificationToolsListChanged):
 			s.signalRefresh()
+			return
+		case string(mcp.MethodNotificationSubscriptionsAcknowledged):
+			// A 2026-07-28 listen stream is (re)open. A list change made
+			// while no stream was open (before the first one, between a
+			// stream's end and its reopening, or while a new filter
+			// replaced the old) was announced to nobody: re-list, and
+			// from here on the stream reports each change.
+			s.signalRefresh()
+			l.catalogNotification(s, mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationPromptsListChanged)}})
 			return
 		}
 		if s.relayNotification(l.name, l.m.opts.OnLog, l.log, n) {
