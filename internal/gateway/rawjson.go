@@ -210,46 +210,24 @@ func decodeString(b []byte) (string, bool) {
 		c := s[i]
 		switch {
 		case c == '\\':
-			if i+1 >= len(s) {
+			r, n, ok := jsonspan.Unescape(s[i:])
+			if !ok {
 				return "", false
 			}
-			switch s[i+1] {
-			case '"', '\\', '/':
-				out = append(out, s[i+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := jsonspan.Hex4(s[i+2:])
-				if !ok {
-					return "", false
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if r2, ok := jsonspan.Hex4(s[i+2:]); ok {
-							if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-								out = utf8.AppendRune(out, d)
-								i += 6
-								continue
-							}
-						}
+			i += n
+			if utf16.IsSurrogate(r) {
+				// A pair becomes its character; a lone half the
+				// replacement character, as encoding/json does.
+				if r2, n2, ok := jsonspan.Unescape(s[i:]); ok && n2 == 6 {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						out = utf8.AppendRune(out, d)
+						i += n2
+						continue
 					}
-					r = utf8.RuneError
 				}
-				out = utf8.AppendRune(out, r)
-				continue
-			default:
-				return "", false
+				r = utf8.RuneError
 			}
-			i += 2
+			out = utf8.AppendRune(out, r)
 		case c == '"' || c < 0x20:
 			return "", false
 		case c < utf8.RuneSelf:

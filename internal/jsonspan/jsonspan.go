@@ -105,3 +105,32 @@ func Hex4(s []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// Unescape decodes the escape sequence at the start of s (s[0] is its
+// backslash): the character it stands for and the bytes it takes. A \u
+// escape gives its UTF-16 code unit as it is, a surrogate half included:
+// joining a pair, replacing a lone half or refusing it is the caller's
+// policy. ok is false for anything else JSON does not allow.
+func Unescape(s []byte) (r rune, n int, ok bool) {
+	if len(s) < 2 || s[0] != '\\' {
+		return 0, 0, false
+	}
+	switch c := s[1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2, true
+	case 'b':
+		return '\b', 2, true
+	case 'f':
+		return '\f', 2, true
+	case 'n':
+		return '\n', 2, true
+	case 'r':
+		return '\r', 2, true
+	case 't':
+		return '\t', 2, true
+	case 'u':
+		r, ok := Hex4(s[2:])
+		return r, 6, ok
+	}
+	return 0, 0, false
+}

@@ -78,3 +78,26 @@ func FuzzValueEnd(f *testing.F) {
 		}
 	})
 }
+
+// Unescape agrees with encoding/json on every escape JSON has, and
+// refuses what JSON refuses.
+func TestUnescape(t *testing.T) {
+	for _, esc := range []string{`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u0041`, `\u00e9`, `\u20AC`, `\u0000`} {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+esc+`"`), &want); err != nil {
+			t.Fatal(err)
+		}
+		r, n, ok := Unescape([]byte(esc + "rest"))
+		if !ok || n != len(esc) || string(r) != want {
+			t.Errorf("Unescape(%s): got %q, %d, %v; want %q, %d", esc, r, n, ok, want, len(esc))
+		}
+	}
+	if r, n, ok := Unescape([]byte(`\ud83d\ude00`)); !ok || n != 6 || r != 0xd83d {
+		t.Errorf(`a surrogate half: got %x, %d, %v; want the code unit d83d as it is`, r, n, ok)
+	}
+	for _, bad := range []string{`\`, `\x`, `\u12`, `\u12g4`, `x`, `\'`} {
+		if _, _, ok := Unescape([]byte(bad)); ok {
+			t.Errorf("Unescape(%s): got ok, want refused", bad)
+		}
+	}
+}

@@ -86,35 +86,12 @@ func plainString(s []byte) (string, bool) {
 	out := make([]byte, 0, len(s))
 	for i >= 0 {
 		out = append(out, s[:i]...)
-		if i+1 >= len(s) {
-			return "", false
+		r, n, ok := jsonspan.Unescape(s[i:])
+		if !ok || utf16.IsSurrogate(r) {
+			return "", false // a pair, or a lone half encoding/json replaces
 		}
-		switch c := s[i+1]; c {
-		case '"', '\\', '/':
-			out = append(out, c)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := jsonspan.Hex4(s[i+2:])
-			if !ok || utf16.IsSurrogate(r) {
-				return "", false // a pair, or a lone half encoding/json replaces
-			}
-			out = utf8.AppendRune(out, r)
-			s = s[i+6:]
-			i = bytes.IndexByte(s, '\\')
-			continue
-		default:
-			return "", false
-		}
-		s = s[i+2:]
+		out = utf8.AppendRune(out, r)
+		s = s[i+n:]
 		i = bytes.IndexByte(s, '\\')
 	}
 	return string(append(out, s...)), true
