@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -268,7 +269,8 @@ type transcriptRecord struct {
 	} `json:"message"`
 }
 
-// transcriptRecords reads a session's transcript.
+// transcriptRecords reads a session's transcript, up to its zeroed
+// reserve (the session is open; internal/session/trfile.go).
 func transcriptRecords(t *testing.T, h *session.Host) []transcriptRecord {
 	t.Helper()
 	f, err := os.Open(filepath.Join(h.Dir(), session.TranscriptFile))
@@ -280,6 +282,9 @@ func transcriptRecords(t *testing.T, h *session.Host) []transcriptRecord {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
+		if bytes.IndexByte(sc.Bytes(), 0) >= 0 {
+			break
+		}
 		var r transcriptRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,12 @@ func (f *failingFS) CreateTemp(dir, pattern string) (File, error) {
 	return f.wrap(f.OS.CreateTemp(dir, pattern))
 }
 
-func (f *failingFS) OpenAppend(path string) (File, error) {
-	return f.wrap(f.OS.OpenAppend(path))
+func (f *failingFS) OpenLog(path string) (LogFile, error) {
+	file, err := f.OS.OpenLog(path)
+	if err != nil {
+		return nil, err
+	}
+	return &failingLog{failingFile{File: file, fs: f}, file}, nil
 }
 
 func (f *failingFS) wrap(file File, err error) (File, error) {
@@ -59,15 +64,34 @@ type failingFile struct {
 	fs *failingFS
 }
 
-func (f *failingFile) Write(p []byte) (int, error) {
+// failingLog is a failingFile for the transcript, whose writes are
+// WriteAt.
+type failingLog struct {
+	failingFile
+	at io.WriterAt
+}
+
+func (f *failingLog) WriteAt(p []byte, off int64) (int, error) {
+	if !f.fail() {
+		return f.at.WriteAt(p, off)
+	}
+	n, _ := f.at.WriteAt(p[:len(p)/2], off)
+	return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+}
+
+// fail counts a write and reports whether it is to fail.
+func (f *failingFile) fail() bool {
 	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
 	counted := f.fs.under == "" || strings.HasPrefix(f.Name(), f.fs.under)
 	if counted {
 		f.fs.writes++
 	}
-	fail := counted && f.fs.writes > f.fs.failWriteAfter && (!f.fs.once || f.fs.writes == f.fs.failWriteAfter+1)
-	f.fs.mu.Unlock()
-	if !fail {
+	return counted && f.fs.writes > f.fs.failWriteAfter && (!f.fs.once || f.fs.writes == f.fs.failWriteAfter+1)
+}
+
+func (f *failingFile) Write(p []byte) (int, error) {
+	if !f.fail() {
 		return f.File.Write(p)
 	}
 	n, _ := f.File.Write(p[:len(p)/2])

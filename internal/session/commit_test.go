@@ -25,8 +25,8 @@ type slowSyncFS struct {
 	synced  int64 // bytes written before the last completed fsync began
 }
 
-func (f *slowSyncFS) OpenAppend(path string) (File, error) {
-	file, err := f.OS.OpenAppend(path)
+func (f *slowSyncFS) OpenLog(path string) (LogFile, error) {
+	file, err := f.OS.OpenLog(path)
 	if err != nil || filepath.Base(path) != TranscriptFile {
 		return file, err
 	}
@@ -37,18 +37,20 @@ func (f *slowSyncFS) OpenAppend(path string) (File, error) {
 	f.mu.Lock()
 	f.written, f.synced = fi.Size(), fi.Size()
 	f.mu.Unlock()
-	return &slowSyncFile{File: file, fs: f}, nil
+	return &slowSyncFile{LogFile: file, fs: f}, nil
 }
 
 type slowSyncFile struct {
-	File
+	LogFile
 	fs *slowSyncFS
 }
 
-func (f *slowSyncFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
+// WriteAt counts the bytes up to the furthest written (records, and the
+// reserve written with them: trfile.go).
+func (f *slowSyncFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.LogFile.WriteAt(p, off)
 	f.fs.mu.Lock()
-	f.fs.written += int64(n)
+	f.fs.written = max(f.fs.written, off+int64(n))
 	f.fs.mu.Unlock()
 	return n, err
 }
@@ -59,7 +61,7 @@ func (f *slowSyncFile) Sync() error {
 	f.fs.syncs++
 	f.fs.mu.Unlock()
 	time.Sleep(f.fs.delay)
-	err := f.File.Sync()
+	err := f.LogFile.Sync()
 	f.fs.mu.Lock()
 	f.fs.synced = max(f.fs.synced, upto)
 	f.fs.mu.Unlock()

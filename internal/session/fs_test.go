@@ -113,12 +113,13 @@ func transcriptFaults(t *testing.T) (*Host, *failingFS, Options) {
 // held are not in the session, and the next record starts on a clean line.
 func TestTranscriptWriteFailureCutBack(t *testing.T) {
 	h, ffs, opts := transcriptFaults(t)
+	// Where the records end; no stray byte may follow them.
 	size := func() int64 {
-		fi, err := os.Stat(filepath.Join(h.Dir(), TranscriptFile))
-		if err != nil {
-			t.Fatal(err)
+		tr, err := readTranscript(filepath.Join(h.Dir(), TranscriptFile))
+		if err != nil || tr.torn {
+			t.Fatalf("reading the transcript: %v, stray bytes after the records %v", err, tr.torn)
 		}
-		return fi.Size()
+		return tr.valid
 	}
 	before, msgs, st := size(), h.Messages(), h.State()
 
@@ -165,8 +166,9 @@ func TestTranscriptWriteFailureCutBack(t *testing.T) {
 
 // A failed write whose stray bytes cannot be cut back (Truncate fails
 // too): the host records nothing more, since the next record would be
-// glued to them, and says so; reopening drops them as a torn tail and the
-// session goes on.
+// glued to them, and says so; closing cuts them off with the reserve
+// (trfile.go), or reopening drops them as a torn tail, and the session
+// goes on.
 func TestTranscriptCutBackFailure(t *testing.T) {
 	h, ffs, opts := transcriptFaults(t)
 	msgs := h.Messages()
@@ -187,9 +189,12 @@ func TestTranscriptCutBackFailure(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if tr, err := readTranscript(filepath.Join(h.Dir(), TranscriptFile)); err != nil || tr.torn || tr.reserve {
+		t.Errorf("after Close: torn %v, reserve %v, %v; want the stray bytes cut off with the reserve", tr.torn, tr.reserve, err)
+	}
 	h2 := openHost(t, testOptionsIn(opts.Dir), "s")
-	if r := h2.Report(); !r.TornTail || r.StateMismatch || len(h2.Messages()) != len(msgs) {
-		t.Errorf("reopened: report %+v with %d messages; want the torn tail dropped and the %d messages kept", r, len(h2.Messages()), len(msgs))
+	if r := h2.Report(); r.StateMismatch || len(h2.Messages()) != len(msgs) {
+		t.Errorf("reopened: report %+v with %d messages; want the %d messages kept", r, len(h2.Messages()), len(msgs))
 	}
 	call(t, h2, "fs:d", "four")
 	h2.Close()

@@ -46,9 +46,12 @@ type Host struct {
 	seq      int64 // last record written
 	stateSeq int64 // record state.json reflects
 	nextID   int   // message and call numbering
-	tr       File
+	tr       LogFile
 	lock     *dirLock // held from Open to Close
-	trSize   int64
+	trSize   int64    // where the records end (the next one's offset)
+	// trAlloc is where the transcript file ends on disk: trSize plus the
+	// zeroed reserve written ahead (trfile.go); trSize when there is none.
+	trAlloc int64
 	// broken is set when a failed append could not be cut back off the
 	// transcript: appending after the stray bytes would corrupt a record,
 	// so nothing more is written until the session is reopened (which
@@ -165,7 +168,7 @@ func (h *Host) Close() error {
 	errs = append(errs, h.durable(h.trSize))
 	h.smu.Lock()
 	if h.tr != nil { // nil: parked, every record already on disk
-		errs = append(errs, h.tr.Close())
+		errs = append(errs, h.trimReserve(), h.tr.Close())
 	}
 	h.smu.Unlock()
 	errs = append(errs, h.lock.release()) // last: every write is done

@@ -92,7 +92,7 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
-	tr, err := opts.FS.OpenAppend(h.path(TranscriptFile))
+	tr, err := opts.FS.OpenLog(h.path(TranscriptFile))
 	if err != nil {
 		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
@@ -118,12 +118,17 @@ func (h *Host) load() error {
 		// off so the next append starts on a clean line.
 		rep.TornTail = true
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("dropped a record cut short at byte %d of the transcript (an interrupted write)", t.valid))
-		if err := h.opts.FS.Truncate(trPath, t.valid); err != nil {
+	}
+	if t.torn || t.reserve {
+		// The reserve of a session that was not closed goes too (trfile.go).
+		if err := h.opts.FS.Truncate(trPath, t.valid); err != nil && t.torn {
 			return fmt.Errorf("dropping the torn last record: %w", err)
+		} else if err != nil {
+			return fmt.Errorf("trimming the transcript's reserve: %w", err)
 		}
 	}
 	// What was read is the transcript durable() starts from.
-	h.trSize, h.syncedTo = t.valid, t.valid
+	h.trSize, h.trAlloc, h.syncedTo = t.valid, t.valid, t.valid
 	h.written.Store(t.valid)
 	saved, haveState, err := readState(h.path(StateFile))
 	if err != nil {

@@ -16,8 +16,11 @@ const (
 	// DefaultStateEvery is how many turns may pass between two writes of
 	// state.json. The transcript is written (and fsync'd) on every record
 	// and is the source of truth; state.json is a checkpoint Open verifies
-	// and, when it is behind, brings forward from the transcript.
-	DefaultStateEvery = 16
+	// and, when it is behind, brings forward from the transcript. Each
+	// write costs an O(messages) encoding and two fsyncs, which share the
+	// disk with the calls' own: one in 64 turns keeps that a small share of
+	// a small call (issue 13).
+	DefaultStateEvery = 64
 )
 
 // ReadArchiveToolName is the name of the tool that returns archived

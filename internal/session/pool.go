@@ -132,6 +132,7 @@ func (h *Host) park() error {
 		// anyway (syncErr).
 		return errors.Join(append(errs, err)...)
 	}
+	errs = append(errs, h.trimReserve())
 	h.smu.Lock()
 	errs = append(errs, h.tr.Close())
 	h.tr = nil
@@ -160,8 +161,8 @@ func (h *Host) unpark() error {
 	switch {
 	case err != nil && !(errors.Is(err, os.ErrNotExist) && h.trSize == 0):
 		err = fmt.Errorf("reopening session %s: %w", h.id, err)
-	case err == nil && st.Size() != h.trSize:
-		err = fmt.Errorf("reopening session %s: its transcript changed on disk while it was idle (%d bytes, %d expected); another process wrote it, so this one records nothing more until the session is opened again", h.id, st.Size(), h.trSize)
+	case err == nil && st.Size() != h.trAlloc: // trSize, unless trimming the reserve failed
+		err = fmt.Errorf("reopening session %s: its transcript changed on disk while it was idle (%d bytes, %d expected); another process wrote it, so this one records nothing more until the session is opened again", h.id, st.Size(), h.trAlloc)
 		h.broken = err
 	default:
 		err = nil
@@ -170,7 +171,7 @@ func (h *Host) unpark() error {
 		_ = lock.release()
 		return err
 	}
-	tr, err := h.opts.FS.OpenAppend(h.path(TranscriptFile))
+	tr, err := h.opts.FS.OpenLog(h.path(TranscriptFile))
 	if err != nil {
 		_ = lock.release()
 		return fmt.Errorf("reopening session %s: %w", h.id, err)

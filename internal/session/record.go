@@ -275,10 +275,12 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err = h.tr.Write(b); err != nil {
+	if err = h.writeRecords(b); err != nil {
 		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); terr != nil {
 			h.broken = terr
 			err = errors.Join(err, fmt.Errorf("cutting the transcript back: %w", terr))
+		} else {
+			h.trAlloc = h.trSize // the reserve went with the cut
 		}
 		return 0, fmt.Errorf("writing the transcript: %w", err)
 	}

@@ -132,15 +132,18 @@ type transcript struct {
 	records []record
 	// valid is the length of the file up to the last complete record;
 	// torn is set when bytes after it (a record cut short by a crash) were
-	// ignored.
-	valid int64
-	torn  bool
+	// ignored; reserve when zeros follow it (trfile.go).
+	valid   int64
+	torn    bool
+	reserve bool
 }
 
 // readTranscript reads a transcript. A missing file is an empty transcript.
 // A last line without its newline is a write cut short by a crash: it is
-// ignored and reported. A malformed complete line is corruption: an error
-// naming the line.
+// ignored and reported. The records end at the first line holding a NUL
+// byte, the start of the reserve (trfile.go); any other byte from there on
+// was a write that never became durable, reported the same way. A
+// malformed complete line is corruption: an error naming the line.
 func readTranscript(path string) (transcript, error) {
 	var t transcript
 	f, err := os.Open(path)
@@ -155,6 +158,16 @@ func readTranscript(path string) (transcript, error) {
 	line := 0
 	for {
 		b, err := r.ReadBytes('\n')
+		if bytes.IndexByte(b, 0) >= 0 {
+			// The reserve, perhaps partly written over by records that
+			// never became durable: the records end here.
+			t.reserve = true
+			t.torn, err = nonZeroRest(b, r)
+			if err != nil {
+				return t, fmt.Errorf("reading transcript %s: %w", path, err)
+			}
+			return t, nil
+		}
 		if len(b) > 0 && b[len(b)-1] == '\n' {
 			line++
 			var rec record
@@ -173,6 +186,25 @@ func readTranscript(path string) (transcript, error) {
 		}
 		if err != nil {
 			return t, fmt.Errorf("reading transcript %s: %w", path, err)
+		}
+	}
+}
+
+// nonZeroRest reports whether b or anything left in r holds a byte other
+// than NUL.
+func nonZeroRest(b []byte, r io.Reader) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for {
+		if len(bytes.TrimLeft(b, "\x00")) > 0 {
+			return true, nil
+		}
+		n, err := r.Read(buf)
+		b = buf[:n]
+		if errors.Is(err, io.EOF) {
+			return len(bytes.TrimLeft(b, "\x00")) > 0, nil
+		}
+		if err != nil {
+			return false, err
 		}
 	}
 }

@@ -1,0 +1,20 @@
+package session
+
+import (
+	"os"
+	"syscall"
+)
+
+// datasync is fdatasync(2): the file's data and the metadata needed to
+// read it (its size), not its times.
+func datasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
