@@ -112,7 +112,8 @@ func runDeaf() int {
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), `"server/discover"`) {
 				n++
-				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("discover-%d", n)), sc.Bytes(), 0o644)
+				// Named by pid too: each child counts from 1.
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("discover-%d-%d", os.Getpid(), n)), sc.Bytes(), 0o644)
 				continue
 			}
 			if _, err := fmt.Fprintln(pw, sc.Text()); err != nil {
