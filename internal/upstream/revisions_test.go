@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -211,29 +212,67 @@ func TestRevisionStaleModern(t *testing.T) {
 // TestRevisionStaleLegacy: a record claiming 2025-11-25 for a server that
 // now speaks only 2026-07-28 (it refuses initialize) is dropped within the
 // same attempt: the server is negotiated with, connects in 2026-07-28,
-// and the record is corrected.
+// and the record is corrected. Over stdio and streamable HTTP, where the
+// refusal reaches mcproxy differently (a JSON-RPC error; an HTTP 400).
 func TestRevisionStaleLegacy(t *testing.T) {
 	up := newMethodCounter(t, true, server.WithStreamableHTTPProtocolVersions(mcp.LATEST_PROTOCOL_VERSION))
-	sc := config.ServerConfig{URL: up.url}
-	path := filepath.Join(t.TempDir(), RevisionsFile)
-	writeRevisions(t, path, map[string]revision{"s": {Config: configKey(sc), Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION, Probe: probeIgnored}})
-	log, logs := observed()
-	m := startManager(t, map[string]config.ServerConfig{"s": sc}, Options{Logger: log, Revisions: path, MinBackoff: time.Hour, MaxBackoff: time.Hour})
-	if st := statusOf(t, m, "s"); st.State != StateReady {
-		t.Fatalf("got %+v, want ready on the first attempt", st)
+	stdio, dir := peerServer(t, "modern")
+	for name, tc := range map[string]struct {
+		sc    config.ServerConfig
+		inits func() int
+	}{
+		"http": {config.ServerConfig{URL: up.url}, func() int { return up.count(string(mcp.MethodInitialize)) }},
+		"stdio": {stdio, func() int {
+			m, _ := filepath.Glob(filepath.Join(dir, "initialize-*"))
+			return len(m)
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), RevisionsFile)
+			writeRevisions(t, path, map[string]revision{"s": {Config: configKey(tc.sc), Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION, Probe: probeIgnored}})
+			log, logs := observed()
+			m := startManager(t, map[string]config.ServerConfig{"s": tc.sc}, Options{Logger: log, Revisions: path, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+			if st := statusOf(t, m, "s"); st.State != StateReady {
+				t.Fatalf("got %+v, want ready on the first attempt", st)
+			}
+			if got := protocolOf(logs, "s"); got != mcp.LATEST_PROTOCOL_VERSION {
+				t.Errorf("spoke %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
+			}
+			if n := tc.inits(); n != 1 {
+				t.Errorf("%d initialize sent, want 1 (the remembered revision's, refused)", n)
+			}
+			want := revision{Config: configKey(tc.sc), Protocol: mcp.LATEST_PROTOCOL_VERSION, Probe: probeAnswered}
+			if got := readRevisions(t, path)["s"]; got != want {
+				t.Errorf("record: got %+v, want %+v", got, want)
+			}
+			if got := text(call(t, m, "s", "echo", map[string]any{"text": "hi"})); got != "echo: hi" {
+				t.Errorf("got %q, want echo: hi", got)
+			}
+		})
 	}
-	if got := protocolOf(logs, "s"); got != mcp.LATEST_PROTOCOL_VERSION {
-		t.Errorf("spoke %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
-	}
-	if n := up.count(string(mcp.MethodInitialize)); n != 1 {
-		t.Errorf("%d initialize sent, want 1 (the remembered revision's, refused)", n)
-	}
-	want := revision{Config: configKey(sc), Protocol: mcp.LATEST_PROTOCOL_VERSION, Probe: probeAnswered}
-	if got := readRevisions(t, path)["s"]; got != want {
-		t.Errorf("record: got %+v, want %+v", got, want)
-	}
-	if got := text(call(t, m, "s", "echo", map[string]any{"text": "hi"})); got != "echo: hi" {
-		t.Errorf("got %q, want echo: hi", got)
+}
+
+// TestRevisionForgotten: an initialize that fails without an answer (the
+// server timed out or died) on a server remembered as 2025-11-25 forgets
+// the record, so the next attempt, and the next run, negotiate.
+func TestRevisionForgotten(t *testing.T) {
+	for _, mode := range []string{"hang", "crash"} {
+		t.Run(mode, func(t *testing.T) {
+			sc, _ := peerServer(t, mode)
+			sc.InitTimeout = config.Duration(500 * time.Millisecond)
+			path := filepath.Join(t.TempDir(), RevisionsFile)
+			writeRevisions(t, path, map[string]revision{"s": {Config: configKey(sc), Protocol: mcp.LATEST_LEGACY_PROTOCOL_VERSION}})
+			m := startManager(t, map[string]config.ServerConfig{"s": sc}, Options{Revisions: path, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+			if st := statusOf(t, m, "s"); st.State != StateDown {
+				t.Fatalf("got %+v, want down", st)
+			}
+			if m.links["s"].legacy.Load() {
+				t.Error("the next attempt would still skip the probe")
+			}
+			if rec, ok := readRevisions(t, path)["s"]; ok {
+				t.Errorf("record %+v kept after a failed initialize", rec)
+			}
+		})
 	}
 }
 
@@ -273,4 +312,29 @@ func TestRevisionFileUnreadable(t *testing.T) {
 	if _, ok := readRevisions(t, path)["gone"]; ok {
 		t.Error("the record of a server no longer configured was kept")
 	}
+}
+
+// runModernOnly serves the peer as a server that speaks only 2026-07-28:
+// its server/discover lists that revision alone, and it refuses
+// initialize with UnsupportedProtocolVersion (noting each refusal in
+// dir/initialize-PID-N).
+func runModernOnly() int {
+	dir := os.Getenv(peerDirEnv)
+	n := 0
+	ctx := server.WithSupportedProtocolVersions(context.Background(), []string{mcp.LATEST_PROTOCOL_VERSION})
+	return serveFiltered(ctx, dir, func(line []byte) ([]byte, bool) {
+		var msg struct {
+			ID     any    `json:"id"`
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.Method != string(mcp.MethodInitialize) {
+			return nil, false
+		}
+		n++
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("initialize-%d-%d", os.Getpid(), n)), line, 0o644)
+		refusal := mcp.UnsupportedProtocolVersionError{Version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, Supported: []string{mcp.LATEST_PROTOCOL_VERSION}}.JSONRPCError()
+		refusal.ID = mcp.NewRequestId(msg.ID)
+		answer, _ := json.Marshal(refusal)
+		return answer, true
+	})
 }

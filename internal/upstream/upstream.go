@@ -9,6 +9,8 @@
 // child's stderr under its server name and stops children in stages. What an
 // upstream sends while serving a call (progress, log messages, sampling,
 // elicitation and roots requests) goes to that call's Peer (requests.go).
+// The protocol revision each server settled on is remembered across runs
+// in a file (Options.Revisions, revisions.go).
 //
 // It does not index or render tools and does not serve MCP itself; it hands
 // tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
