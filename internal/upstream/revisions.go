@@ -12,7 +12,7 @@ package upstream
 //   - a server remembered as 2026-07-28 is asked in it first, which is
 //     what an unremembered one gets too: server/discover is its handshake,
 //     and mcp-go falls back to initialize when the server answers it with
-//     an error, so a stale record costs nothing.
+//     an error, so a stale record costs no more than none.
 //
 // A record counts only for the launch config it was made with (configKey):
 // an edited command, env or URL probes again. A server remembered as
