@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -104,7 +105,10 @@ func oneShotStack(ctx context.Context, cfgPath, logLevel string, stderr io.Write
 	log = redact.Logger(log, redactor(cfg, true))
 	// An in-memory index: a one-shot command must not contend with a
 	// running mcproxy for the on-disk one.
-	st, err = newStack(cfg, stackOptions{Version: versionString(), Logger: log, LearnFile: learnFile(cfg)})
+	// The remembered revisions are shared: the file is only ever
+	// replaced whole.
+	st, err = newStack(cfg, stackOptions{Version: versionString(), Logger: log, LearnFile: learnFile(cfg),
+		Revisions: filepath.Join(config.ExpandHome(cfg.DataDir), upstream.RevisionsFile)})
 	if err != nil {
 		closeLog()
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)

@@ -100,6 +100,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	st, err := newStack(cfg, stackOptions{
 		IndexDir:       filepath.Join(dataDir, "index"),
 		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
+		Revisions:      filepath.Join(dataDir, upstream.RevisionsFile),
 		Version:        versionString(),
 		Logger:         log,
 		WaitForStart:   true,

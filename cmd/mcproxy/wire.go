@@ -54,6 +54,10 @@ type stackOptions struct {
 	// WarmCatalog is the file of the upstreams' last known tool lists
 	// (server.Options.WarmCatalog); "" means no warm start.
 	WarmCatalog string
+	// Revisions is the file of the upstreams' remembered protocol
+	// revisions (upstream.Options.Revisions); "" remembers them for this
+	// run only.
+	Revisions string
 	// Sessions runs noa on client sessions; nil means off. The stack does
 	// not own it: whoever made it closes it after the stack.
 	Sessions *session.Manager
@@ -115,8 +119,9 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	var guard atomic.Pointer[integrity.Guard]
 	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
-		OAuth:  auth,
-		Logger: log.Named("upstream"),
+		OAuth:     auth,
+		Logger:    log.Named("upstream"),
+		Revisions: opts.Revisions,
 		OnToolsChanged: func(name string, tools []config.Tool) {
 			if g := guard.Load(); g != nil {
 				g.ToolsChanged(name, tools)

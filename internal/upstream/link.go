@@ -55,6 +55,9 @@ type link struct {
 	// did not answer server/discover, or speaks both revisions), so later
 	// ones skip the probe (modern.go).
 	legacy atomic.Bool
+	// probe is what the last server/discover probe got (a string, "" =
+	// none yet), remembered with the revision (revisions.go).
+	probe atomic.Value
 }
 
 // setState changes the state and wakes everyone waiting on changed. l.mu

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap/zapcore"
 )
 
 const (
@@ -69,8 +70,10 @@ func runPeer(mode string) int {
 		mode = "peer"
 	case "deaf":
 		// Serves, but never sees server/discover (it notes each one in
-		// dir/discover-N): a server that ignores methods it does not know.
+		// dir/discover-PID-N): a server that ignores methods it does not know.
 		return runDeaf()
+	case "modern":
+		return runModernOnly()
 	case "peer", "stubborn", "bulky":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown peer mode %q\n", mode)
@@ -104,15 +107,32 @@ func runPeer(mode string) int {
 // server/discover request unanswered.
 func runDeaf() int {
 	dir := os.Getenv(peerDirEnv)
+	n := 0
+	return serveFiltered(context.Background(), dir, func(line []byte) ([]byte, bool) {
+		if !strings.Contains(string(line), `"server/discover"`) {
+			return nil, false
+		}
+		n++
+		// Named by pid too: each child counts from 1.
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("discover-%d-%d", os.Getpid(), n)), line, 0o644)
+		return nil, true
+	})
+}
+
+// serveFiltered serves the peer over stdio behind intercept, which sees
+// each line the client sends first: when it takes the line, what it
+// returns (if anything) is the answer, and the server never sees it.
+func serveFiltered(ctx context.Context, dir string, intercept func(line []byte) ([]byte, bool)) int {
 	pr, pw := io.Pipe()
+	out := zapcore.Lock(os.Stdout) // a filter's answer and the server's never interleave
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		n := 0
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"server/discover"`) {
-				n++
-				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("discover-%d", n)), sc.Bytes(), 0o644)
+			if answer, taken := intercept(sc.Bytes()); taken {
+				if answer != nil {
+					_, _ = out.Write(append(answer, '\n'))
+				}
 				continue
 			}
 			if _, err := fmt.Fprintln(pw, sc.Text()); err != nil {
@@ -121,7 +141,7 @@ func runDeaf() int {
 		}
 		pw.Close()
 	}()
-	err := server.NewStdioServer(newPeerServer(dir)).Listen(context.Background(), pr, os.Stdout)
+	err := server.NewStdioServer(newPeerServer(dir)).Listen(ctx, pr, out)
 	if err != nil && err != io.EOF && err != context.Canceled {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		return 1

@@ -29,6 +29,7 @@ func (m *Manager) newLink(name string, sc config.ServerConfig, cfg *config.Confi
 	if !sc.IsEnabled() {
 		l.state = StateDisabled
 	}
+	l.recall()
 	return l
 }
 

@@ -102,6 +102,12 @@ func (s *session) signalRefresh() {
 // session is returned so the failure can be reported before a child that
 // hung is stopped in stages); its transport runs under ctx.
 func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
+	return l.dialOnce(ctx, true)
+}
+
+// dialOnce is dial; renegotiate allows one more dial at once when a
+// server remembered as 2025-11-25 refuses initialize (revisions.go).
+func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.Tool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &session{
 		cancel:  cancel,
@@ -141,6 +147,11 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 	}
 	info, step, err := l.handshake(sctx, ictx, s)
 	if err != nil {
+		if step == stepInitialize && l.staleRevision(ictx, err, renegotiate) {
+			stopWatch()
+			l.closeSession(s)
+			return l.dialOnce(ctx, false)
+		}
 		return fail(step, err)
 	}
 	if s.modern.Load() {
@@ -167,7 +178,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 			if !ok {
 				stopWatch()
 				l.closeSession(s)
-				return l.dial(ctx)
+				return l.dialOnce(ctx, false)
 			}
 		}
 	}
@@ -198,6 +209,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 		zap.String("protocol", info.ProtocolVersion),
 		zap.Int("tools", len(tools)), zap.Int("prompts", len(cat.Prompts)),
 		zap.Int("resources", len(cat.Resources)), zap.Int("resource_templates", len(cat.Templates)))
+	l.settled(info.ProtocolVersion)
 	return s, tools, nil
 }
 
@@ -277,6 +289,9 @@ func (l *link) newClient(s *session) *client.Client {
 		client.WithProtocolVersion(l.preferredVersion()), client.WithDiscoverTimeout(discoverProbe(l.init.d)))...)
 }
 
+// stepInitialize names the handshake step in errors.
+const stepInitialize = "initialize"
+
 // handshake starts s's client and connects it: server/discover, or
 // initialize. It returns the step that failed with the error.
 func (l *link) handshake(sctx, ictx context.Context, s *session) (*mcp.InitializeResult, string, error) {
@@ -306,12 +321,14 @@ func (l *link) handshake(sctx, ictx context.Context, s *session) (*mcp.Initializ
 	var req mcp.InitializeRequest
 	req.Params.ProtocolVersion = l.preferredVersion()
 	req.Params.ClientInfo = clientInfo
+	began := time.Now()
 	info, err := s.client.Initialize(ictx, req)
 	if err != nil {
-		return nil, "initialize", err
+		return nil, stepInitialize, err
 	}
+	l.probed(req.Params.ProtocolVersion, info.ProtocolVersion, time.Since(began))
 	if err := l.negotiated(s, info.ProtocolVersion); err != nil {
-		return nil, "initialize", err
+		return nil, stepInitialize, err
 	}
 	return info, "", nil
 }

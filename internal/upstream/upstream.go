@@ -9,6 +9,8 @@
 // child's stderr under its server name and stops children in stages. What an
 // upstream sends while serving a call (progress, log messages, sampling,
 // elicitation and roots requests) goes to that call's Peer (requests.go).
+// The protocol revision each server settled on is remembered across runs
+// in a file (Options.Revisions, revisions.go).
 //
 // It does not index or render tools and does not serve MCP itself; it hands
 // tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
@@ -74,6 +76,11 @@ type Options struct {
 	// flight can be credited with (server-wide messages), for every client
 	// session. nil = dropped.
 	OnLog func(server string, n mcp.LoggingMessageNotification)
+	// Revisions is the file where the protocol revision each server
+	// settled on is remembered across runs (revisions.go), so a start
+	// does not probe again what the last run learned. "" = remembered
+	// within this run only.
+	Revisions string
 }
 
 // Defaults for the zero Options fields.
@@ -132,6 +139,8 @@ type Manager struct {
 
 	// redact masks secrets in logs and errors (mask.go).
 	redact *redact.Redactor
+	// revs remembers each server's protocol revision (revisions.go).
+	revs *revisions
 
 	ctx    context.Context // ends at Close; every supervisor runs under it
 	cancel context.CancelFunc
@@ -175,6 +184,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		m.maxBackoff = m.minBackoff
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.revs = loadRevisions(opts.Revisions, m.log)
 	if cfg == nil {
 		return m
 	}
@@ -183,6 +193,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		m.names = append(m.names, name)
 	}
 	sort.Strings(m.names)
+	m.revs.keep(m.names)
 	return m
 }
 
