@@ -19,6 +19,7 @@ cd "$(dirname "$0")/../.."
 declare -A groups=(
   [noa]="go test -run '^\$' -bench . -benchmem ./internal/noa"
   [session]="go test -run '^\$' -bench 'BenchmarkHostCall/messages=[0-9]+/fsync' -benchtime 2000x ./internal/session
+go test -run '^\$' -bench BenchmarkTranscriptDurable -benchtime 2000x ./internal/session
 go test -run '^\$' -bench 'BenchmarkHostCall/messages=[0-9]+/baseline' -benchtime 20x ./internal/session
 go test -run '^\$' -bench BenchmarkHostPayload -benchtime 5x ./internal/session"
   [server]="go test -run '^\$' -bench RetrieveTools -benchtime 2000x ./internal/server"
@@ -27,7 +28,8 @@ go test -run '^\$' -bench BenchmarkHostPayload -benchtime 5x ./internal/session"
   [tokens]="go test -run '^\$' -bench . -benchmem ./internal/tokens"
   [gateway]="go test -run '^\$' -bench GatewayOverhead -benchtime 30x ./internal/gateway"
   [e2e-calltool]="go test -run '^\$' -bench CallToolOverhead -benchtime 300x ./internal/e2e"
-  [e2e-noa]="go test -run '^\$' -bench NoaOverhead -benchtime 10x ./internal/e2e"
+  [e2e-noa]="go test -run '^\$' -bench 'NoaOverhead/(small|retrieve)' -benchtime 500x ./internal/e2e
+go test -run '^\$' -bench 'NoaOverhead/(read|write)' -benchtime 10x ./internal/e2e"
   [e2e-warm]="go test -run '^\$' -bench WarmStart -benchtime 3x ./internal/e2e"
   [redact]="go test -run '^\$' -bench Redact -benchtime 20x ./internal/redact"
 )

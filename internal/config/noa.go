@@ -56,12 +56,34 @@ type NoaConfig struct {
 	// ("30d") or a Go duration ("36h"); "0" or "off" keeps every session.
 	// Empty means DefaultRetention. See RetentionPeriod.
 	Retention string `json:"retention,omitempty"`
+	// Fsync is when a session's records are flushed to disk:
+	// NoaFsyncAlways (the default when empty) before each call is
+	// answered; NoaFsyncEverySecond hands them to the operating system
+	// before the answer (they survive mcproxy crashing) and flushes them at
+	// most a second later, so a power loss may take the last second.
+	Fsync string `json:"fsync,omitempty"`
 	// MCP is what noa does over MCP: NoaMCPFull (the default when empty)
 	// tags results with refs, nudges and offers Compress; NoaMCPRecall
 	// keeps only the size cuts and read_archive, for an agent whose model
 	// requests also go through the gateway, which does the compressing
 	// (one set of refs, nudges and Compress, not two).
 	MCP string `json:"mcp,omitempty"`
+}
+
+// When records are flushed (NoaConfig.Fsync).
+const (
+	NoaFsyncAlways      = "always"
+	NoaFsyncEverySecond = "every_second"
+)
+
+// FlushEvery is how long a record may wait for its flush to disk: 0 for
+// NoaFsyncAlways (flushed before the answer), a second for
+// NoaFsyncEverySecond.
+func (n NoaConfig) FlushEvery() time.Duration {
+	if n.Fsync == NoaFsyncEverySecond {
+		return time.Second
+	}
+	return 0
 }
 
 // What noa does over MCP (NoaConfig.MCP).
@@ -197,6 +219,11 @@ func (n NoaConfig) validate(path string) []error {
 	}
 	if _, err := ParseRetention(n.Retention); err != nil {
 		add("retention", "%v", err)
+	}
+	switch n.Fsync {
+	case "", NoaFsyncAlways, NoaFsyncEverySecond:
+	default:
+		add("fsync", "%q: want %q (the default: each call's records are on disk before it is answered) or %q (flushed within a second; a power loss may lose that second)", n.Fsync, NoaFsyncAlways, NoaFsyncEverySecond)
 	}
 	if n.MaxTier < 0 || n.MaxTier > 3 {
 		add("max_tier", "%d is not a tier: want 1 (no consolidation), 2 or 3", n.MaxTier)

@@ -167,3 +167,51 @@ func TestRecordUnsyncedSharesTheResultsFsync(t *testing.T) {
 		t.Errorf("%d fsyncs for 5 calls, want 5 (one per call)", fs.syncs)
 	}
 }
+
+// With FlushEvery (noa.fsync "every_second") a call is answered once its
+// records are written, with no flush of its own; the pool flushes them
+// within FlushEvery, and Close flushes whatever is left. Without it every
+// call flushes before it is answered (TestGroupCommit).
+func TestFlushEvery(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+	}{{"periodic flush", 20 * time.Millisecond}, {"flushed at close", time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOptions(t)
+			opts.StateEvery = 1 << 20 // state.json's own fsyncs aside
+			fs := &slowSyncFS{}
+			opts.FS, opts.FlushEvery = fs, tc.every
+			m := NewManager(opts)
+			defer m.Close()
+			h, err := m.Host("s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last string
+			for i := 0; i < 5; i++ {
+				last = call(t, h, "fs:read", fmt.Sprintf("result %d", i)).Recorded[0].ID
+			}
+			path := filepath.Join(h.Dir(), TranscriptFile)
+			fs.mu.Lock()
+			syncs := fs.syncs
+			fs.mu.Unlock()
+			if tc.every == time.Hour {
+				if syncs != 0 || fs.coveredBy(t, path, last) {
+					t.Fatalf("%d flushes during 5 calls (the last one covered: %v); want none before the periodic flush", syncs, fs.coveredBy(t, path, last))
+				}
+				if err := m.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for deadline := time.Now().Add(10 * time.Second); !fs.coveredBy(t, path, last); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the last result was not flushed within 10s")
+				}
+			}
+			if tr, err := readTranscript(path); err != nil || len(tr.records) != 10 {
+				t.Errorf("transcript: %d records, %v; want 10", len(tr.records), err)
+			}
+		})
+	}
+}

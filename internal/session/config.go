@@ -64,5 +64,6 @@ func OptionsFrom(cfg *config.Config, count noa.TokenCountFn) (Options, []string)
 		MaxResultTokens: cfg.Noa.MaxResultTokens,
 		Count:           count,
 		Retention:       cfg.Noa.RetentionPeriod(),
+		FlushEvery:      cfg.Noa.FlushEvery(),
 	}, warnings
 }

@@ -169,6 +169,7 @@ func (h *Host) Close() error {
 	h.smu.Lock()
 	if h.tr != nil { // nil: parked, every record already on disk
 		errs = append(errs, h.trimReserve(), h.tr.Close())
+		h.tr = nil // a late periodic flush finds nothing to do (durable)
 	}
 	h.smu.Unlock()
 	errs = append(errs, h.lock.release()) // last: every write is done

@@ -45,7 +45,7 @@ type entry struct {
 // open are never removed.
 func NewManager(opts Options) *Manager {
 	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}}
-	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.Logger)
+	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.FlushEvery, m.opts.Logger)
 	m.parkStop, m.parkDone = make(chan struct{}), make(chan struct{})
 	go m.pool.run(m.parkStop, m.parkDone)
 	if m.opts.Retention > 0 {

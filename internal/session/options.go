@@ -90,6 +90,13 @@ type Options struct {
 	// MaxOpen is how many of a Manager's hosts keep their files open at
 	// once (pool.go); zero means DefaultMaxOpen.
 	MaxOpen int
+	// FlushEvery, when positive, lets a call be answered once its records
+	// are written to the transcript (handed to the operating system, so
+	// they survive mcproxy crashing), and flushes them to disk at most
+	// FlushEvery later (noa.fsync "every_second"). Zero flushes them before
+	// the answer. Compress, state.json, parking and Close always flush
+	// first. Only a Manager's hosts flush late (its pool runs the timer).
+	FlushEvery time.Duration
 
 	// hook, in tests, is called at named points of a Compress call
 	// ("archived": archives written, nothing recorded; "logged": transcript

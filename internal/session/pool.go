@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -34,13 +35,42 @@ type openPool struct {
 	park  chan *Host              // hosts to park, for the parker
 	// saves are hosts whose state.json is due (checkpoint.go).
 	saves chan *Host
+	// flushEvery is Options.FlushEvery; unflushed are the hosts whose
+	// records were answered before their flush (committed), for the next
+	// periodic one.
+	flushEvery time.Duration
+	unflushed  map[*Host]bool
 }
 
-func newOpenPool(max int, log *zap.Logger) *openPool {
+func newOpenPool(max int, flushEvery time.Duration, log *zap.Logger) *openPool {
 	if max <= 0 {
 		max = DefaultMaxOpen
 	}
-	return &openPool{max: max, log: log, order: list.New(), at: map[*Host]*list.Element{}, park: make(chan *Host, 256), saves: make(chan *Host, 256)}
+	return &openPool{max: max, log: log, order: list.New(), at: map[*Host]*list.Element{}, park: make(chan *Host, 256), saves: make(chan *Host, 256),
+		flushEvery: flushEvery, unflushed: map[*Host]bool{}}
+}
+
+// dirty marks h for the next periodic flush (committed; it never blocks on
+// a flush).
+func (p *openPool) dirty(h *Host) {
+	p.mu.Lock()
+	p.unflushed[h] = true
+	p.mu.Unlock()
+}
+
+// flush makes the records of every host marked dirty durable. A host
+// parked or closed meanwhile flushed them itself (durable finds nothing to
+// do).
+func (p *openPool) flush() {
+	p.mu.Lock()
+	hosts := p.unflushed
+	p.unflushed = map[*Host]bool{}
+	p.mu.Unlock()
+	for h := range hosts {
+		if err := h.durable(h.written.Load()); err != nil {
+			p.log.Error("flushing a session's transcript; it records nothing more until it is reopened", zap.String("session_id", h.id), zap.Error(err))
+		}
+	}
 }
 
 // used moves h to the front; the hosts pushed beyond max are handed to the
@@ -81,16 +111,24 @@ func (p *openPool) checkpoint(h *Host) bool {
 func (p *openPool) forget(h *Host) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.unflushed, h)
 	if e, ok := p.at[h]; ok {
 		p.order.Remove(e)
 		delete(p.at, h)
 	}
 }
 
-// run parks the hosts handed to it, and writes the state.json checkpoints
-// queued, until stop is closed.
+// run parks the hosts handed to it, writes the state.json checkpoints
+// queued and, with flushEvery, flushes the transcripts answered before
+// their flush, until stop is closed.
 func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	var tick <-chan time.Time
+	if p.flushEvery > 0 {
+		t := time.NewTicker(p.flushEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("panic while parking a session or writing its state.json; sessions are no longer parked, and state.json is written by the calls themselves once the queue fills", zap.Any("panic", r), zap.Stack("stack"))
@@ -99,7 +137,10 @@ func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 	for {
 		select {
 		case <-stop:
+			p.flush()
 			return
+		case <-tick:
+			p.flush()
 		case h := <-p.park:
 			if err := h.park(); err != nil {
 				p.log.Warn("parking an idle session (closing its files)", zap.String("session_id", h.id), zap.Error(err))

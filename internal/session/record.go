@@ -56,7 +56,7 @@ func (h *Host) Record(ctx context.Context, msgs ...Message) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.durable(off); err != nil {
+	if err := h.committed(off); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -290,6 +290,21 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 	return h.trSize, nil
 }
 
+// committed is what a call waits for before it is answered: its records
+// on disk up to offset off (durable), or, with Options.FlushEvery, written
+// to the transcript already, with the host marked for its pool's next
+// periodic flush. A failed flush stops the session either way.
+func (h *Host) committed(off int64) error {
+	if h.opts.FlushEvery <= 0 || h.pool == nil || h.opts.noSync || off <= 0 {
+		return h.durable(off)
+	}
+	if err := h.syncError(); err != nil {
+		return err
+	}
+	h.pool.dirty(h)
+	return nil
+}
+
 // durable returns once the transcript is on disk up to offset off. It is
 // a group commit: the calls of a session that finish while an fsync runs
 // wait for it to end, and the first of them then runs one fsync for all
@@ -306,8 +321,8 @@ func (h *Host) durable(off int64) error {
 	if err := h.syncError(); err != nil {
 		return err
 	}
-	if h.syncedTo >= off {
-		return nil
+	if h.syncedTo >= off || h.tr == nil {
+		return nil // nil: parked or closed, after a flush of everything
 	}
 	upto := h.written.Load()
 	if err := h.tr.Sync(); err != nil {

@@ -57,8 +57,9 @@ func (h *Host) Turn(ctx context.Context, msgs ...Message) (Turn, error) {
 		return Turn{}, err
 	}
 	// The fsync, shared with the session's other calls finishing now, runs
-	// outside h.mu; the turn is answered only once its records are on disk.
-	if err := h.durable(off); err != nil {
+	// outside h.mu; the turn is answered only once its records are on disk
+	// (or, with Options.FlushEvery, written: committed).
+	if err := h.committed(off); err != nil {
 		return Turn{}, err
 	}
 	return t, nil
