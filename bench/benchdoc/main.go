@@ -281,7 +281,7 @@ func format(v float64, unit string) string {
 			return sig(v/1e3) + " µs"
 		}
 		return sig(v) + " ns"
-	case strings.Contains(unit, "/") && !strings.Contains(unit, "-"), strings.HasSuffix(unit, "/warm"):
+	case strings.Contains(unit, "/") && !strings.HasSuffix(unit, "/call") && !strings.HasSuffix(unit, "/op"):
 		return strconv.FormatFloat(v, 'f', 2, 64) + "×"
 	}
 	return sig(v)
