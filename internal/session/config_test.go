@@ -3,6 +3,7 @@ package session
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -60,5 +61,19 @@ func TestOptionsFrom(t *testing.T) {
 	opts, _ := OptionsFrom(cfg, noa.DefaultCountTokens)
 	if opts.Dir != "/var/mcproxy/sessions" || opts.MaxResultTokens != 9000 || opts.Noa.ModelContextLimit != config.DefaultNoaContextLimit || opts.Count == nil {
 		t.Errorf("got dir %q, max %d, limit %d; want /var/mcproxy/sessions, 9000, %d", opts.Dir, opts.MaxResultTokens, opts.Noa.ModelContextLimit, config.DefaultNoaContextLimit)
+	}
+}
+
+// noa.fsync reaches the host: "every_second" flushes within a second,
+// "always" and the default before the answer.
+func TestOptionsFromFsync(t *testing.T) {
+	for fsync, want := range map[string]time.Duration{"": 0, `"fsync": "always",`: 0, `"fsync": "every_second",`: time.Second} {
+		cfg, err := config.Parse([]byte(`{"noa": {`+fsync+` "enabled": true}}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts, _ := OptionsFrom(cfg, noa.DefaultCountTokens); opts.FlushEvery != want {
+			t.Errorf("%s: FlushEvery %v, want %v", fsync, opts.FlushEvery, want)
+		}
 	}
 }
