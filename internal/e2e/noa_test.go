@@ -846,3 +846,53 @@ func TestNoaKilledDuringCompress(t *testing.T) {
 		})
 	}
 }
+
+// TestNoaFsyncEverySecondSurvivesKill: with "fsync": "every_second" a call
+// is answered before its records are flushed, but after they are written,
+// so mcproxy killed (SIGKILL) right after its answers loses none of them:
+// the next `mcproxy sessions show` finds every call and result.
+func TestNoaFsyncEverySecondSurvivesKill(t *testing.T) {
+	fx := newNoaFixture(t)
+	var cfg map[string]any
+	b, err := os.ReadFile(fx.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["noa"].(map[string]any)["fsync"] = "every_second"
+	writeConfigFile(t, fx.config, cfg)
+
+	addr := freeAddr(t)
+	p := startProc(t, "mcproxy serve", exec.Command(binary, "serve", "--config", fx.config, "--listen", addr))
+	waitListening(t, addr, p)
+	c, _ := connectHTTP(t, "http://"+addr)
+	id := c.GetSessionId()
+	const calls = 3
+	for i := 0; i < calls; i++ {
+		res, err := tryCall(c, "call_tool", map[string]any{"name": "everything:echo", "arguments": map[string]any{"message": fmt.Sprintf("KEPT-%d", i)}})
+		if err != nil || res.IsError {
+			t.Fatalf("call_tool everything:echo: %v %v", err, res)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	c.Close()
+
+	show := fx.cli(t, "show", id)
+	if !strings.Contains(show, fmt.Sprintf("%d records", 2*calls)) {
+		t.Errorf("sessions show after SIGKILL: want %d records (every call and result answered before the kill):\n%s", 2*calls, show)
+	}
+	tr, err := os.ReadFile(filepath.Join(fx.sessionDir(id), "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < calls; i++ {
+		if n := strings.Count(string(tr), fmt.Sprintf("KEPT-%d", i)); n < 2 {
+			t.Errorf("KEPT-%d appears %d times in the transcript, want its call and its result", i, n)
+		}
+	}
+}
