@@ -34,6 +34,7 @@ type stack struct {
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
+	learn *learn.Learner // nil when nothing is learned; closed before the index
 
 	// stopGuard ends the guard's poll of the approvals file; guardDone is
 	// closed when it has returned.
@@ -178,7 +179,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f, auth: auth}, nil
+	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f, auth: auth, learn: learner}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
@@ -198,6 +199,9 @@ func (s *stack) close() error {
 	err := s.mgr.Close()
 	s.stopGuardPoll()
 	s.auth.Close()
+	if s.learn != nil {
+		s.learn.Close() // its pending lessons still need the index
+	}
 	return errors.Join(err, s.rank.Close())
 }
 

@@ -224,3 +224,56 @@ func TestEvidenceFadesAndIsBounded(t *testing.T) {
 		t.Errorf("kept %v, want the two tools taught last", list)
 	}
 }
+
+// gatedIndex is the real index whose Relearn waits for gate: it shows who
+// waits for a lesson being indexed.
+type gatedIndex struct {
+	*index.Index
+	gate chan struct{}
+}
+
+func (g gatedIndex) Relearn(id string) error {
+	<-g.gate
+	return g.Index.Relearn(id)
+}
+
+// CalledLater answers the call without waiting for its lesson (stored and
+// indexed by the Learner's worker); the next search's Refresh waits for
+// it, so the search finds what the call taught; Close teaches whatever is
+// still pending.
+func TestCalledLater(t *testing.T) {
+	r := newRig(t, filepath.Join(t.TempDir(), "learned.json"), nil)
+	gate := make(chan struct{})
+	r.l.Index = gatedIndex{Index: r.ix, gate: gate}
+	t.Cleanup(r.l.Close)
+	const want = "weather:get_forecast"
+	r.search(t, "s1", "should I carry a parasol tomorrow")
+	r.search(t, "s1", "weather forecast")
+	r.l.CalledLater("s1", want, true) // returns while the worker waits at the gate
+
+	refreshed := make(chan struct{})
+	go func() {
+		r.l.Refresh()
+		close(refreshed)
+	}()
+	select {
+	case <-refreshed:
+		t.Fatal("Refresh returned while the lesson was still being indexed; a search would miss it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	<-refreshed
+	if hits := r.search(t, "", "is a parasol needed"); rankOf(hits, want) != 0 {
+		t.Errorf("after Refresh: %+v, want %s first through the learned word", hits, want)
+	}
+
+	// A lesson still pending at Close is taught before Close returns.
+	r.search(t, "s2", "will it drizzle in Oslo")
+	r.search(t, "s2", "weather forecast")
+	r.l.CalledLater("s2", want, true)
+	r.l.Close()
+	if terms := r.l.Store.Terms(want); !slices.Contains(terms, "drizzl") {
+		t.Errorf("after Close the tool's learned words are %v, want drizzl (drizzle, stemmed) among them", terms)
+	}
+	r.l.CalledLater("s3", want, true) // after Close: taught at once, no worker
+}

@@ -30,6 +30,8 @@ type Learner struct {
 	// Log receives one line per lesson and any failure to store one (nil:
 	// none).
 	Log *zap.Logger
+
+	later later // CalledLater's worker (later.go)
 }
 
 // commonShare: a word held by more than this share of the tools (and by
@@ -46,9 +48,10 @@ func (l *Learner) Searched(session, query string, shown []string) {
 
 // Refresh picks up edits another process made to the store (`mcproxy
 // learned forget` while the proxy runs): the tools whose words changed are
-// re-indexed. Call it before a search; it costs one stat when nothing
-// changed.
+// re-indexed. Call it before a search: it first waits for the lessons
+// CalledLater left pending, and costs one stat when nothing changed.
 func (l *Learner) Refresh() {
+	l.settle()
 	changed, err := l.Store.Refresh()
 	if err != nil {
 		l.logger().Warn("learned words not reloaded", zap.Error(err))
@@ -78,6 +81,12 @@ func (l *Learner) Called(session, tool string, ok bool) []Word {
 	if len(queries) == 0 {
 		return nil
 	}
+	return l.teach(tool, queries)
+}
+
+// teach stores what queries teach of tool and updates the index; it
+// returns the words taught.
+func (l *Learner) teach(tool string, queries []string) []Word {
 	words := l.Words(tool, queries)
 	if len(words) == 0 {
 		return nil

@@ -35,8 +35,11 @@ func (s *Server) learnDescribe(ctx context.Context, id string) {
 	}
 }
 
+// learnCall hands a lesson to the Learner's worker: saving it and
+// re-indexing the tool's server is not the call's to wait for (the next
+// retrieve_tools waits for it instead, in Learner.Refresh).
 func (s *Server) learnCall(ctx context.Context, id string, res *mcp.CallToolResult, err error) {
 	if sid := s.learnSession(ctx); sid != "" {
-		s.learn.Called(sid, id, err == nil && res != nil && !res.IsError)
+		s.learn.CalledLater(sid, id, err == nil && res != nil && !res.IsError)
 	}
 }
