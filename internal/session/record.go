@@ -295,7 +295,7 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 // to the transcript already, with the host marked for its pool's next
 // periodic flush. A failed flush stops the session either way.
 func (h *Host) committed(off int64) error {
-	if h.opts.FlushEvery <= 0 || h.pool == nil || h.opts.noSync || off <= 0 {
+	if h.opts.FlushEvery <= 0 || h.pool == nil {
 		return h.durable(off)
 	}
 	if err := h.syncError(); err != nil {

@@ -102,10 +102,7 @@ func isMethodNotFound(err error) bool { return errors.Is(err, mcp.ErrMethodNotFo
 func (l *link) catalogNotification(s *session, n mcp.JSONRPCNotification) {
 	switch n.Method {
 	case string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged):
-		select {
-		case s.catalogRefresh <- struct{}{}:
-		default:
-		}
+		s.signalCatalogRefresh()
 	case string(mcp.MethodNotificationResourceUpdated):
 		uri, _ := n.Params.AdditionalFields["uri"].(string)
 		if uri == "" || l.m.opts.OnResourceUpdated == nil {

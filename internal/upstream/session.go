@@ -96,6 +96,15 @@ func (s *session) signalRefresh() {
 	}
 }
 
+// signalCatalogRefresh asks for prompts, resources and templates to be
+// listed again (a re-list already asked for covers it).
+func (s *session) signalCatalogRefresh() {
+	select {
+	case s.catalogRefresh <- struct{}{}:
+	default:
+	}
+}
+
 // dial connects to the upstream of l, initializes it and lists its tools,
 // all within the init timeout. The returned session lives until
 // closeSession, which the caller owes even when dial fails (a failed
@@ -307,7 +316,7 @@ func (l *link) handshake(sctx, ictx context.Context, s *session) (*mcp.Initializ
 			// replaced the old) was announced to nobody: re-list, and
 			// from here on the stream reports each change.
 			s.signalRefresh()
-			l.catalogNotification(s, mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationPromptsListChanged)}})
+			s.signalCatalogRefresh()
 			return
 		}
 		if s.relayNotification(l.name, l.m.opts.OnLog, l.log, n) {
