@@ -57,10 +57,13 @@ type NoaConfig struct {
 	// Empty means DefaultRetention. See RetentionPeriod.
 	Retention string `json:"retention,omitempty"`
 	// Fsync is when a session's records are flushed to disk:
-	// NoaFsyncAlways (the default when empty) before each call is
-	// answered; NoaFsyncEverySecond hands them to the operating system
-	// before the answer (they survive mcproxy crashing) and flushes them at
-	// most a second later, so a power loss may take the last second.
+	// NoaFsyncEverySecond (the default when empty) hands them to the
+	// operating system before the answer (they survive mcproxy crashing)
+	// and flushes them at most a second later, so a power loss may take the
+	// last second; NoaFsyncAlways flushes them before each call is
+	// answered. Compress, its archives and state.json are flushed before
+	// they are answered either way. See docs/sessions.md for why the
+	// default is the cheaper one.
 	Fsync string `json:"fsync,omitempty"`
 	// MCP is what noa does over MCP: NoaMCPFull (the default when empty)
 	// tags results with refs, nudges and offers Compress; NoaMCPRecall
@@ -78,12 +81,12 @@ const (
 
 // FlushEvery is how long a record may wait for its flush to disk: 0 for
 // NoaFsyncAlways (flushed before the answer), a second for
-// NoaFsyncEverySecond.
+// NoaFsyncEverySecond and the default.
 func (n NoaConfig) FlushEvery() time.Duration {
-	if n.Fsync == NoaFsyncEverySecond {
-		return time.Second
+	if n.Fsync == NoaFsyncAlways {
+		return 0
 	}
-	return 0
+	return time.Second
 }
 
 // What noa does over MCP (NoaConfig.MCP).
@@ -223,7 +226,7 @@ func (n NoaConfig) validate(path string) []error {
 	switch n.Fsync {
 	case "", NoaFsyncAlways, NoaFsyncEverySecond:
 	default:
-		add("fsync", "%q: want %q (the default: each call's records are on disk before it is answered) or %q (flushed within a second; a power loss may lose that second)", n.Fsync, NoaFsyncAlways, NoaFsyncEverySecond)
+		add("fsync", "%q: want %q (the default: written before each call is answered, flushed to disk within a second; a power loss may lose that second) or %q (flushed to disk before each call is answered)", n.Fsync, NoaFsyncEverySecond, NoaFsyncAlways)
 	}
 	if n.MaxTier < 0 || n.MaxTier > 3 {
 		add("max_tier", "%d is not a tier: want 1 (no consolidation), 2 or 3", n.MaxTier)

@@ -847,11 +847,12 @@ func TestNoaKilledDuringCompress(t *testing.T) {
 	}
 }
 
-// TestNoaFsyncEverySecondSurvivesKill: with "fsync": "every_second" a call
-// is answered before its records are flushed, but after they are written,
-// so mcproxy killed (SIGKILL) right after its answers loses none of them:
-// the next `mcproxy sessions show` finds every call and result.
-func TestNoaFsyncEverySecondSurvivesKill(t *testing.T) {
+// TestNoaDefaultFsyncSurvivesKill: with the default "fsync"
+// ("every_second", TestOptionsFromFsync) a call is answered before its
+// records are flushed, but after they are written, so mcproxy killed
+// (SIGKILL) right after its answers loses none of them: the next `mcproxy
+// sessions show` finds every call and result.
+func TestNoaDefaultFsyncSurvivesKill(t *testing.T) {
 	fx := newNoaFixture(t)
 	var cfg map[string]any
 	b, err := os.ReadFile(fx.config)
@@ -861,8 +862,9 @@ func TestNoaFsyncEverySecondSurvivesKill(t *testing.T) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["noa"].(map[string]any)["fsync"] = "every_second"
-	writeConfigFile(t, fx.config, cfg)
+	if fsync, set := cfg["noa"].(map[string]any)["fsync"]; set {
+		t.Fatalf("the fixture sets noa.fsync (%v); this test is of the default", fsync)
+	}
 
 	addr := freeAddr(t)
 	p := startProc(t, "mcproxy serve", exec.Command(binary, "serve", "--config", fx.config, "--listen", addr))

@@ -241,8 +241,9 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 	rctx := context.WithoutCancel(ctx)
 	// An oversize argument (a write_file's content) is cut like a result:
 	// archived once, and held head-and-tail in the session.
-	// The call's record reaches the disk with its result's (one fsync per
-	// call, before the answer).
+	// The call's record reaches the disk with its result's (one flush per
+	// call: before the answer with "fsync": "always", within a second with
+	// the default "every_second").
 	record := func() ([]session.Message, error) {
 		return h.RecordUnsynced(rctx, session.Message{CoreMessage: noa.CoreMessage{
 			Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: tool, Text: args(),

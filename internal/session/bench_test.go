@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -94,6 +95,10 @@ func BenchmarkHostCall(b *testing.B) {
 					runtime.GC()
 					b.StartTimer()
 				}
+				if sync {
+					b.StopTimer()
+					reportCheckpointShare(b, h)
+				}
 			})
 		}
 		b.Run(fmt.Sprintf("messages=%d/baseline=ProcessTurn", n), func(b *testing.B) {
@@ -106,6 +111,26 @@ func BenchmarkHostCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportCheckpointShare reports the share of a periodic state.json write
+// each turn bears at the session's size (state-ns/turn): the calls above
+// run with checkpoints off, since a Manager's host writes them off the
+// call path (checkpoint.go), but the write is still the process's work.
+// One write is timed, as the pool's goroutine makes it (the state copied,
+// encoded and written with its fsyncs), and divided by the turns between
+// two of them (checkpointDue).
+func reportCheckpointShare(b *testing.B, h *Host) {
+	const writes = 3
+	start := time.Now()
+	for range writes {
+		h.stateSeq = -1 // as if a turn had been recorded since
+		if err := h.checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	every := max(DefaultStateEvery, len(h.msgs)/stateShare)
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/writes/float64(every), "state-ns/turn")
 }
 
 // BenchmarkHostPayload measures the host's share of a call carrying a

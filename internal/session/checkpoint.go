@@ -20,11 +20,16 @@ import (
 
 // stateShare bounds what the periodic checkpoints cost a turn: in a
 // session of n messages one comes at most every n/stateShare turns, so
-// its O(n) encoding is spread over as many turns and the share each turn
-// bears stays flat however long the session grows (issue 13). Open
-// replays the whole transcript whatever state.json says, so a checkpoint
-// further behind costs a restart nothing.
-const stateShare = 256
+// its O(n) work (the state copied under h.mu, encoded with its maps'
+// keys sorted, written) is spread over as many turns and the share each
+// turn bears stays flat however long the session grows (issue 13). At
+// 256 a checkpoint came every 64 turns up to 16,384 messages, and in a
+// session of 6,000 messages its encoding was a quarter of the process's
+// CPU on small calls, competing with them on a small machine; at 8 each
+// turn bears the encoding of about 8 messages. Open replays the whole
+// transcript whatever state.json says, so a checkpoint further behind
+// costs a restart nothing.
+const stateShare = 8
 
 // checkpointDue reports whether the periodic state.json is due (h.mu
 // held): StateEvery turns since the last one, and at least

@@ -45,12 +45,17 @@ type slowSyncFile struct {
 	fs *slowSyncFS
 }
 
-// WriteAt counts the bytes up to the furthest written (records, and the
-// reserve written with them: trfile.go).
+// WriteAt counts the bytes up to the end of the furthest record written:
+// the zeros of the reserve written ahead of the records (trfile.go) are
+// not records, and counting them would make one flush cover records
+// written after it.
 func (f *slowSyncFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.LogFile.WriteAt(p, off)
+	end := bytes.LastIndexFunc(p[:n], func(r rune) bool { return r != 0 }) + 1
 	f.fs.mu.Lock()
-	f.fs.written = max(f.fs.written, off+int64(n))
+	if end > 0 {
+		f.fs.written = max(f.fs.written, off+int64(end))
+	}
 	f.fs.mu.Unlock()
 	return n, err
 }
@@ -211,6 +216,18 @@ func TestFlushEvery(t *testing.T) {
 			}
 			if tr, err := readTranscript(path); err != nil || len(tr.records) != 10 {
 				t.Errorf("transcript: %d records, %v; want 10", len(tr.records), err)
+			}
+			if tc.every == time.Hour {
+				return
+			}
+			// After an idle spell (no flush is pending, so no timer runs),
+			// the next call is flushed within FlushEvery again.
+			time.Sleep(3 * tc.every)
+			last = call(t, h, "fs:read", "after idling").Recorded[0].ID
+			for deadline := time.Now().Add(10 * time.Second); !fs.coveredBy(t, path, last); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("a call made after the pool idled was not flushed within 10s")
+				}
 			}
 		})
 	}

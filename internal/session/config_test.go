@@ -64,10 +64,10 @@ func TestOptionsFrom(t *testing.T) {
 	}
 }
 
-// noa.fsync reaches the host: "every_second" flushes within a second,
-// "always" and the default before the answer.
+// noa.fsync reaches the host: "every_second" and the default flush within
+// a second, "always" before the answer.
 func TestOptionsFromFsync(t *testing.T) {
-	for fsync, want := range map[string]time.Duration{"": 0, `"fsync": "always",`: 0, `"fsync": "every_second",`: time.Second} {
+	for fsync, want := range map[string]time.Duration{"": time.Second, `"fsync": "always",`: 0, `"fsync": "every_second",`: time.Second} {
 		cfg, err := config.Parse([]byte(`{"noa": {`+fsync+` "enabled": true}}`), nil)
 		if err != nil {
 			t.Fatal(err)

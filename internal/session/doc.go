@@ -21,10 +21,13 @@
 // Everything a session knows lives under <data_dir>/sessions/<session-id>/:
 //
 //	transcript.jsonl   append-only, one record per message (and per turn
-//	                   that recorded none but moved noa's pacing), fsync'd
-//	                   before the front sees the answer; calls finishing
-//	                   together share one fsync (group commit), run
-//	                   outside the lock the session's other calls wait on
+//	                   that recorded none but moved noa's pacing), written
+//	                   before the front sees the answer and fsync'd before
+//	                   it too (calls finishing together share one fsync,
+//	                   run outside the lock the session's other calls wait
+//	                   on), or within Options.FlushEvery when it is set
+//	                   (noa.fsync "every_second", the configuration's
+//	                   default)
 //	state.json         the noa state, replaced atomically after each change
 //	archive/tier<N>/   one markdown file per block (noa.RenderArchive)
 //	archive/results/   originals of texts that were cut for size

@@ -37,9 +37,11 @@ type openPool struct {
 	saves chan *Host
 	// flushEvery is Options.FlushEvery; unflushed are the hosts whose
 	// records were answered before their flush (committed), for the next
-	// periodic one.
+	// periodic one. armed tells run to start the flush's timer: the first
+	// host marked after a flush sends on it, so an idle pool sets no timer.
 	flushEvery time.Duration
 	unflushed  map[*Host]bool
+	armed      chan struct{}
 }
 
 func newOpenPool(max int, flushEvery time.Duration, log *zap.Logger) *openPool {
@@ -47,15 +49,23 @@ func newOpenPool(max int, flushEvery time.Duration, log *zap.Logger) *openPool {
 		max = DefaultMaxOpen
 	}
 	return &openPool{max: max, log: log, order: list.New(), at: map[*Host]*list.Element{}, park: make(chan *Host, 256), saves: make(chan *Host, 256),
-		flushEvery: flushEvery, unflushed: map[*Host]bool{}}
+		flushEvery: flushEvery, unflushed: map[*Host]bool{}, armed: make(chan struct{}, 1)}
 }
 
-// dirty marks h for the next periodic flush (committed; it never blocks on
-// a flush).
+// dirty marks h for the next periodic flush, which comes at most
+// flushEvery after the first host marked since the last one (committed;
+// it never blocks on a flush).
 func (p *openPool) dirty(h *Host) {
 	p.mu.Lock()
+	first := len(p.unflushed) == 0
 	p.unflushed[h] = true
 	p.mu.Unlock()
+	if first {
+		select {
+		case p.armed <- struct{}{}:
+		default: // already asked for
+		}
+	}
 }
 
 // flush makes the records of every host marked dirty durable. A host
@@ -123,12 +133,14 @@ func (p *openPool) forget(h *Host) {
 // their flush, until stop is closed.
 func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	var tick <-chan time.Time
-	if p.flushEvery > 0 {
-		t := time.NewTicker(p.flushEvery)
-		defer t.Stop()
-		tick = t.C
-	}
+	// The flush's timer runs only while some host waits for it.
+	var timer *time.Timer
+	var due <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("panic while parking a session or writing its state.json; sessions are no longer parked, and state.json is written by the calls themselves once the queue fills", zap.Any("panic", r), zap.Stack("stack"))
@@ -139,7 +151,13 @@ func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			p.flush()
 			return
-		case <-tick:
+		case <-p.armed:
+			if due == nil {
+				timer = time.NewTimer(p.flushEvery)
+				due = timer.C
+			}
+		case <-due:
+			due = nil
 			p.flush()
 		case h := <-p.park:
 			if err := h.park(); err != nil {
