@@ -269,9 +269,9 @@ func format(v float64, unit string) string {
 			return sig(v/(1<<10)) + " KiB"
 		}
 		return sig(v) + " B"
-	case strings.HasSuffix(unit, "/op") && !strings.Contains(unit, "ns"):
-		return sig(v)
-	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/call") || strings.HasSuffix(unit, "-ns/op"):
+	case strings.HasSuffix(unit, "/s") || strings.HasSuffix(unit, "/op") && !strings.Contains(unit, "ns"):
+		return sig(v) // a rate (MB/s), a count per operation
+	case strings.HasPrefix(unit, "ns/") || strings.Contains(unit, "-ns/"):
 		switch {
 		case v >= 1e9:
 			return strconv.FormatFloat(v/1e9, 'f', 2, 64) + " s"
