@@ -13,7 +13,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
-	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // serverStats is what search needs to know about one server's documents:
@@ -95,7 +95,7 @@ func openExisting(dir string, m *mapping.IndexMappingImpl, content string) (blev
 		return nil, nil, nil
 	}
 	idx, err := bleve.OpenUsing(path, scorchConfig())
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, nil, fmt.Errorf("opening index %s: locked by another process (is another mcproxy using this data_dir?)", path)
 	}
 	if err == nil {

@@ -86,11 +86,5 @@ func writeAtomic(fsys FS, path string, data []byte) (renamed bool, err error) {
 	return err == nil || errors.Is(err, atomicfile.ErrDirNotSynced), err
 }
 
-// exists reports whether path names an existing file.
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 // notExist reports whether err means a missing file.
 func notExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -47,7 +47,8 @@ func lockSession(dir, id string) (*dirLock, error) {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	// Ours now: replace whatever pid an earlier holder left.
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
