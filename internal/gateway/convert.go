@@ -12,10 +12,9 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // request is one model request taken apart: its messages in noa's terms,
@@ -189,43 +188,15 @@ func (q *request) add(p part, m noa.CoreMessage, role string, env []byte) {
 }
 
 // Opaque parts (images, documents, unknown blocks) reach noa as a
-// placeholder whose text names its token estimate; CountTokens reads the
-// estimate back so noa weighs the part at what the model pays for it.
-const (
-	opaquePrefix = "[opaque "
-	opaqueMid    = ": ~"
-	opaqueSuffix = " tokens]"
-)
-
-func opaqueText(what string, tokens int) string {
-	return opaquePrefix + what + opaqueMid + strconv.Itoa(tokens) + opaqueSuffix
-}
+// placeholder whose text names its token estimate (session.OpaqueText);
+// every counter of a session reads the estimate back (session.CountOpaque),
+// so noa weighs the part at what the model pays for it.
+func opaqueText(what string, tokens int) string { return session.OpaqueText(what, tokens) }
 
 // CountTokens wraps a token counter (nil means noa.DefaultCountTokens) so
-// that the placeholder of an opaque part counts as its estimate.
-func CountTokens(base noa.TokenCountFn) noa.TokenCountFn {
-	if base == nil {
-		base = noa.DefaultCountTokens
-	}
-	return func(text string) int {
-		if n, ok := opaqueTokens(text); ok {
-			return n
-		}
-		return base(text)
-	}
-}
-
-func opaqueTokens(text string) (int, bool) {
-	if !strings.HasPrefix(text, opaquePrefix) || !strings.HasSuffix(text, opaqueSuffix) {
-		return 0, false
-	}
-	mid := strings.LastIndex(text, opaqueMid)
-	if mid < 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(text[mid+len(opaqueMid) : len(text)-len(opaqueSuffix)])
-	return n, err == nil && n >= 0
-}
+// that the placeholder of an opaque part counts as its estimate, as the
+// session host counts it (session.CountOpaque).
+func CountTokens(base noa.TokenCountFn) noa.TokenCountFn { return session.CountOpaque(base) }
 
 // imageTokens estimates an image the way Anthropic documents it (about
 // width*height/750 tokens, images scaled to fit 1568 px on the long side)

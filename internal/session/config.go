@@ -55,7 +55,7 @@ func EngineConfig(c config.NoaConfig) (noa.Config, []string) {
 func SessionsDir(dataDir string) string { return filepath.Join(dataDir, "sessions") }
 
 // OptionsFrom builds host options from a loaded (defaulted) config; count is
-// the configured tokenizer's Count. It returns noa's config warnings.
+// the configured tokenizer's Count (cfg.Tokenizer names it). It returns noa's config warnings.
 func OptionsFrom(cfg *config.Config, count noa.TokenCountFn) (Options, []string) {
 	ncfg, warnings := EngineConfig(cfg.Noa)
 	return Options{
@@ -63,6 +63,7 @@ func OptionsFrom(cfg *config.Config, count noa.TokenCountFn) (Options, []string)
 		Noa:             ncfg,
 		MaxResultTokens: cfg.Noa.MaxResultTokens,
 		Count:           count,
+		Tokenizer:       cfg.Tokenizer,
 		Retention:       cfg.Noa.RetentionPeriod(),
 		FlushEvery:      cfg.Noa.FlushEvery(),
 	}, warnings

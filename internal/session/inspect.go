@@ -163,8 +163,10 @@ type inspected struct {
 	rp        replay
 	arch      *Archiver
 	trBytes   int64
-	// cfg is the configuration the transcript is replayed with.
-	cfg noa.Config
+	// cfg is the configuration the transcript is replayed with, count the
+	// tokenizer it is counted with (sessionTokenizer).
+	cfg   noa.Config
+	count noa.TokenCountFn
 }
 
 // sessionDir is the directory of the existing session id.
@@ -186,7 +188,10 @@ func inspect(opts Options, id string) (*inspected, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &inspected{dir: dir, arch: &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS}}
+	if opts, err = sessionTokenizer(opts, dir, false); err != nil {
+		return nil, err
+	}
+	in := &inspected{dir: dir, arch: &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS}, count: opts.Count}
 	if in.tr, err = readTranscript(filepath.Join(dir, TranscriptFile)); err != nil {
 		return nil, err
 	}
@@ -201,7 +206,7 @@ func inspect(opts Options, id string) (*inspected, error) {
 		cfg = *saved
 	}
 	in.cfg = cfg
-	in.rp = replayTranscript(in.tr.records, -1, id, in.arch, cfg, newMemo(opts.Count).count, false)
+	in.rp = replayTranscript(in.tr.records, -1, id, in.arch, cfg, newMemo(in.count).count, false)
 	if len(in.tr.records) == 0 {
 		in.rp.state = noa.CreateInitialState(id, in.arch.Root)
 	}
@@ -261,7 +266,7 @@ func Inspect(opts Options, id string) (Inspection, error) {
 		out.Blocks = append(out.Blocks, BlockInfo{
 			CompressionBlock: b,
 			CoveredTokens:    coveredTokens(b, st),
-			SummaryTokens:    summaryTokens(b, opts.Count),
+			SummaryTokens:    summaryTokens(b, in.count),
 			Archive:          path,
 			ArchiveMissing:   statErr != nil,
 			AbsorbedBy:       absorbedBy[b.BlockID],
@@ -379,7 +384,7 @@ func Rebuild(opts Options, id string) (rep RebuildReport, err error) {
 		return rep, errors.New("the transcript is empty; there is nothing to rebuild")
 	}
 	before := in.stateStatus()
-	rp := replayTranscript(in.tr.records, -1, id, in.arch, in.cfg, newMemo(opts.Count).count, true)
+	rp := replayTranscript(in.tr.records, -1, id, in.arch, in.cfg, newMemo(in.count).count, true)
 	b, err := encodeState(rp.seq, rp.state)
 	if err != nil {
 		return rep, err

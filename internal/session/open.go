@@ -81,6 +81,14 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
+	if counted, err := sessionTokenizer(h.opts, dir, true); err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	} else if counted.Tokenizer != h.opts.Tokenizer {
+		h.log.Info("session is counted with the tokenizer it was made with", zap.String("tokenizer", counted.Tokenizer), zap.String("configured", h.opts.Tokenizer))
+		h.opts.Tokenizer, h.opts.Count = counted.Tokenizer, counted.Count
+		h.count = newMemo(counted.Count)
+	}
 	if cfg != nil {
 		if changed {
 			h.log.Info("session keeps the noa configuration it was created with",

@@ -53,8 +53,16 @@ type Options struct {
 	// Zero means DefaultMaxResultTokens.
 	MaxResultTokens int
 	// Count measures tokens (tokens.Counter.Count); nil means
-	// noa.DefaultCountTokens.
+	// noa.DefaultCountTokens. Either way an OpaqueText placeholder counts
+	// as the tokens it names (CountOpaque).
 	Count noa.TokenCountFn
+	// Tokenizer names the encoding Count implements ("cl100k_base"), ""
+	// when it is not a named one. A new session saves it (SessionFile), and
+	// a session that saved another is counted with that one instead.
+	Tokenizer string
+	// countsOpaque is set once Count is wrapped by CountOpaque
+	// (withDefaults), so it is wrapped once.
+	countsOpaque bool
 	// CountSplitsAtLines says Count is additive at line starts (see
 	// lineStart), as tokens.Counter's encodings are: an oversize text is
 	// then cut from one count of the pieces it keeps. False (for counts
@@ -129,8 +137,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxResultTokens <= 0 {
 		o.MaxResultTokens = DefaultMaxResultTokens
 	}
-	if o.Count == nil {
-		o.Count = noa.DefaultCountTokens
+	if !o.countsOpaque {
+		o.Count, o.countsOpaque = CountOpaque(o.Count), true
 	}
 	if o.StateEvery <= 0 {
 		o.StateEvery = DefaultStateEvery
