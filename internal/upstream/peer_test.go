@@ -155,9 +155,18 @@ func serveFiltered(ctx context.Context, dir string, intercept func(line []byte) 
 // tools/list_changed); whoami() returning cwd and PEER_SECRET; raw() whose
 // schema is rawSchema. tools/list pages hold 2 tools.
 func newPeerServer(dir string) *server.MCPServer {
+	// Each tools/call's JSON-RPC id goes to dir/call-id, so a test can
+	// tell who sent the request (mcp-go's client numbers its own).
+	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(func(_ context.Context, id any, _ *mcp.CallToolRequest) {
+		if dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, "call-id"), []byte(fmt.Sprint(id)), 0o644)
+		}
+	})
 	s := server.NewMCPServer("mcproxy-test-peer", "1.0.0",
 		server.WithToolCapabilities(true),
-		server.WithPaginationLimit(2))
+		server.WithPaginationLimit(2),
+		server.WithHooks(hooks))
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Echo the text back."),
 		mcp.WithString("text", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

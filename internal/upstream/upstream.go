@@ -365,7 +365,7 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 			req.Params.Meta = &mcp.Meta{ProgressToken: in.token}
 		}
 	}
-	res, err := s.client.CallTool(cctx, req)
+	res, err := s.callTool(cctx, req)
 	if err == nil {
 		return res, nil
 	}

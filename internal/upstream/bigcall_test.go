@@ -1,0 +1,77 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+)
+
+// A call with large arguments is sent by mcproxy itself (callBig) and
+// behaves as the client's would: the upstream gets the arguments whole and
+// the answer comes back, a cancelled call is cancelled upstream, and a
+// small call still goes through mcp-go's client.
+func TestBigCall(t *testing.T) {
+	sc, dir := peerServer(t, "peer")
+	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{})
+	callID := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, "call-id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	big := strings.Repeat("line \"quoted\" \\ with\ttabs, é and 日本\n", bigArgs/30)
+	if got := text(call(t, m, "p", "echo", map[string]any{"text": big})); got != "echo: "+big {
+		t.Errorf("the big echo came back with %d bytes, want %d", len(got), len("echo: "+big))
+	}
+	if id := callID(); !strings.HasPrefix(id, "mcproxy-") {
+		t.Errorf("the big call's id is %q: it was not sent by callBig", id)
+	}
+	if got := text(call(t, m, "p", "echo", map[string]any{"text": "small"})); got != "echo: small" {
+		t.Errorf("got %q", got)
+	}
+	if id := callID(); strings.HasPrefix(id, "mcproxy-") {
+		t.Errorf("the small call's id is %q: it should go through mcp-go's client", id)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, "p", "sleep", map[string]any{"ms": 60000, "pad": big})
+		done <- err
+	}()
+	waitUntil(t, 10*time.Second, "the big sleep call to start upstream", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	waitUntil(t, 10*time.Second, "the upstream handler to be cancelled", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "cancelled"))
+		return err == nil
+	})
+
+	// An upstream's JSON-RPC error comes back as the client returns it.
+	if _, err := m.Call(context.Background(), "p", "no_such_tool", map[string]any{"text": big}); err == nil {
+		t.Error("calling a missing tool with big arguments succeeded")
+	}
+}
+
+func TestTextSize(t *testing.T) {
+	args := map[string]any{"a": "xyz", "list": []any{"12", 3.0, map[string]any{"k": "vv"}}}
+	if n := textSize(args, 1000); n != len("a")+3+len("list")+2+len("k")+2 {
+		t.Errorf("textSize = %d", n)
+	}
+	if n := textSize(map[string]any{"a": strings.Repeat("x", 100), "b": strings.Repeat("y", 100)}, 50); n < 50 || n > 102 {
+		t.Errorf("textSize stopped at %d, want it to stop soon after 50", n)
+	}
+}
