@@ -2,12 +2,10 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -41,24 +39,7 @@ func TestBigCall(t *testing.T) {
 		t.Errorf("the small call's id is %q: it should go through mcp-go's client", id)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Call(ctx, "p", "sleep", map[string]any{"ms": 60000, "pad": big})
-		done <- err
-	}()
-	waitUntil(t, 10*time.Second, "the big sleep call to start upstream", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "started"))
-		return err == nil
-	})
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want context.Canceled", err)
-	}
-	waitUntil(t, 10*time.Second, "the upstream handler to be cancelled", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "cancelled"))
-		return err == nil
-	})
+	cancelMidCall(t, m, dir, map[string]any{"ms": 60000, "pad": big})
 
 	// An upstream's JSON-RPC error comes back as the client returns it.
 	if _, err := m.Call(context.Background(), "p", "no_such_tool", map[string]any{"text": big}); err == nil {

@@ -199,11 +199,28 @@ func TestTimeoutSettingNames(t *testing.T) {
 func TestCancellationReachesStdioUpstream(t *testing.T) {
 	sc, dir := peerServer(t, "peer")
 	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{})
+	cancelMidCall(t, m, dir, map[string]any{"ms": 60000})
+	// The child's stdin is still open (the handler was ended by the
+	// notification, not by shutdown): the same session keeps answering.
+	pid := childPID(t, m, "p")
+	if got := text(call(t, m, "p", "echo", map[string]any{"text": "still here"})); got != "echo: still here" {
+		t.Errorf("got %q, want %q", got, "echo: still here")
+	}
+	if got := childPID(t, m, "p"); got != pid {
+		t.Errorf("got child %d, want the same child %d", got, pid)
+	}
+}
 
+// cancelMidCall calls the peer's sleep tool on server "p" with args,
+// cancels the call once the upstream handler has started, and checks the
+// caller gets context.Canceled and the handler was cancelled
+// (dir/cancelled).
+func cancelMidCall(t *testing.T, m *Manager, dir string, args map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Call(ctx, "p", "sleep", map[string]any{"ms": 60000})
+		_, err := m.Call(ctx, "p", "sleep", args)
 		done <- err
 	}()
 	waitUntil(t, 10*time.Second, "the sleep call to start upstream", func() bool {
@@ -218,15 +235,6 @@ func TestCancellationReachesStdioUpstream(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "cancelled"))
 		return err == nil
 	})
-	// The child's stdin is still open (the handler was ended by the
-	// notification, not by shutdown): the same session keeps answering.
-	pid := childPID(t, m, "p")
-	if got := text(call(t, m, "p", "echo", map[string]any{"text": "still here"})); got != "echo: still here" {
-		t.Errorf("got %q, want %q", got, "echo: still here")
-	}
-	if got := childPID(t, m, "p"); got != pid {
-		t.Errorf("got child %d, want the same child %d", got, pid)
-	}
 }
 
 // TestListChanged: an upstream that adds a tool and sends list_changed is
