@@ -172,6 +172,21 @@ func TestHTTPCancellationAndHeaders(t *testing.T) {
 			if got := text(call(t, m, "h", "echo", map[string]any{"text": "ok"})); got != "echo: ok" {
 				t.Errorf("got %q, want %q", got, "echo: ok")
 			}
+			// Large arguments: on 2025-11-25 mcproxy sends the call itself
+			// (callBig), with the same headers; on 2026-07-28 the client does.
+			big := strings.Repeat("big \"arg\"\n", bigArgs/8)
+			if got := text(call(t, m, "h", "echo", map[string]any{"text": big})); got != "echo: "+big {
+				t.Errorf("the big echo came back with %d bytes, want %d", len(got), len("echo: "+big))
+			}
+			var bigID json.RawMessage
+			for _, msg := range wl.snapshot() {
+				if msg.Method == "tools/call" && msg.Params.Name == "echo" {
+					bigID = msg.ID
+				}
+			}
+			if byUs := bytes.HasPrefix(bigID, []byte(`"mcproxy-`)); byUs == modern {
+				t.Errorf("the big call's id is %s: sent by callBig %v, want %v", bigID, byUs, !modern)
+			}
 			wl.mu.Lock()
 			if wl.authBad != 0 {
 				t.Errorf("got %d requests without the configured Authorization header", wl.authBad)
