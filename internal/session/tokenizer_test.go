@@ -105,7 +105,8 @@ func TestTokenizerSavedWithTheSession(t *testing.T) {
 		t.Errorf("reopening an older session wrote a %s (%v)", SessionFile, err)
 	}
 
-	// A damaged file is an error that says how to get past it.
+	// A file naming a tokenizer this mcproxy lacks is an error that says
+	// how to get past it.
 	if err := os.WriteFile(filepath.Join(made.Dir, "s", SessionFile), []byte(`{"tokenizer": "p50k"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (s *session) callBig(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	id := fmt.Sprintf("mcproxy-%d", s.reqID.Add(1))
 	resp, err := s.send(ctx, id, string(mcp.MethodToolsCall), bigCallParams{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
 	if err != nil {
-		if _, http := s.tr.(*httpTap); !http && ctx.Err() != nil {
+		if _, overHTTP := s.tr.(*httpTap); !overHTTP && ctx.Err() != nil {
 			s.sendCancelled(mcp.NewRequestId(id), context.Cause(ctx))
 		}
 		return nil, err

@@ -41,9 +41,14 @@ func TestBigCall(t *testing.T) {
 
 	cancelMidCall(t, m, dir, map[string]any{"ms": 60000, "pad": big})
 
-	// An upstream's JSON-RPC error comes back as the client returns it.
-	if _, err := m.Call(context.Background(), "p", "no_such_tool", map[string]any{"text": big}); err == nil {
-		t.Error("calling a missing tool with big arguments succeeded")
+	// A tool's own error result comes back decoded as the client decodes
+	// it (the peer's raw tool always fails).
+	res, err := m.Call(context.Background(), "p", "raw", map[string]any{"text": big})
+	if err != nil || !res.IsError || text(res) != "raw always fails" {
+		t.Errorf("raw with big arguments: %+v, %v; want its error result", res, err)
+	}
+	if id := callID(); !strings.HasPrefix(id, "mcproxy-") {
+		t.Errorf("the big raw call's id is %q: it was not sent by callBig", id)
 	}
 }
 
