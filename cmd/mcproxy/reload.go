@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -43,12 +44,6 @@ type reloader struct {
 // run watches until ctx ends, reloading on each signal from hup too. It
 // owns no goroutine besides fsnotify's.
 func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.log.Error("config watcher panicked; config changes are no longer picked up", zap.Any("panic", p), zap.Stack("stack"))
-		}
-	}()
-
 	var events chan fsnotify.Event
 	var errs chan error
 	w, err := fsnotify.NewWatcher()
@@ -72,7 +67,7 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 			return
 		case <-hup:
 			r.log.Info("SIGHUP: reloading the config", zap.String("config", r.path))
-			r.reload()
+			r.safeReload()
 		case ev := <-events:
 			if filepath.Clean(ev.Name) == r.path && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
 				timer.Reset(reloadDelay)
@@ -80,9 +75,16 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 		case err := <-errs:
 			r.log.Warn("config watcher", zap.Error(err))
 		case <-timer.C:
-			r.reload()
+			r.safeReload()
 		}
 	}
+}
+
+// safeReload is reload with a panic logged (goroutine.Recover) rather than
+// raised: the watcher goes on, so a later save is still picked up.
+func (r *reloader) safeReload() {
+	defer goroutine.Recover(r.log, "config reload", nil)
+	r.reload()
 }
 
 // reload loads the file and applies it, or logs why not.
@@ -144,11 +146,7 @@ func watchConfig(ctx context.Context, path string, override func(*config.Config)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.run(ctx, hup)
-	}()
+	done := goroutine.Go(r.log, "config reload", func() { r.run(ctx, hup) })
 	return func() {
 		cancel()
 		<-done

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
@@ -138,15 +139,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// the last known tool lists or wait a short grace for servers without
 	// any, and call_tool waits for its server (server.Options).
 	startCtx, cancelStart := context.WithCancel(ctx)
-	startDone := make(chan struct{})
-	go func() {
-		defer close(startDone)
+	startDone := goroutine.Go(log, "upstream start", func() {
 		defer st.front.Started()
-		defer func() {
-			if r := recover(); r != nil {
-				log.Error("panic while starting upstreams", zap.Any("panic", r), zap.Stack("stack"))
-			}
-		}()
 		// The last known tool lists answer retrieve_tools while the
 		// upstreams connect (warm start, issue 13).
 		if n, err := st.front.WarmStart(); err != nil {
@@ -157,7 +151,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		st.start(startCtx)
 		logStatus(log, st.status())
 		log.Info("mcproxy ready", zap.String("mode", cfg.Mode), zap.String("arm", cfg.Arm), zap.Bool("stdio", *stdio))
-	}()
+	})
 	defer func() {
 		cancelStart()
 		<-startDone
@@ -272,11 +266,9 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	// Conversations nobody continues release their files after the idle
 	// timeout, as MCP client sessions do.
 	idleCtx, stopIdle := context.WithCancel(context.Background())
-	idleDone := make(chan struct{})
-	go func() {
-		defer close(idleDone)
+	idleDone := goroutine.Go(log, "gateway idle sweep", func() {
 		hosts.RunIdle(idleCtx, cfg.SessionIdleTimeout.Std())
-	}()
+	})
 	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
 		zap.Bool("projection", cfg.Gateway.ProjectEnabled()), zap.String("sessions", opts.Dir))
 	return g, func() {

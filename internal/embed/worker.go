@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // pendingList returns the queued keys and texts in key order.
@@ -214,13 +216,11 @@ func (d *Dense) run() {
 
 func (d *Dense) work() {
 	defer func() {
-		if r := recover(); r != nil {
-			d.log.Error("dense indexing panicked", zap.Any("panic", r))
-		}
 		if d.opts.afterWork != nil {
 			d.opts.afterWork()
 		}
 	}()
+	defer goroutine.Recover(d.log, "dense indexing", nil)
 	// fill has logged any outage; other errors (a closed Dense, a resting
 	// provider) need no word.
 	if err := d.embedPending(d.ctx, false); err != nil && d.ctx.Err() == nil {

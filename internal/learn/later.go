@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // A lesson costs a write of the store (an atomic replace, with its fsyncs)
@@ -79,11 +81,7 @@ func (l *Learner) work() {
 // teachSafely teaches one lesson; a panic is logged, and the worker goes
 // on with the next.
 func (l *Learner) teachSafely(j lesson) {
-	defer func() {
-		if r := recover(); r != nil {
-			l.logger().Error("teaching a lesson panicked; it is dropped", zap.String("tool", j.tool), zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(l.logger().With(zap.String("tool", j.tool)), "learner (the lesson is dropped)", nil)
 	l.teach(j.tool, j.queries)
 }
 

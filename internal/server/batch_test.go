@@ -259,9 +259,17 @@ func startStdio(t *testing.T, s *Server) *stdioConn {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	// At the test's end the client goes away as a real one does: its end
+	// of stdin closes (which ends the front's stdin reader) and the front
+	// stops; the front's end of stdout closes once it has returned (which
+	// ends the line reader below).
+	t.Cleanup(func() { inW.Close(); cancel() })
 	c := &stdioConn{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1)}
-	go func() { c.done <- s.ServeStdio(ctx, inR, outW) }()
+	go func() {
+		err := s.ServeStdio(ctx, inR, outW)
+		outW.Close()
+		c.done <- err
+	}()
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 1<<20)

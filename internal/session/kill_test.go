@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // The SIGKILL test re-executes this test binary as a child that runs a
@@ -31,7 +33,9 @@ func TestMain(m *testing.M) {
 		lockHolder(dir)
 		return // unreachable: the holder blocks until killed
 	}
-	os.Exit(m.Run())
+	// Every test's Manager and Host is closed by then: no goroutine of
+	// theirs may outlive Close.
+	testenv.VerifyNoLeaks(m)
 }
 
 // envLockHolderDir makes the re-executed test binary a process that opens

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // DefaultMaxOpen is how many of a Manager's hosts keep their files open
@@ -141,15 +143,17 @@ func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 			timer.Stop()
 		}
 	}()
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("panic while parking a session or writing its state.json; sessions are no longer parked, and state.json is written by the calls themselves once the queue fills", zap.Any("panic", r), zap.Stack("stack"))
-		}
-	}()
+	// A panic in one step (a flush, a park, a checkpoint) is logged and the
+	// loop goes on: parking and state.json must not stop for the process's
+	// life because of one session.
+	safely := func(f func()) {
+		defer goroutine.Recover(p.log, "session pool", nil)
+		f()
+	}
 	for {
 		select {
 		case <-stop:
-			p.flush()
+			safely(p.flush)
 			return
 		case <-p.armed:
 			if due == nil {
@@ -158,17 +162,21 @@ func (p *openPool) run(stop <-chan struct{}, done chan<- struct{}) {
 			}
 		case <-due:
 			due = nil
-			p.flush()
+			safely(p.flush)
 		case h := <-p.park:
-			if err := h.park(); err != nil {
-				p.log.Warn("parking an idle session (closing its files)", zap.String("session_id", h.id), zap.Error(err))
-			}
+			safely(func() {
+				if err := h.park(); err != nil {
+					p.log.Warn("parking an idle session (closing its files)", zap.String("session_id", h.id), zap.Error(err))
+				}
+			})
 		case h := <-p.saves:
-			if err := h.checkpoint(); err != nil {
-				// The transcript holds every turn; Open brings state.json
-				// forward.
-				p.log.Warn("writing state.json", zap.String("session_id", h.id), zap.Error(err))
-			}
+			safely(func() {
+				if err := h.checkpoint(); err != nil {
+					// The transcript holds every turn; Open brings state.json
+					// forward.
+					p.log.Warn("writing state.json", zap.String("session_id", h.id), zap.Error(err))
+				}
+			})
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // RetentionInterval is how often a Manager with a retention period prunes
@@ -166,11 +168,7 @@ func (m *Manager) retain(stop <-chan struct{}, done chan<- struct{}, interval ti
 	defer close(done)
 	log := m.opts.Logger
 	prune := func() {
-		defer func() {
-			if r := recover(); r != nil {
-				log.Error("pruning old sessions panicked", zap.Any("panic", r))
-			}
-		}()
+		defer goroutine.Recover(log, "session retention", nil)
 		rep, err := Prune(m.opts, m.opts.Retention, false)
 		if err != nil {
 			log.Warn("pruning old sessions", zap.Error(err))

@@ -408,12 +408,7 @@ func (l *link) listen(ctx context.Context, s *session) {
 	if !s.modern.Load() {
 		return
 	}
-	s.spawn(func() {
-		defer func() {
-			if v := recover(); v != nil {
-				l.log.Error("the subscriptions/listen loop panicked", zap.Any("panic", v))
-			}
-		}()
+	s.spawn("subscriptions/listen loop", func() {
 		for ctx.Err() == nil {
 			lctx, cancel := context.WithCancel(ctx)
 			st := &s.stateless

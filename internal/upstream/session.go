@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
@@ -43,6 +44,7 @@ type session struct {
 	proc   *process            // stdio only
 	http   *http.Client        // HTTP transports only
 	cancel context.CancelFunc  // ends the transport's long-lived context
+	log    *zap.Logger         // the link's: the session's goroutines log here
 
 	lost     chan struct{} // closed by link.markLost
 	lostOnce sync.Once
@@ -74,9 +76,10 @@ type session struct {
 	handlers  relayHandlers  // answer the upstream's requests (set by relayOptions)
 }
 
-// spawn runs f on a goroutine the session owns, unless the session is
-// already closing.
-func (s *session) spawn(f func()) {
+// spawn runs f on a goroutine the session owns, named name, unless the
+// session is already closing. A panic in f is logged with its stack
+// (goroutine.Recover), not raised.
+func (s *session) spawn(name string, f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -85,6 +88,7 @@ func (s *session) spawn(f func()) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer goroutine.Recover(s.log, name, nil)
 		f()
 	}()
 }
@@ -119,6 +123,7 @@ func (l *link) dial(ctx context.Context) (*session, []mcp.Tool, error) {
 func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.Tool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &session{
+		log:     l.log,
 		cancel:  cancel,
 		lost:    make(chan struct{}),
 		refresh: make(chan struct{}, 1),
@@ -249,7 +254,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 		stdio := transport.NewIO(out, p.stdin, nil)
 		transport.WithCommandLogger(slogger)(stdio) // NewIO takes no options; this one applies as well
 		s.tr = stdio
-		s.spawn(func() {
+		s.spawn("upstream exit watch", func() {
 			select {
 			case <-p.exited:
 				l.markLost(s, p.exitError())
@@ -509,7 +514,7 @@ func (s *session) sendCancelled(id mcp.RequestId, reason error) {
 			}},
 		},
 	}
-	s.spawn(func() {
+	s.spawn("upstream cancel notice", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
 		defer cancel()
 		_ = s.tr.SendNotification(ctx, n)
