@@ -82,7 +82,8 @@ func startCDP(t *testing.T, bin string) *cdpBrowser {
 		outR.Close()
 		<-readDone
 		if t.Failed() {
-			t.Logf("chromium stderr:\n%s", b.stderr.String())
+			out := b.stderr.String()
+			t.Logf("chromium stderr (its end):\n%s", out[max(0, len(out)-4000):])
 		}
 	})
 
