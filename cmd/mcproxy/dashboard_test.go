@@ -19,8 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -58,8 +58,8 @@ func headless(t *testing.T, bin, url string, extra ...string) []byte {
 	return out.Bytes()
 }
 
-// The dashboard in a real headless browser: the page loads (auth_token
-// through ?token= and its cookie), shows the configured servers with their
+// The dashboard in a real headless browser: the page loads (auth_token in
+// the URL fragment, as `mcproxy status` prints the link), shows the configured servers with their
 // state, the error of the one that fails, the tools, a session, and the
 // search box answers what retrieve_tools would. /status and `mcproxy
 // status` report the same; a typo in allowed_tools is warned about.
@@ -141,9 +141,13 @@ func TestDashboardInChromium(t *testing.T) {
 	if code != exitError || !strings.Contains(out, "memory") || !strings.Contains(out, "no-such-mcp-server") {
 		t.Errorf("mcproxy status: exit %d (want 1: a server is down)\n%s%s", code, out, errOut)
 	}
+	if want := "dashboard: " + s.base + "/#token=<auth_token>\n"; !strings.Contains(out, want) || strings.Contains(out, token) {
+		t.Errorf("mcproxy status: got\n%s\nwant the line %q, and never the token", out, want)
+	}
 
-	// The page, in chromium: opened with ?token=, which becomes a cookie.
-	dom := string(headless(t, bin, s.base+"/?token="+token+"&q=search+nodes+in+the+knowledge+graph", "--dump-dom"))
+	// The page, in chromium, opened as that line says.
+	link := s.base + "/?q=search+nodes+in+the+knowledge+graph#token=" + token
+	dom := string(headless(t, bin, link, "--dump-dom"))
 	for _, want := range []string{
 		`<tr data-server="memory">`, `<span class="state ready">ready</span>`,
 		`<tr data-server="broken">`, `<span class="state down">down</span>`,
@@ -162,7 +166,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// A screenshot of the same page: the right size, not blank.
 	shot := filepath.Join(t.TempDir(), "dashboard.png")
-	headless(t, bin, s.base+"/?token="+token+"&q=search+nodes+in+the+knowledge+graph", "--screenshot="+shot, "--window-size=1280,760", "--hide-scrollbars")
+	headless(t, bin, link, "--screenshot="+shot, "--window-size=1280,760", "--hide-scrollbars")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -188,7 +192,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// The guard's Host check covers the page too.
 	req, _ := http.NewRequest(http.MethodGet, s.base+"/", nil)
 	req.Host = "evil.example"
-	req.Header.Set(server.HeaderToken, token)
+	req.Header.Set(authheader.Token, token)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("page with a foreign Host: got %v %v, want 403", resp, err)
 	}

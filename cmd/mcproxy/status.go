@@ -12,21 +12,31 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
-	"github.com/mcproxy/mcproxy/internal/server"
 )
 
-// fetchStatus reads /status from the mcproxy serving cfg.
-func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, error) {
+// localBase is the base URL this machine reaches the mcproxy serving cfg
+// at.
+func localBase(cfg *config.Config) (string, error) {
 	host, port, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
+		return "", fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	url := "http://" + net.JoinHostPort(host, port) + dashboard.PathStatus
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// fetchStatus reads /status from the mcproxy serving cfg.
+func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, error) {
+	base, err := localBase(cfg)
+	if err != nil {
+		return nil, err
+	}
+	url := base + dashboard.PathStatus
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -34,7 +44,7 @@ func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, er
 		return nil, err
 	}
 	if cfg.AuthToken != "" {
-		req.Header.Set(server.HeaderToken, cfg.AuthToken)
+		req.Header.Set(authheader.Token, cfg.AuthToken)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -90,6 +100,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	if st != nil {
 		fmt.Fprintf(stdout, "mcproxy %s at %s, up %s; %d tools indexed; %d session(s)\n", st.Version, cfg.Listen,
 			time.Duration(st.UptimeSeconds)*time.Second, st.IndexSize, len(st.Sessions))
+		if base, err := localBase(cfg); err == nil {
+			fmt.Fprintf(stdout, "dashboard: %s\n", dashboardLink(base, cfg.AuthToken != ""))
+		}
 		for _, s := range st.Servers {
 			live[s.Name] = s
 		}
@@ -135,4 +148,15 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		return exitError
 	}
 	return exitOK
+}
+
+// dashboardLink is how to open the dashboard at base: with auth_token set,
+// in the URL fragment, which the browser sends nowhere and the page reads.
+// The token itself is left for the user to fill in, so it never lands in a
+// terminal's scrollback or a captured output.
+func dashboardLink(base string, auth bool) string {
+	if auth {
+		return base + "/#token=<auth_token>"
+	}
+	return base + "/"
 }

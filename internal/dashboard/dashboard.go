@@ -4,7 +4,11 @@
 // would answer) and a small web page at / that shows both (issue 18). The
 // page is one embedded file with no external assets. The package reads
 // through the functions of Source and changes nothing; the HTTP guard (Host,
-// Origin, auth_token) is the front's, around it.
+// Origin, auth_token) is the front's, around it. The page holds no data and
+// is served without auth_token; it takes the token from the URL fragment
+// (#token=...), keeps it in the tab's sessionStorage and sends it as the
+// X-Mcproxy-Token header on its requests. The token never sits in a cookie,
+// which the browser would send to every service on the host (issue 26).
 package dashboard
 
 import (
@@ -12,6 +16,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +24,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -29,12 +35,6 @@ const (
 	PathStatus = "/status"
 	PathSearch = "/status/search"
 )
-
-// CookieToken is the cookie the page's requests carry auth_token in, set
-// when the page is opened as /?token=... (a browser cannot add an
-// Authorization header to a page it navigates to). The front's guard reads
-// the same name (server.CookieToken).
-const CookieToken = "mcproxy_token"
 
 // Hit is one tool a search returns.
 type Hit struct {
@@ -130,22 +130,29 @@ type dash struct {
 var page []byte
 
 func (d *dash) page(w http.ResponseWriter, r *http.Request) {
-	if t := r.URL.Query().Get("token"); t != "" {
-		// The guard has checked it; keep it in a cookie and drop it from
-		// the address bar (and the browser's history).
-		http.SetCookie(w, &http.Cookie{Name: CookieToken, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q := r.URL.Query()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if _, err := r.Cookie(authheader.Cookie); err == nil {
+		// Left by an older mcproxy; the browser would go on sending it to
+		// every port of this host.
+		http.SetCookie(w, &http.Cookie{Name: authheader.Cookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	if q := r.URL.Query(); q.Has("token") {
+		// An old /?token= link: the same page with the token in the
+		// fragment, which the browser keeps to itself.
+		t := q.Get("token")
 		q.Del("token")
 		target := "/"
 		if len(q) > 0 {
 			target += "?" + q.Encode()
 		}
-		http.Redirect(w, r, target, http.StatusSeeOther)
+		// Not http.Redirect: it would echo the token in an HTML body.
+		w.Header().Set("Location", target+"#token="+url.QueryEscape(t))
+		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:")
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'")
 	_, _ = w.Write(page)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -77,19 +78,31 @@ func TestSearchRequests(t *testing.T) {
 	}
 }
 
-// Opening the page with ?token= moves the token into a cookie and out of
-// the address.
-func TestPageTokenBecomesCookie(t *testing.T) {
-	w := get(testHandler(), "/?token=s3cret&q=git")
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/?q=git" {
-		t.Fatalf("got %d to %q, want 303 to /?q=git", w.Code, w.Header().Get("Location"))
+// An old /?token= link leads to the same page with the token in the
+// fragment, which the browser sends nowhere; nothing is stored in a cookie,
+// and a cookie an older mcproxy left is expired.
+func TestPageTokenMovesToFragment(t *testing.T) {
+	w := get(testHandler(), "/?token=s3cret+%2F&q=git")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/?q=git#token=s3cret+%2F" {
+		t.Fatalf("got %d to %q, want 303 to /?q=git#token=s3cret+%%2F", w.Code, w.Header().Get("Location"))
 	}
-	c := w.Result().Cookies()
-	if len(c) != 1 || c[0].Name != CookieToken || c[0].Value != "s3cret" || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Errorf("cookie: got %+v", c)
+	if c := w.Result().Cookies(); len(c) != 0 {
+		t.Errorf("cookies: got %+v, want none", c)
 	}
-	if w := get(testHandler(), "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "<title>mcproxy</title>") {
-		t.Errorf("page: got %d", w.Code)
+	if strings.Contains(w.Body.String(), "s3cret") {
+		t.Errorf("the redirect's body echoes the token: %q", w.Body.String())
+	}
+	if w := get(testHandler(), "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "<title>mcproxy</title>") || len(w.Result().Cookies()) != 0 {
+		t.Errorf("page: got %d with cookies %+v, want 200 and none", w.Code, w.Result().Cookies())
+	}
+	for _, target := range []string{"/", "/?token=s3cret"} {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		r.AddCookie(&http.Cookie{Name: authheader.Cookie, Value: "s3cret"})
+		w := httptest.NewRecorder()
+		testHandler().ServeHTTP(w, r)
+		if c := w.Result().Cookies(); len(c) != 1 || c[0].Name != authheader.Cookie || c[0].Value != "" || c[0].MaxAge >= 0 || c[0].Path != "/" {
+			t.Errorf("%s with an old cookie: got cookies %+v, want it expired", target, c)
+		}
 	}
 	if w := get(testHandler(), "/other"); w.Code != http.StatusNotFound {
 		t.Errorf("/other: got %d, want 404 (the page is / alone)", w.Code)

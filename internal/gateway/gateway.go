@@ -35,10 +35,6 @@ const (
 	// HeaderSession names the conversation explicitly; without it the
 	// gateway recognises the conversation by its messages.
 	HeaderSession = "X-Mcproxy-Session"
-	// HeaderToken carries mcproxy's own auth_token when the Authorization
-	// header is taken by the provider's key; server.Guard checks it (as
-	// server.HeaderToken, which must stay equal).
-	HeaderToken = "X-Mcproxy-Token"
 )
 
 // Options configure a Gateway.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
-	"github.com/mcproxy/mcproxy/internal/server"
 )
 
 func projectOff(o *Options) { off := false; o.Config.Project = &off }
@@ -306,9 +306,9 @@ func TestAuthTokenBesideProviderKey(t *testing.T) {
 		wantAuth string // Authorization the upstream sees
 	}{
 		{"no token", map[string]string{"Authorization": "Bearer sk-provider"}, 401, ""},
-		{"token header", map[string]string{"Authorization": "Bearer sk-provider", HeaderToken: "mcp-local-token"}, 200, "Bearer sk-provider"},
+		{"token header", map[string]string{"Authorization": "Bearer sk-provider", authheader.Token: "mcp-local-token"}, 200, "Bearer sk-provider"},
 		{"token as bearer", map[string]string{"Authorization": "Bearer mcp-local-token", "x-api-key": "sk-provider"}, 200, ""},
-		{"wrong token header", map[string]string{"Authorization": "Bearer mcp-local-token", HeaderToken: "nope"}, 401, ""},
+		{"wrong token header", map[string]string{"Authorization": "Bearer mcp-local-token", authheader.Token: "nope"}, 401, ""},
 	}
 	for _, tc := range tests {
 		before := len(r.up.Requests())
@@ -328,14 +328,8 @@ func TestAuthTokenBesideProviderKey(t *testing.T) {
 		if got := up.Header.Get("Authorization"); got != tc.wantAuth {
 			t.Errorf("%s: upstream Authorization %q, want %q", tc.name, got, tc.wantAuth)
 		}
-		if up.Header.Get(HeaderToken) != "" {
-			t.Errorf("%s: %s reached the upstream", tc.name, HeaderToken)
+		if up.Header.Get(authheader.Token) != "" {
+			t.Errorf("%s: %s reached the upstream", tc.name, authheader.Token)
 		}
-	}
-}
-
-func TestHeaderTokenMatchesGuard(t *testing.T) {
-	if HeaderToken != server.HeaderToken {
-		t.Errorf("gateway strips %q but the guard reads %q", HeaderToken, server.HeaderToken)
 	}
 }

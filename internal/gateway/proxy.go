@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/authheader"
 )
 
 func (g *Gateway) newProvider(a api, base, prefix string) (*provider, error) {
@@ -52,16 +54,12 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // cleanHeader removes from h what is mcproxy's and not the provider's: the
-// session and token headers, and an Authorization carrying mcproxy's own
-// auth_token. Everything else the client sent stays as it came.
+// session header and mcproxy's credentials (authheader.Strip: the token
+// header, an Authorization carrying auth_token, the dashboard's old cookie).
+// Everything else the client sent stays as it came.
 func (g *Gateway) cleanHeader(h http.Header) {
 	h.Del(HeaderSession)
-	h.Del(HeaderToken)
-	if g.authToken != "" {
-		if v := h.Values("Authorization"); len(v) == 1 && v[0] == "Bearer "+g.authToken {
-			h.Del("Authorization")
-		}
-	}
+	authheader.Strip(h, g.authToken)
 }
 
 // outboundHeader is the header of a request the gateway sends itself: the

@@ -17,13 +17,10 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
-
-// HeaderToken carries auth_token when Authorization is taken by a model
-// provider's key (the gateway strips it before forwarding).
-const HeaderToken = "X-Mcproxy-Token"
 
 // HTTP paths the front serves.
 const (
@@ -45,7 +42,8 @@ type HTTPOptions struct {
 	// (the model APIs of internal/gateway), behind the same Guard.
 	Gateway http.Handler
 	// Dashboard, when non-nil, serves GET / (exactly), /status and
-	// /status/ (internal/dashboard), behind the same Guard.
+	// /status/ (internal/dashboard), behind the same Guard. Its page, GET /,
+	// is static and needs no auth_token (see Guard); its data does.
 	Dashboard http.Handler
 	// AllowedHosts are more host names Host and Origin may carry (config
 	// allowed_hosts): a deployment's name behind a reverse proxy or on a LAN.
@@ -56,11 +54,6 @@ type HTTPOptions struct {
 	// Limits cap request bodies and batches (limits.go).
 	Limits Limits
 }
-
-// CookieToken is the cookie Guard also takes auth_token from: the
-// dashboard's page sets it, since a browser cannot add a header to a page
-// it navigates to.
-const CookieToken = "mcproxy_token"
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
 // a client launches mcproxy). It writes nothing but protocol messages to out
@@ -224,9 +217,14 @@ func (u *unusedConns) closeAll() {
 //     server (MCP spec, security practices). It is a barrier for browsers
 //     only: any other client sets Host to whatever it likes, which is why
 //     listening beyond loopback needs AuthToken.
-//   - With opts.AuthToken set, "Authorization: Bearer <token>" (or
-//     "X-Mcproxy-Token: <token>", for model API clients whose Authorization
-//     carries the provider's key) must match (constant-time); otherwise 401.
+//   - With opts.AuthToken set, "Authorization: Bearer <token>" or
+//     "X-Mcproxy-Token: <token>" (for model API clients whose Authorization
+//     carries the provider's key, and for the dashboard's fetches) must
+//     match (constant-time); otherwise 401. No cookie or query value
+//     carries it: a browser sends a cookie to every port of the host
+//     (issue 26). Only the dashboard's page (GET /, with opts.Dashboard) is
+//     served without it: static HTML a browser navigates to, which reads the
+//     token from the URL fragment (never sent) and puts it on its requests.
 //
 // It never logs header values.
 func Guard(next http.Handler, opts HTTPOptions) http.Handler {
@@ -247,18 +245,21 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 				return
 			}
 		}
+		if opts.Dashboard != nil && isDashboardPage(r) {
+			// Straight to the page, not through the mux, so no other
+			// handler is ever reached without the token.
+			opts.Dashboard.ServeHTTP(w, r)
+			return
+		}
 		if opts.AuthToken != "" {
-			token, ok := bearer(r.Header.Get("Authorization"))
-			if t := r.Header.Get(HeaderToken); t != "" {
+			token, ok := authheader.Bearer(r.Header.Get("Authorization"))
+			if t := r.Header.Get(authheader.Token); t != "" {
 				token, ok = t, true // Authorization may carry a model provider's key
-			}
-			if !ok {
-				token, ok = browserToken(r)
 			}
 			got := sha256.Sum256([]byte(token))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
-				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open /?token=<token> once)", http.StatusUnauthorized)
+				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open the dashboard as /#token=<token>)", http.StatusUnauthorized)
 				return
 			}
 		}
@@ -266,29 +267,10 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 	})
 }
 
-// browserToken is auth_token as a browser sends it to the dashboard: in
-// its cookie, or as ?token= when the page itself is opened (it then moves
-// the token into the cookie).
-func browserToken(r *http.Request) (string, bool) {
-	if r.Method == http.MethodGet && r.URL.Path == "/" {
-		if t := r.URL.Query().Get("token"); t != "" {
-			return t, true
-		}
-	}
-	if c, err := r.Cookie(CookieToken); err == nil && c.Value != "" {
-		return c.Value, true
-	}
-	return "", false
-}
-
-// bearer extracts the token of an "Authorization: Bearer <token>" header.
-func bearer(h string) (string, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+// isDashboardPage reports whether r asks for the dashboard's page: GET /
+// exactly, spelled without escapes.
+func isDashboardPage(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/" && r.URL.RawPath == ""
 }
 
 // hostOnly strips the port from a Host header value.
