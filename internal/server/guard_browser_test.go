@@ -10,7 +10,9 @@ import (
 
 // The dashboard's browser sends auth_token in the token header; a cookie
 // or a ?token= carries nothing (a cookie reaches every port of the host).
-// The page itself is served without the token, and nothing else is.
+// The page itself comes without the token, but as the body of a 401 (the
+// endpoint refuses like every other; the page's script fetches its data
+// with the token from the URL fragment); with the token it is a 200.
 func TestGuardBrowserToken(t *testing.T) {
 	reached := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -31,8 +33,10 @@ func TestGuardBrowserToken(t *testing.T) {
 		{"cookie on /mcp", http.MethodPost, "/mcp", "s3cret", "", 401, ""},
 		{"token in the data's URL", http.MethodGet, "/status?token=s3cret", "", "", 401, ""},
 		{"token in a POST's URL", http.MethodPost, "/?token=s3cret", "", "", 401, ""},
-		{"page", http.MethodGet, "/", "", "", 200, "dashboard"},
-		{"old page link", http.MethodGet, "/?token=s3cret", "", "", 200, "dashboard"},
+		{"page", http.MethodGet, "/", "", "", 401, "dashboard"},
+		{"page with the token header", http.MethodGet, "/", "", "s3cret", 200, "dashboard"},
+		{"page with a cookie", http.MethodGet, "/", "s3cret", "", 401, "dashboard"},
+		{"old page link", http.MethodGet, "/?token=s3cret", "", "", 401, "dashboard"},
 		{"page spelled with escapes", http.MethodGet, "/%2F", "", "", 401, ""},
 		{"another GET", http.MethodGet, "/v1/models", "", "", 401, ""},
 	} {

@@ -245,19 +245,31 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 				return
 			}
 		}
-		if opts.Dashboard != nil && isDashboardPage(r) {
-			// Straight to the page, not through the mux, so no other
-			// handler is ever reached without the token.
-			opts.Dashboard.ServeHTTP(w, r)
-			return
-		}
+		authorized := true
 		if opts.AuthToken != "" {
 			token, ok := authheader.Bearer(r.Header.Get("Authorization"))
 			if t := r.Header.Get(authheader.Token); t != "" {
 				token, ok = t, true // Authorization may carry a model provider's key
 			}
 			got := sha256.Sum256([]byte(token))
-			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			authorized = ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1
+		}
+		if opts.Dashboard != nil && isDashboardPage(r) {
+			// Straight to the page, not through the mux, so no other
+			// handler is ever reached without the token. A browser's
+			// navigation carries no header, so without the token the page
+			// still comes, as the body of a 401: the endpoint refuses like
+			// every other, and the page's script, which reads the token from
+			// the URL fragment (never sent), fetches its data with it.
+			if !authorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
+				w = &unauthorizedPage{ResponseWriter: w}
+			}
+			opts.Dashboard.ServeHTTP(w, r)
+			return
+		}
+		if opts.AuthToken != "" {
+			if !authorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
 				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open the dashboard as /#token=<token>)", http.StatusUnauthorized)
 				return
@@ -265,6 +277,29 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unauthorizedPage turns the dashboard page's 200 into a 401 (a redirect,
+// the old ?token= link moving to the fragment, stays as it is).
+type unauthorizedPage struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (u *unauthorizedPage) WriteHeader(code int) {
+	if u.wrote {
+		return
+	}
+	u.wrote = true
+	if code == http.StatusOK {
+		code = http.StatusUnauthorized
+	}
+	u.ResponseWriter.WriteHeader(code)
+}
+
+func (u *unauthorizedPage) Write(b []byte) (int, error) {
+	u.WriteHeader(http.StatusOK)
+	return u.ResponseWriter.Write(b)
 }
 
 // isDashboardPage reports whether r asks for the dashboard's page: GET /
