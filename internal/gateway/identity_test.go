@@ -1,11 +1,19 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestConversationsMatch(t *testing.T) {
@@ -160,4 +168,166 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestConversationsPrune removes a conversation's session directory: Prune
+// forgets it, and the index opened again has no record of it.
+func TestConversationsPrune(t *testing.T) {
+	dir := t.TempDir()
+	sessions, path := filepath.Join(dir, "sessions"), filepath.Join(dir, "conversations.jsonl")
+	for _, id := range []string{"gw-kept", "gw-gone", "gw-later"} {
+		must(t, os.MkdirAll(filepath.Join(sessions, id), 0o700))
+	}
+	c, err := OpenConversations(path, ConversationsOptions{Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Scope{Cred: "c0"}
+	must(t, c.Advance("gw-kept", s, "a"))
+	must(t, c.Advance("gw-gone", s, "b"))
+	must(t, c.Advance("gw-later", s, "c"))
+	must(t, os.RemoveAll(filepath.Join(sessions, "gw-gone")))
+	if n := c.Prune(sessions); n != 1 || c.Len() != 2 {
+		t.Errorf("Prune: got %d forgotten, %d left; want 1 and 2", n, c.Len())
+	}
+	if _, _, ok := c.Match(s, []string{"b"}); ok {
+		t.Error("a pruned conversation still matched")
+	}
+	if got, _, _ := c.Match(s, []string{"a"}); got != "gw-kept" {
+		t.Errorf("the kept conversation: got %q", got)
+	}
+	must(t, c.Close())
+
+	// Removed while the index was closed (mcproxy sessions prune): dropped
+	// at the next open, and from the file.
+	must(t, os.RemoveAll(filepath.Join(sessions, "gw-later")))
+	c, err = OpenConversations(path, ConversationsOptions{Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Len() != 1 {
+		t.Errorf("reopened with %d conversations, want 1", c.Len())
+	}
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "gw-gone") || strings.Contains(string(b), "gw-later") || !strings.Contains(string(b), "gw-kept") {
+		t.Errorf("the index file still lists removed conversations, or lost the kept one:\n%s", b)
+	}
+}
+
+// TestConversationsDropUnscoped reads an index written before
+// conversations were scoped by credential: its records open nothing, and
+// the drop is logged once.
+func TestConversationsDropUnscoped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conversations.jsonl")
+	old := `{"conv":"gw-0a1b2c3d4e5f","last":"b"}` + "\n" + `{"conv":"team","scope":"team","last":"q"}` + "\n" +
+		`{"conv":"team","scope":"team","last":"r"}` + "\n"
+	must(t, os.WriteFile(path, []byte(old), 0o600))
+	core, logs := observer.New(zapcore.InfoLevel)
+	c, err := OpenConversations(path, ConversationsOptions{Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Len() != 0 {
+		t.Errorf("loaded %d unscoped conversations, want none", c.Len())
+	}
+	for _, s := range []Scope{{}, {Cred: CredentialScope(anthropicAPI, http.Header{}, "")}, {Name: "team"}} {
+		for _, last := range []string{"b", "q", "r"} {
+			if conv, _, ok := c.Match(s, []string{last}); ok {
+				t.Errorf("scope %+v matched %s", s, conv)
+			}
+		}
+	}
+	if e := logs.All(); len(e) != 1 || e[0].ContextMap()["conversations"] != int64(2) {
+		t.Errorf("got logs %+v, want one saying 2 conversations were dropped", e)
+	}
+	if b, _ := os.ReadFile(path); len(b) != 0 {
+		t.Errorf("the index file kept the unscoped records:\n%s", b)
+	}
+}
+
+func TestCredentialScope(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Add(kv[i], kv[i+1])
+		}
+		return out
+	}
+	anon := CredentialScope(anthropicAPI, h(), "")
+	a := CredentialScope(anthropicAPI, h("x-api-key", "sk-a"), "")
+	for _, tc := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"the same key as a bearer token", CredentialScope(anthropicAPI, h("Authorization", "Bearer sk-a"), ""), a},
+		{"mcproxy's own token beside the key", CredentialScope(anthropicAPI, h("x-api-key", "sk-a", "Authorization", "Bearer tok"), "tok"), a},
+		{"mcproxy's own token alone", CredentialScope(anthropicAPI, h("Authorization", "Bearer tok"), "tok"), anon},
+		{"OpenAI's key, as Anthropic's", CredentialScope(openaiAPI, h("Authorization", "Bearer sk-a"), ""), a},
+		{"x-api-key is not OpenAI's credential", CredentialScope(openaiAPI, h("x-api-key", "sk-a"), ""), anon},
+		{"the mcproxy header is no credential", CredentialScope(anthropicAPI, h(HeaderToken, "tok"), "tok"), anon},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, tc.got, tc.want)
+		}
+	}
+	others := map[string]string{"none": anon, "sk-a": a}
+	for _, k := range []string{"sk-b", "sk-a ", "Bearer sk-a"} {
+		s := CredentialScope(anthropicAPI, h("x-api-key", k), "")
+		for name, o := range others {
+			if s == o {
+				t.Errorf("key %q has the scope of %s", k, name)
+			}
+		}
+		others[k] = s
+		if strings.Contains(s, k) || len(s) != 64 {
+			t.Errorf("scope %q of key %q: want 64 hex digits, not the key", s, k)
+		}
+	}
+}
+
+// TestLockMapEmpties runs requests of one conversation that hold, wait
+// for and give up its lock: once none holds or waits, the map is empty.
+func TestLockMapEmpties(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := New(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, err := g.lock(t.Context(), "gw-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gaveUp := make(chan error, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			_, err := g.lock(ctx, "gw-a")
+			gaveUp <- err
+		}()
+		waited := make(chan struct{})
+		go func() {
+			defer close(waited)
+			r, err := g.lock(t.Context(), "gw-a")
+			if err == nil {
+				r()
+			}
+		}()
+		synctest.Wait() // both wait for the lock
+		cancel()
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Errorf("the cancelled waiter got %v", err)
+		}
+		release()
+		<-waited
+		other, err := g.lock(t.Context(), "gw-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other()
+		if n := len(g.locks); n != 0 {
+			t.Errorf("the lock map holds %d conversations after every request ended, want 0", n)
+		}
+	})
 }
