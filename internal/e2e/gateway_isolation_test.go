@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 
@@ -231,5 +232,61 @@ func TestGatewayCredentialScopes(t *testing.T) {
 	}
 	if got := gatewayDirs(t, sessions); len(got) != 2 {
 		t.Errorf("sessions after the first key continued: %v, want still two", got)
+	}
+}
+
+// TestGatewayIndexFollowsRetention ages a conversation's session past
+// noa.retention: the restarted binary removes it and forgets the
+// conversation, so the same history starts a new one under a new id
+// instead of reviving the removed id.
+func TestGatewayIndexFollowsRetention(t *testing.T) {
+	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("final answer") })
+	defer up.Close()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{},
+		"data_dir":   data,
+		// The MCP side off: only the gateway's manager prunes, so the
+		// moment it forgets follows its own prune.
+		"noa": map[string]any{"enabled": false, "retention": "30d"},
+		"gateway": map[string]any{"enabled": true,
+			"anthropic": map[string]any{"base_url": up.URL}},
+	})
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"remember me"}]}`
+	send := func(base string) {
+		t.Helper()
+		resp, out := gatewaytest.Do(t, context.Background(), http.MethodPost, base+"/v1/messages", body, map[string]string{
+			"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-kept"})
+		if resp.StatusCode != 200 {
+			t.Fatalf("got %d %s", resp.StatusCode, out)
+		}
+	}
+	base, p := serveHTTP(t, cfg)
+	send(base)
+	stopProc(t, p)
+	sessions := session.SessionsDir(data)
+	first := gatewayDirs(t, sessions)
+	if len(first) != 1 {
+		t.Fatalf("conversations: %v, want one", first)
+	}
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	err := filepath.Walk(filepath.Join(sessions, first[0]), func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(path, old, old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	base, p = serveHTTP(t, cfg)
+	waitFor(t, 30*time.Second, "the conversation forgotten", func() bool {
+		return strings.Contains(p.output(), "forgot the conversations whose sessions are gone")
+	})
+	send(base)
+	if got := gatewayDirs(t, sessions); len(got) != 1 || got[0] == first[0] {
+		t.Errorf("conversations after retention: %v, want one new one (not %s)", got, first[0])
 	}
 }
