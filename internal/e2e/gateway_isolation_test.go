@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -197,11 +198,14 @@ func TestGatewayCredentialScopes(t *testing.T) {
 	defer up.Close()
 	cfg, data := killConfig(t, up)
 	base, p := serveHTTP(t, cfg)
-	send := func(key string, body []byte) []*gatewaytest.Request {
+	send := func(key string, body []byte, name ...string) []*gatewaytest.Request {
 		t.Helper()
 		seen := len(up.Requests())
-		resp, out := gatewaytest.Do(t, context.Background(), http.MethodPost, base+"/v1/messages", string(body), map[string]string{
-			"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": key})
+		header := map[string]string{"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": key}
+		if len(name) > 0 {
+			header["X-Mcproxy-Session"] = name[0]
+		}
+		resp, out := gatewaytest.Do(t, context.Background(), http.MethodPost, base+"/v1/messages", string(body), header)
 		if resp.StatusCode != 200 || !bytes.Contains(out, []byte("final answer")) {
 			t.Fatalf("key %s: got %d %s\n%s", key, resp.StatusCode, out, p.output())
 		}
@@ -221,6 +225,28 @@ func TestGatewayCredentialScopes(t *testing.T) {
 		t.Errorf("sessions after two keys: %v, want two conversations", got)
 	}
 
+	// /status lists the conversations' ids; a third key naming one in its
+	// session header still gets a conversation of its own.
+	resp, out := gatewaytest.Do(t, context.Background(), http.MethodGet, base+"/status", "", nil)
+	var status struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(out, &status); resp.StatusCode != 200 || err != nil || len(status.Sessions) != 2 {
+		t.Fatalf("/status: %d %v %s, want two sessions", resp.StatusCode, err, out)
+	}
+	for _, listed := range status.Sessions {
+		for _, r := range send("sk-third", body, listed.ID) {
+			if inMessages(r, noa.SummaryHeader) {
+				t.Errorf("a request naming %s from /status got the first key's summary", listed.ID)
+			}
+		}
+	}
+	if got := gatewayDirs(t, sessions); len(got) != 4 {
+		t.Errorf("sessions after the third key: %v, want four conversations", got)
+	}
+
 	// The first key's next turn continues its own conversation.
 	next := bytes.Replace(body, []byte(`{"content":"What was in file 7?","role":"user"}]`),
 		[]byte(`{"content":"What was in file 7?","role":"user"},{"content":"final answer","role":"assistant"},{"content":"And file 3?","role":"user"}]`), 1)
@@ -230,8 +256,8 @@ func TestGatewayCredentialScopes(t *testing.T) {
 	if reqs := send("sk-first", next); len(reqs) != 1 || !inMessages(reqs[0], noa.SummaryHeader) {
 		t.Errorf("the first key's next turn: %d model requests, want one projected through its compression", len(reqs))
 	}
-	if got := gatewayDirs(t, sessions); len(got) != 2 {
-		t.Errorf("sessions after the first key continued: %v, want still two", got)
+	if got := gatewayDirs(t, sessions); len(got) != 4 {
+		t.Errorf("sessions after the first key continued: %v, want still four", got)
 	}
 }
 
