@@ -5,10 +5,12 @@
 // conversation before the model reads it.
 //
 // It owns the provider side: routing, forwarding with the client's own
-// credentials and headers (never logged, never stored), streaming, error
-// passthrough, conversion between the providers' messages and
-// noa.CoreMessage, recognising which conversation a stateless request
-// continues, and the hidden rounds in which the model's own Compress and
+// credentials and headers (never logged, never stored: conversations are
+// scoped by a hash of the credential), streaming, error passthrough,
+// conversion between the providers' messages and noa.CoreMessage,
+// recognising which conversation a stateless request continues (only among
+// the conversations of its credential, under ids the gateway made), and
+// the hidden rounds in which the model's own Compress and
 // read_archive calls are answered without the client seeing them. Session
 // state (transcripts, archives, noa's state) belongs to the host behind the
 // Hosts interface; the gateway holds only what it can rebuild.
