@@ -260,8 +260,8 @@ func (c *Conversations) Prune(sessions string) int {
 	return n
 }
 
-// Len is how many conversations the index holds.
-func (c *Conversations) Len() int {
+// size is how many conversations the index holds.
+func (c *Conversations) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.key)

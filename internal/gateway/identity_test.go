@@ -187,8 +187,8 @@ func TestConversationsPrune(t *testing.T) {
 	must(t, c.Advance("gw-gone", s, "b"))
 	must(t, c.Advance("gw-later", s, "c"))
 	must(t, os.RemoveAll(filepath.Join(sessions, "gw-gone")))
-	if n := c.Prune(sessions); n != 1 || c.Len() != 2 {
-		t.Errorf("Prune: got %d forgotten, %d left; want 1 and 2", n, c.Len())
+	if n := c.Prune(sessions); n != 1 || c.size() != 2 {
+		t.Errorf("Prune: got %d forgotten, %d left; want 1 and 2", n, c.size())
 	}
 	if _, _, ok := c.Match(s, []string{"b"}); ok {
 		t.Error("a pruned conversation still matched")
@@ -206,8 +206,8 @@ func TestConversationsPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Len() != 1 {
-		t.Errorf("reopened with %d conversations, want 1", c.Len())
+	if c.size() != 1 {
+		t.Errorf("reopened with %d conversations, want 1", c.size())
 	}
 	b, _ := os.ReadFile(path)
 	if strings.Contains(string(b), "gw-gone") || strings.Contains(string(b), "gw-later") || !strings.Contains(string(b), "gw-kept") {
@@ -229,8 +229,8 @@ func TestConversationsDropUnscoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Len() != 0 {
-		t.Errorf("loaded %d unscoped conversations, want none", c.Len())
+	if c.size() != 0 {
+		t.Errorf("loaded %d unscoped conversations, want none", c.size())
 	}
 	for _, s := range []Scope{{}, {Cred: CredentialScope(anthropicAPI, http.Header{}, "")}, {Name: "team"}} {
 		for _, last := range []string{"b", "q", "r"} {
