@@ -113,7 +113,7 @@ func TestCountTokensNewConversationCreatesNothing(t *testing.T) {
 	if len(hosts.hosts) != 0 {
 		t.Errorf("count_tokens created conversations %v, want none", keys(hosts.hosts))
 	}
-	if _, _, ok := r.gw.convs.Match(Scope{Cred: CredentialScope(anthropicAPI, http.Header{}, ""), Name: "counted"}, (mustParse(t, b)).ids()); ok {
+	if _, _, ok := r.gw.convs.Match(Scope{Cred: credentialScope(anthropicAPI, http.Header{}, ""), Name: "counted"}, (mustParse(t, b)).ids()); ok {
 		t.Errorf("count_tokens entered the conversation in the index")
 	}
 	up := r.up.Requests()[0].Body

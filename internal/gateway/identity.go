@@ -34,7 +34,7 @@ import (
 // A Scope keeps conversations apart: a request only continues a
 // conversation of its own scope (the credential it sent, and the name its
 // session header gives). A conversation's id is the gateway's own ("gw-"
-// and 128 random bits, NewID), never anything a client sent: the only ids
+// and 128 random bits, newID), never anything a client sent: the only ids
 // the gateway opens are those this index holds, so no header can name an
 // MCP client's session, and an id seen elsewhere (on /status, in
 // `mcproxy sessions`) opens nothing without the credential that made it.
@@ -52,7 +52,7 @@ type Conversations struct {
 // Scope is whom a conversation belongs to.
 type Scope struct {
 	// Cred is the hash of the credential the request carried
-	// (CredentialScope); never the credential itself.
+	// (credentialScope); never the credential itself.
 	Cred string
 	// Name is the session header's value, "" without it: a name the
 	// client gives its conversations, looked up only within Cred.
@@ -267,17 +267,14 @@ func (c *Conversations) size() int {
 	return len(c.key)
 }
 
-// NewID names a new conversation: "gw-" and 128 random bits, so no id a
-// client could name or guess, and none an MCP session (a UUID, or
-// "stdio-...") has.
-func NewID() string {
+// newID names a new conversation: "gw-" and 128 random bits, an id no
+// client can name or guess, apart from the MCP front's ("mcp-...",
+// "stdio-...").
+func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported platforms
-	return IDPrefix + hex.EncodeToString(b[:])
+	return "gw-" + hex.EncodeToString(b[:])
 }
-
-// IDPrefix starts every gateway conversation's id (NewID).
-const IDPrefix = "gw-"
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 
@@ -285,18 +282,18 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 // conversations: 1 to 100 of [A-Za-z0-9_.-].
 func ValidSessionName(s string) bool { return validName.MatchString(s) }
 
-// credentialDomain separates the hashes CredentialScope makes from any
+// credentialDomain separates the hashes credentialScope makes from any
 // other use of SHA-256 over the same secret.
 const credentialDomain = "mcproxy gateway conversation scope v1\x00"
 
-// CredentialScope is the Scope.Cred of a request carrying header h to api:
+// credentialScope is the Scope.Cred of a request carrying header h to api:
 // the hex SHA-256, domain-separated, of the credential it sends the
 // provider (anthropic: x-api-key, and Authorization; openai:
 // Authorization), an Authorization carrying mcproxy's own authToken left
 // out. A bearer token counts without its "Bearer " prefix, so one key sent
 // as x-api-key or as a bearer token is one credential. A request with no
 // credential gets the hash of nothing: one scope for every such client.
-func CredentialScope(a api, h http.Header, authToken string) string {
+func credentialScope(a api, h http.Header, authToken string) string {
 	d := sha256.New()
 	d.Write([]byte(credentialDomain))
 	add := func(v string) { fmt.Fprintf(d, "%d:%s\x00", len(v), v) } // length-prefixed: no two lists hash alike

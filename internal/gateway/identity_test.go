@@ -25,7 +25,7 @@ func TestConversationsMatch(t *testing.T) {
 	if _, _, ok := c.Match(anon, []string{"a", "b"}); ok {
 		t.Fatal("an empty index matched")
 	}
-	conv := NewID()
+	conv := newID()
 	if !strings.HasPrefix(conv, "gw-") || len(conv) != len("gw-")+32 {
 		t.Errorf("got id %q, want gw- and 32 hex digits", conv)
 	}
@@ -54,7 +54,7 @@ func TestConversationsMatch(t *testing.T) {
 	}
 
 	// A fork gets its own conversation; the longest known prefix wins.
-	fork := NewID()
+	fork := newID()
 	if fork == conv {
 		t.Fatal("a second conversation got the first one's id")
 	}
@@ -75,7 +75,7 @@ func TestConversationsMatch(t *testing.T) {
 	// A name scopes within a credential: the same name under another
 	// credential is another conversation.
 	named, theirs := Scope{Cred: "c0", Name: "team.run-1"}, Scope{Cred: "c1", Name: "team.run-1"}
-	mine := NewID()
+	mine := newID()
 	must(t, c.Advance(mine, named, "b"))
 	if got, _, _ := c.Match(named, []string{"a", "b", "q"}); got != mine {
 		t.Errorf("named match: got %q, want %q", got, mine)
@@ -232,7 +232,7 @@ func TestConversationsDropUnscoped(t *testing.T) {
 	if c.size() != 0 {
 		t.Errorf("loaded %d unscoped conversations, want none", c.size())
 	}
-	for _, s := range []Scope{{}, {Cred: CredentialScope(anthropicAPI, http.Header{}, "")}, {Name: "team"}} {
+	for _, s := range []Scope{{}, {Cred: credentialScope(anthropicAPI, http.Header{}, "")}, {Name: "team"}} {
 		for _, last := range []string{"b", "q", "r"} {
 			if conv, _, ok := c.Match(s, []string{last}); ok {
 				t.Errorf("scope %+v matched %s", s, conv)
@@ -255,19 +255,19 @@ func TestCredentialScope(t *testing.T) {
 		}
 		return out
 	}
-	anon := CredentialScope(anthropicAPI, h(), "")
-	a := CredentialScope(anthropicAPI, h("x-api-key", "sk-a"), "")
+	anon := credentialScope(anthropicAPI, h(), "")
+	a := credentialScope(anthropicAPI, h("x-api-key", "sk-a"), "")
 	for _, tc := range []struct {
 		name string
 		got  string
 		want string
 	}{
-		{"the same key as a bearer token", CredentialScope(anthropicAPI, h("Authorization", "Bearer sk-a"), ""), a},
-		{"mcproxy's own token beside the key", CredentialScope(anthropicAPI, h("x-api-key", "sk-a", "Authorization", "Bearer tok"), "tok"), a},
-		{"mcproxy's own token alone", CredentialScope(anthropicAPI, h("Authorization", "Bearer tok"), "tok"), anon},
-		{"OpenAI's key, as Anthropic's", CredentialScope(openaiAPI, h("Authorization", "Bearer sk-a"), ""), a},
-		{"x-api-key is not OpenAI's credential", CredentialScope(openaiAPI, h("x-api-key", "sk-a"), ""), anon},
-		{"the mcproxy header is no credential", CredentialScope(anthropicAPI, h(HeaderToken, "tok"), "tok"), anon},
+		{"the same key as a bearer token", credentialScope(anthropicAPI, h("Authorization", "Bearer sk-a"), ""), a},
+		{"mcproxy's own token beside the key", credentialScope(anthropicAPI, h("x-api-key", "sk-a", "Authorization", "Bearer tok"), "tok"), a},
+		{"mcproxy's own token alone", credentialScope(anthropicAPI, h("Authorization", "Bearer tok"), "tok"), anon},
+		{"OpenAI's key, as Anthropic's", credentialScope(openaiAPI, h("Authorization", "Bearer sk-a"), ""), a},
+		{"x-api-key is not OpenAI's credential", credentialScope(openaiAPI, h("x-api-key", "sk-a"), ""), anon},
+		{"the mcproxy header is no credential", credentialScope(anthropicAPI, h(HeaderToken, "tok"), "tok"), anon},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.name, tc.got, tc.want)
@@ -275,7 +275,7 @@ func TestCredentialScope(t *testing.T) {
 	}
 	others := map[string]string{"none": anon, "sk-a": a}
 	for _, k := range []string{"sk-b", "sk-a ", "Bearer sk-a"} {
-		s := CredentialScope(anthropicAPI, h("x-api-key", k), "")
+		s := credentialScope(anthropicAPI, h("x-api-key", k), "")
 		for name, o := range others {
 			if s == o {
 				t.Errorf("key %q has the scope of %s", k, name)

@@ -102,7 +102,7 @@ func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // provider-style 400, a request the gateway cannot read (the provider
 // judges it) by forwarding it as it came.
 func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
-	in := projected{scope: Scope{Cred: CredentialScope(p.api, r.Header, g.authToken), Name: r.Header.Get(HeaderSession)}}
+	in := projected{scope: Scope{Cred: credentialScope(p.api, r.Header, g.authToken), Name: r.Header.Get(HeaderSession)}}
 	if in.scope.Name != "" && !ValidSessionName(in.scope.Name) {
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
 			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . -", HeaderSession))
@@ -199,7 +199,7 @@ func (g *Gateway) open(ctx context.Context, scope Scope, q *request, limit int) 
 	for attempt := 0; ; attempt++ {
 		conv, known, ok := g.convs.Match(scope, ids)
 		if !ok {
-			conv = NewID()
+			conv = newID()
 		}
 		release, err := g.lock(ctx, conv)
 		if err != nil {
