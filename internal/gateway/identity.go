@@ -243,14 +243,20 @@ func (c *Conversations) Prune(sessions string) int {
 		convs = append(convs, conv)
 	}
 	c.mu.Unlock()
+	gone := func(conv string) bool {
+		_, err := os.Stat(filepath.Join(sessions, conv))
+		return errors.Is(err, fs.ErrNotExist)
+	}
 	n := 0
 	for _, conv := range convs {
-		// A stat each, outside the lock: requests go on meanwhile.
-		if _, err := os.Stat(filepath.Join(sessions, conv)); !errors.Is(err, fs.ErrNotExist) {
+		// A stat each outside the lock, so requests go on meanwhile; again
+		// under it for the few that are gone, since a request may have
+		// opened (and so recreated) the session in between.
+		if !gone(conv) {
 			continue
 		}
 		c.mu.Lock()
-		if k, ok := c.key[conv]; ok {
+		if k, ok := c.key[conv]; ok && gone(conv) {
 			delete(c.last, k)
 			delete(c.key, conv)
 			n++
