@@ -57,8 +57,9 @@ type Options struct {
 // over the last third.
 var DefaultScenario = gatewaytest.ScenarioOptions{Tasks: 60, FilesPerTask: 4, MinFileBytes: 6000, MaxFileBytes: 30000, Facts: 12, Questions: 12, Seed: 1}
 
-// conversation names the replayed conversation (the X-Mcproxy-Session header),
-// so its id, and everything derived from it, repeats from run to run.
+// conversation names the replayed conversation (the X-Mcproxy-Session
+// header). The gateway gives it an id of its own (random), which nothing
+// the model reads or the report holds depends on.
 const conversation = "bench"
 
 // clock is the hosts' clock: fixed, so archives and states repeat.
@@ -135,7 +136,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				return
 			}
 			// The model's own calls, as the conversation's host recorded them.
-			h, err := hosts.Host(ctx, conversation, opts.Window)
+			h, err := conversationHost(ctx, hosts, dir, opts.Window)
 			if err != nil {
 				replayErr = err
 				return
@@ -167,6 +168,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.finish()
 	return rep, nil
+}
+
+// conversationHost is the host of the replay's one conversation, the one
+// session under dir (its id is the gateway's choice).
+func conversationHost(ctx context.Context, hosts *gw.SessionHosts, dir string, window int) (gw.Host, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the replayed conversation: %w", err)
+	}
+	if len(entries) != 1 {
+		return nil, fmt.Errorf("finding the replayed conversation: the replay made %d sessions, want 1", len(entries))
+	}
+	return hosts.Host(ctx, entries[0].Name(), window)
 }
 
 // meter measures each request as it happens.

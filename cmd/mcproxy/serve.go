@@ -240,13 +240,21 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 		return nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	dataDir := config.ExpandHome(cfg.DataDir)
-	convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"))
+	// The index drops conversations whose sessions are gone when it opens
+	// and after each retention run, so it holds only what can be continued.
+	convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"),
+		gateway.ConversationsOptions{Sessions: opts.Dir, Logger: log.Named("gateway")})
 	if err != nil {
 		return nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	count := gateway.CountTokens(tk.Count)
 	opts.Count = count
 	opts.Logger = log.Named("gateway")
+	opts.OnPrune = func(session.PruneReport) {
+		if n := convs.Prune(opts.Dir); n > 0 {
+			log.Info("forgot the conversations whose sessions are gone", zap.Int("conversations", n))
+		}
+	}
 	sessions := session.NewManager(opts)
 	hosts := &gateway.SessionHosts{Sessions: sessions, Count: count, Config: func(window int) noa.Config {
 		knobs := cfg.Noa

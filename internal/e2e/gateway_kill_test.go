@@ -63,6 +63,23 @@ func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	return reply
 }
 
+// killConfig writes a config whose gateway sends to up, with
+// kill-test-model's window the smallest allowed; it returns the config's
+// path and the data directory.
+func killConfig(t *testing.T, up *gatewaytest.Server) (cfg, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	data = filepath.Join(dir, "data")
+	cfg = writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{},
+		"data_dir":   data,
+		"gateway": map[string]any{"enabled": true,
+			"anthropic": map[string]any{"base_url": up.URL},
+			"models":    map[string]any{"kill-test-model": map[string]any{"context_window": config.MinContextWindow}}},
+	})
+	return cfg, data
+}
+
 // killConversation is a tool-heavy conversation: eight file reads, then a
 // question.
 func killConversation(stream bool) []byte {
@@ -106,15 +123,7 @@ func TestGatewayKilledMidCompress(t *testing.T) {
 			model := &killModel{stallCompress: tc.stallCompress, stallAfter: !tc.stallCompress}
 			up := gatewaytest.New(model.script)
 			defer up.Close()
-			dir := t.TempDir()
-			data := filepath.Join(dir, "data")
-			cfg := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
-				"mcpServers": map[string]any{},
-				"data_dir":   data,
-				"gateway": map[string]any{"enabled": true,
-					"anthropic": map[string]any{"base_url": up.URL},
-					"models":    map[string]any{"kill-test-model": map[string]any{"context_window": config.MinContextWindow}}},
-			})
+			cfg, data := killConfig(t, up)
 			body := killConversation(tc.stream)
 
 			base, p := serveHTTP(t, cfg)

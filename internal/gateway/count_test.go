@@ -38,7 +38,9 @@ func TestCountTokensCountsTheProjection(t *testing.T) {
 	r := newRig(t, model.script, withHosts(hosts))
 	msgs := conversation(8, 1200, "What was in file 7?")
 	b, _ := json.Marshal(anthropicBody(msgs))
-	if resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), nil); resp.StatusCode != 200 {
+	// The key the SDK sends below: counting sees the conversations of
+	// the credential it carries.
+	if resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), map[string]string{"x-api-key": "k"}); resp.StatusCode != 200 {
 		t.Fatalf("first request: %d %s", resp.StatusCode, body)
 	}
 	if !model.done {
@@ -84,7 +86,7 @@ func TestCountTokensCountsTheProjection(t *testing.T) {
 
 	// The same turn sent for real is projected exactly as it was counted.
 	b, _ = json.Marshal(anthropicBody(next))
-	if resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), nil); resp.StatusCode != 200 {
+	if resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), map[string]string{"x-api-key": "k"}); resp.StatusCode != 200 {
 		t.Fatalf("next request: %d %s", resp.StatusCode, body)
 	}
 	reqs = r.up.Requests()
@@ -111,7 +113,7 @@ func TestCountTokensNewConversationCreatesNothing(t *testing.T) {
 	if len(hosts.hosts) != 0 {
 		t.Errorf("count_tokens created conversations %v, want none", keys(hosts.hosts))
 	}
-	if _, _, ok := r.gw.convs.Match("counted", (mustParse(t, b)).ids()); ok {
+	if _, _, ok := r.gw.convs.Match(Scope{Cred: credentialScope(anthropicAPI, http.Header{}, ""), Name: "counted"}, (mustParse(t, b)).ids()); ok {
 		t.Errorf("count_tokens entered the conversation in the index")
 	}
 	up := r.up.Requests()[0].Body

@@ -5,10 +5,12 @@
 // conversation before the model reads it.
 //
 // It owns the provider side: routing, forwarding with the client's own
-// credentials and headers (never logged, never stored), streaming, error
-// passthrough, conversion between the providers' messages and
-// noa.CoreMessage, recognising which conversation a stateless request
-// continues, and the hidden rounds in which the model's own Compress and
+// credentials and headers (never logged, never stored: conversations are
+// scoped by a hash of the credential), streaming, error passthrough,
+// conversion between the providers' messages and noa.CoreMessage,
+// recognising which conversation a stateless request continues (only among
+// the conversations of its credential, under ids the gateway made), and
+// the hidden rounds in which the model's own Compress and
 // read_archive calls are answered without the client seeing them. Session
 // state (transcripts, archives, noa's state) belongs to the host behind the
 // Hosts interface; the gateway holds only what it can rebuild.
@@ -19,6 +21,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -32,8 +35,10 @@ import (
 
 // Headers the gateway reads and never forwards.
 const (
-	// HeaderSession names the conversation explicitly; without it the
-	// gateway recognises the conversation by its messages.
+	// HeaderSession names the conversation: a name the client chooses,
+	// looked up among the conversations of the client's credential only
+	// (Scope), never a session id. With or without it the gateway
+	// recognises the conversation by its messages.
 	HeaderSession = "X-Mcproxy-Session"
 )
 
@@ -74,7 +79,48 @@ type Gateway struct {
 	convs     *Conversations
 
 	mu    sync.Mutex
-	locks map[string]chan struct{} // one request at a time per conversation
+	locks map[string]*convLock // one request at a time per conversation
+}
+
+// convLock is one conversation's lock: a one-slot channel, and how many
+// requests hold it or wait for it, so that its entry leaves Gateway.locks
+// once none does (the map holds only conversations in use, not every one
+// ever seen).
+type convLock struct {
+	ch   chan struct{}
+	refs int // guarded by Gateway.mu
+}
+
+// lock takes conversation conv's lock, waiting at most as long as ctx.
+func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
+	g.mu.Lock()
+	l, ok := g.locks[conv]
+	if !ok {
+		l = &convLock{ch: make(chan struct{}, 1)}
+		g.locks[conv] = l
+	}
+	l.refs++
+	g.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+		return func() {
+			<-l.ch
+			g.unref(conv, l)
+		}, nil
+	case <-ctx.Done():
+		g.unref(conv, l)
+		return nil, ctx.Err()
+	}
+}
+
+// unref drops one holder or waiter of conv's lock, and the lock with the
+// last.
+func (g *Gateway) unref(conv string, l *convLock) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(g.locks, conv)
+	}
 }
 
 // New builds a gateway from opts. It starts nothing.
@@ -83,12 +129,12 @@ func New(opts Options) (*Gateway, error) {
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
 	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
-		hosts: opts.Hosts, convs: opts.Conversations, locks: map[string]chan struct{}{}}
+		hosts: opts.Hosts, convs: opts.Conversations, locks: map[string]*convLock{}}
 	if !cfg.ProjectEnabled() {
 		g.hosts = nil
 	}
 	if g.convs == nil {
-		g.convs, _ = OpenConversations("") // in memory: cannot fail
+		g.convs, _ = OpenConversations("", ConversationsOptions{}) // in memory: cannot fail
 	}
 	if g.log == nil {
 		g.log = zap.NewNop()

@@ -71,8 +71,8 @@ type projected struct {
 	q     *request
 	d     dialect
 	head  requestHead
-	scope string // the session header's value
-	limit int    // the window left to the messages (messageWindow)
+	scope Scope // the client's credential and session header
+	limit int   // the window left to the messages (messageWindow)
 }
 
 // requestHead is what the gateway reads of a request's top level besides
@@ -102,10 +102,10 @@ func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // provider-style 400, a request the gateway cannot read (the provider
 // judges it) by forwarding it as it came.
 func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
-	in := projected{scope: r.Header.Get(HeaderSession)}
-	if in.scope != "" && !ValidScope(in.scope) {
+	in := projected{scope: Scope{Cred: credentialScope(p.api, r.Header, g.authToken), Name: r.Header.Get(HeaderSession)}}
+	if in.scope.Name != "" && !ValidSessionName(in.scope.Name) {
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
-			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . - and not start with a dot", HeaderSession))
+			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . -", HeaderSession))
 		return in, false
 	}
 	parse, d := parseAnthropic, dialect(anthropicDialect{})
@@ -194,12 +194,12 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provide
 // open finds the request's conversation, records what its host does not
 // hold yet, and returns the host with the conversation locked until release
 // is called.
-func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int) (string, Host, func(), error) {
+func (g *Gateway) open(ctx context.Context, scope Scope, q *request, limit int) (string, Host, func(), error) {
 	ids := q.ids()
 	for attempt := 0; ; attempt++ {
 		conv, known, ok := g.convs.Match(scope, ids)
 		if !ok {
-			conv = g.convs.NewID(scope)
+			conv = newID()
 		}
 		release, err := g.lock(ctx, conv)
 		if err != nil {
@@ -236,23 +236,6 @@ func (g *Gateway) open(ctx context.Context, scope string, q *request, limit int)
 			g.log.Warn("updating the conversation index", zap.String("session_id", conv), zap.Error(err))
 		}
 		return conv, h, release, nil
-	}
-}
-
-// lock takes conversation conv's lock, waiting at most as long as ctx.
-func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
-	g.mu.Lock()
-	ch, ok := g.locks[conv]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		g.locks[conv] = ch
-	}
-	g.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 

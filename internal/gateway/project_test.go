@@ -302,9 +302,11 @@ func TestForkStartsNewConversation(t *testing.T) {
 	if len(hosts.hosts) != 2 {
 		t.Errorf("an edited history made %d conversations, want 2", len(hosts.hosts))
 	}
+	// A name scopes the conversation: the same history under it is another
+	// conversation, whose id is still the gateway's own.
 	send(base, map[string]string{HeaderSession: "explicit-1"})
-	if _, ok := hosts.hosts["explicit-1"]; !ok {
-		t.Errorf("the session header did not name the conversation (have %v)", keys(hosts.hosts))
+	if _, ok := hosts.hosts["explicit-1"]; ok || len(hosts.hosts) != 3 {
+		t.Errorf("the named request made conversations %v, want a third of the gateway's own ids", keys(hosts.hosts))
 	}
 	if h := r.up.Requests()[3].Header.Get(HeaderSession); h != "" {
 		t.Errorf("%s reached the upstream", HeaderSession)
@@ -366,6 +368,7 @@ func TestProjectionOpenAI(t *testing.T) {
 func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
 	hosts := &MemoryHosts{}
 	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts))
+	seen := map[string]bool{} // conversations of the earlier cases
 	for i, tc := range []struct {
 		name   string
 		system int // bytes
@@ -382,7 +385,12 @@ func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
 			if resp, out := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), map[string]string{HeaderSession: scope}); resp.StatusCode != 200 {
 				t.Fatalf("got %d %s", resp.StatusCode, out)
 			}
-			limit := hosts.hosts[scope].cfg.ModelContextLimit
+			limit := 0
+			for id, h := range hosts.hosts {
+				if !seen[id] {
+					seen[id], limit = true, h.cfg.ModelContextLimit
+				}
+			}
 			if !tc.want(limit) {
 				t.Errorf("noa paced against %d tokens of the 8000 window", limit)
 			}
@@ -391,7 +399,7 @@ func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
 }
 
 func TestIndexAheadOfHostRecordsEverything(t *testing.T) {
-	convs, _ := OpenConversations("")
+	convs, _ := OpenConversations("", ConversationsOptions{})
 	script := func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }
 	first := newRig(t, script, withHosts(&MemoryHosts{}), func(o *Options) { o.Conversations = convs })
 	msgs := conversation(3, 200, "q1")

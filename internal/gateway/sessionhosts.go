@@ -44,12 +44,19 @@ func (s *SessionHosts) config(window int) noa.Config {
 	return noa.DefaultConfig(window)
 }
 
+// hostOptions open a conversation's session paced by cfg, and only one
+// the gateway created (session.HostOptions.OnlyOwn): whatever id reaches
+// it, the gateway never opens an MCP client's session.
+func (s *SessionHosts) hostOptions(cfg *noa.Config) session.HostOptions {
+	return session.HostOptions{Noa: cfg, OnlyOwn: true}
+}
+
 // Host opens (or restores) conversation id, paced against contextLimit when
 // this call opens it. A host already open keeps the pacing it was opened
 // with: a conversation's refs and blocks were made with it.
 func (s *SessionHosts) Host(_ context.Context, id string, contextLimit int) (Host, error) {
 	cfg := s.config(contextLimit)
-	h, err := s.Sessions.HostWith(id, session.HostOptions{Noa: &cfg})
+	h, err := s.Sessions.HostWith(id, s.hostOptions(&cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +74,7 @@ func (s *SessionHosts) Peek(ctx context.Context, id string, contextLimit int, pe
 		return m.Peek(ctx, "", contextLimit, pending)
 	}
 	cfg := s.config(contextLimit)
-	h, err := s.Sessions.HostWith(id, session.HostOptions{Noa: &cfg})
+	h, err := s.Sessions.HostWith(id, s.hostOptions(&cfg))
 	if err != nil {
 		return Turn{}, err
 	}

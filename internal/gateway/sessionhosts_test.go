@@ -93,7 +93,7 @@ func TestSessionHostsPersist(t *testing.T) {
 	sessions := filepath.Join(dir, "sessions")
 	index := filepath.Join(dir, "conversations.jsonl")
 	withIndex := func(o *Options) {
-		c, err := OpenConversations(index)
+		c, err := OpenConversations(index, ConversationsOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

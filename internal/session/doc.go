@@ -16,7 +16,8 @@
 // at Open), so a turn's cost does not grow with the session. Every host
 // shares the Manager's Options except what HostOptions sets for it: the
 // gateway opens each conversation with its model's window and emergency
-// truncation on (Manager.HostWith).
+// truncation on (Manager.HostWith), and only a session it created
+// (HostOptions.OnlyOwn: never an MCP client's).
 //
 // Everything a session knows lives under <data_dir>/sessions/<session-id>/:
 //

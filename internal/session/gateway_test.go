@@ -1,9 +1,13 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -261,5 +265,55 @@ func TestTurnWithNothingNew(t *testing.T) {
 	}
 	if diff := cmp.Diff(first.View, again.View); diff != "" || again.Nudge != "" || len(again.Recorded) != 0 {
 		t.Errorf("the second turn differs (-first +again):\n%s", diff)
+	}
+}
+
+// TestOnlyOwnRefusesOtherSessions opens, as the gateway does
+// (HostOptions.OnlyOwn), an MCP client's session: it is refused and left
+// as it was, while a new session and one the gateway made open.
+func TestOnlyOwnRefusesOtherSessions(t *testing.T) {
+	opts := testOptions(t)
+	h := openHost(t, opts, "mcp-client")
+	call(t, h, "fs:read", "the client's secret result")
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(opts.Dir, "mcp-client", TranscriptFile)
+	before, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := noa.DefaultConfig(8000)
+	own := HostOptions{Noa: &cfg, OnlyOwn: true}
+	if h, err := OpenWith(opts, "mcp-client", own); !errors.Is(err, ErrNotOwned) {
+		if h != nil {
+			h.Close()
+		}
+		t.Fatalf("opening an MCP session for the gateway: got %v, want ErrNotOwned", err)
+	}
+	if after, _ := os.ReadFile(tr); !bytes.Equal(after, before) {
+		t.Error("the refused session's transcript changed")
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, "mcp-client", HostConfigFile)); !notExist(err) {
+		t.Errorf("the refused session got a %s (%v)", HostConfigFile, err)
+	}
+
+	// The gateway's own: new, then reopened with its messages.
+	g, err := OpenWith(opts, "gw-own", own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, g, "fs:read", "the conversation's result")
+	n := len(g.Messages())
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err = OpenWith(opts, "gw-own", own)
+	if err != nil {
+		t.Fatalf("reopening the gateway's own session: %v", err)
+	}
+	defer g.Close()
+	if got := len(g.Messages()); got != n {
+		t.Errorf("reopened with %d messages, want %d", got, n)
 	}
 }

@@ -110,6 +110,10 @@ type Report struct {
 // ErrClosed is returned by a Host used after Close.
 var ErrClosed = errors.New("session is closed")
 
+// ErrNotOwned is the error of opening, with HostOptions.OnlyOwn, a session
+// created without a HostConfigFile (an MCP client's).
+var ErrNotOwned = errors.New("the session was not created by the model gateway (it has no " + HostConfigFile + "), so the gateway does not open it")
+
 // ID is the session id.
 func (h *Host) ID() string { return h.id }
 

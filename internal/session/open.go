@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,12 @@ type HostOptions struct {
 	// stay the same across opens of one session: refs and blocks are
 	// rebuilt with it (ProtectedTools, above all).
 	Noa *noa.Config
+	// OnlyOwn refuses a session that exists (has a transcript) but has no
+	// HostConfigFile, that is one never opened with Noa set: an MCP
+	// client's session. The gateway opens its conversations this way, so
+	// that no id it is handed makes it read, serve the archives of, or
+	// append to a session it did not create. It needs Noa.
+	OnlyOwn bool
 }
 
 // OpenWith is Open with per-host options.
@@ -76,6 +83,14 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 		}
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}
+	if ho.OnlyOwn {
+		// Under the lock: a session being created holds it until its
+		// HostConfigFile and transcript are both written.
+		if err := checkOwn(dir, ho); err != nil {
+			_ = lock.release()
+			return nil, fmt.Errorf("opening session %s: %w", id, err)
+		}
+	}
 	cfg, changed, err := hostConfig(opts.FS, dir, ho.Noa)
 	if err != nil {
 		_ = lock.release()
@@ -110,6 +125,22 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 		h.log.Warn("session restored with a repair", zap.String("detail", w))
 	}
 	return h, nil
+}
+
+// checkOwn is HostOptions.OnlyOwn's check of the session in dir.
+func checkOwn(dir string, ho HostOptions) error {
+	if ho.Noa == nil {
+		return errors.New("HostOptions.OnlyOwn needs HostOptions.Noa")
+	}
+	if _, err := os.Stat(filepath.Join(dir, HostConfigFile)); err == nil || !notExist(err) {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, TranscriptFile)); notExist(err) {
+		return nil // a new session
+	} else if err != nil {
+		return err
+	}
+	return ErrNotOwned
 }
 
 // load restores the session from disk (nothing to do for a new one).

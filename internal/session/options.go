@@ -95,6 +95,10 @@ type Options struct {
 	// has touched for that long, when it starts and every
 	// RetentionInterval (see Prune); zero keeps every session.
 	Retention time.Duration
+	// OnPrune, when set, receives the report of each prune a Manager's
+	// retention runs, after the sessions in it are removed (the gateway
+	// forgets the conversations whose sessions are gone). nil = nothing.
+	OnPrune func(PruneReport)
 	// MaxOpen is how many of a Manager's hosts keep their files open at
 	// once (pool.go); zero means DefaultMaxOpen.
 	MaxOpen int
@@ -112,9 +116,7 @@ type Options struct {
 	hook func(stage string)
 	// noSync skips fsync (benchmark set-up only).
 	noSync bool
-	// pruned, in tests, receives the report of each prune a Manager runs;
-	// pruneEvery replaces RetentionInterval.
-	pruned     func(PruneReport)
+	// pruneEvery, in tests, replaces RetentionInterval.
 	pruneEvery time.Duration
 	// verify checks every turn against noa.ProcessTurn (tests only; see
 	// verifier).

@@ -181,8 +181,8 @@ func (m *Manager) retain(stop <-chan struct{}, done chan<- struct{}, interval ti
 		for _, err := range rep.Errors {
 			log.Warn("pruning old sessions", zap.Error(err))
 		}
-		if m.opts.pruned != nil {
-			m.opts.pruned(rep)
+		if m.opts.OnPrune != nil {
+			m.opts.OnPrune(rep)
 		}
 	}
 	prune()

@@ -114,7 +114,7 @@ func TestManagerRetention(t *testing.T) {
 	age(t, filepath.Join(opts.Dir, "a"), start.Add(-31*24*time.Hour))
 	reports := make(chan PruneReport, 16)
 	opts.Retention = 30 * 24 * time.Hour
-	opts.pruned = func(r PruneReport) { reports <- r }
+	opts.OnPrune = func(r PruneReport) { reports <- r }
 	opts.pruneEvery = 20 * time.Millisecond
 	m := NewManager(opts)
 	first := <-reports
