@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
+	"github.com/mcproxy/mcproxy/internal/authheader"
 )
 
 // Conversations recognises which conversation a stateless request
@@ -309,11 +310,14 @@ func credentialScope(a api, h http.Header, authToken string) string {
 		}
 	}
 	for _, v := range h.Values("Authorization") {
-		if authToken != "" && v == "Bearer "+authToken {
+		// Parsed as the guard parses it (authheader.Bearer), so every
+		// spelling of mcproxy's own token is left out, as it is stripped.
+		tok, isBearer := authheader.Bearer(v)
+		if authToken != "" && isBearer && tok == authToken {
 			continue // mcproxy's own token, not the provider's credential
 		}
-		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-			v = v[7:]
+		if isBearer {
+			v = tok
 		}
 		add(v)
 	}

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcproxy/mcproxy/internal/authheader"
 )
 
 func TestConversationsMatch(t *testing.T) {
@@ -267,7 +269,7 @@ func TestCredentialScope(t *testing.T) {
 		{"mcproxy's own token alone", credentialScope(anthropicAPI, h("Authorization", "Bearer tok"), "tok"), anon},
 		{"OpenAI's key, as Anthropic's", credentialScope(openaiAPI, h("Authorization", "Bearer sk-a"), ""), a},
 		{"x-api-key is not OpenAI's credential", credentialScope(openaiAPI, h("x-api-key", "sk-a"), ""), anon},
-		{"the mcproxy header is no credential", credentialScope(anthropicAPI, h(HeaderToken, "tok"), "tok"), anon},
+		{"the mcproxy header is no credential", credentialScope(anthropicAPI, h(authheader.Token, "tok"), "tok"), anon},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.name, tc.got, tc.want)
