@@ -135,6 +135,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"mcproxy gateway: no API at "+r.URL.Path+" (Anthropic: /v1/..., OpenAI: "+g.openai.prefix+"/v1/...)")
 		return
 	}
+	tw := &trackingWriter{ResponseWriter: w}
+	defer g.recoverPanic(tw, r, p.api)
+	w = tw
 	switch {
 	case p.api == anthropicAPI && rest == "/v1/messages" && r.Method == http.MethodPost:
 		g.modelRequest(w, r, p)

@@ -134,3 +134,28 @@ func Unescape(s []byte) (r rune, n int, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// Deeper reports whether the JSON text b nests arrays and objects more
+// than limit deep, in one pass over b that stops at the first bracket past
+// limit. Brackets inside strings do not count; b need not be well formed
+// (an unterminated string ends the scan).
+func Deeper(b []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			e := StringEnd(b, i)
+			if e < 0 {
+				return false
+			}
+			i = e - 1
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
