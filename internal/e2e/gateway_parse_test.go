@@ -37,7 +37,7 @@ const ticksPerSecond = 100
 
 // TestGatewayParsingBounded drives the real binary with what cost it
 // unbounded CPU or memory, or crashed its handler (issue 26): bodies
-// nested 16k and 100k deep, malformed model streams, an answer and an
+// nested 16k and 100k deep (refused, the CPU they cost logged), malformed model streams, an answer and an
 // event over gateway.limits.
 func TestGatewayParsingBounded(t *testing.T) {
 	big := strings.Repeat("x", 200<<10)
@@ -87,10 +87,10 @@ func TestGatewayParsingBounded(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(b, "gateway.limits.max_json_depth") || !strings.Contains(b, `"invalid_request_error"`) {
 			t.Errorf("depth %d (%d KB): got %d %s, want a 400 naming gateway.limits.max_json_depth", depth, len(body)>>10, resp.StatusCode, b)
 		}
-		// Generous: the refusal is one linear scan, milliseconds.
-		if used >= ticksPerSecond {
-			t.Errorf("depth %d: mcproxy used %d ms of CPU, want under 1 s", depth, used*1000/ticksPerSecond)
-		}
+		// Logged, not asserted (no timed assertions): the refusal above
+		// is the check, TestCanonicalizeIsLinear counts the work. Before
+		// the fix the 100k body took 54 s of CPU; now a few ms.
+		t.Logf("depth %d (%d KB): mcproxy used %d ms of CPU", depth, len(body)>>10, used*1000/ticksPerSecond)
 	}
 	if n := len(up.Requests()); n != 0 {
 		t.Errorf("the provider got %d requests, want none (over-deep bodies are refused, not forwarded)", n)

@@ -2,7 +2,8 @@
 // without decoding them: the gateway takes a request of megabytes apart
 // into spans of its original bytes, and the MCP front looks at a large
 // tools/call body, both in one pass per level instead of a decode per
-// level. Strings are skipped with bytes.IndexByte. Nothing here validates
+// level. Strings are skipped with bytes.IndexByte. Deeper bounds nesting
+// in one pass, before anything walks a value level by level. Nothing here validates
 // JSON fully: callers check structure (separators, brackets) around the
 // spans and hand anything doubtful to encoding/json.
 package jsonspan
