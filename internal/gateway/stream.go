@@ -306,7 +306,7 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 			Usage   map[string]json.RawMessage      `json:"usage"`
 		}
 		if firstByte([]byte(ev.data)) != '{' || json.Unmarshal([]byte(ev.data), &e) != nil {
-			x.malformed(sw, fmt.Sprintf("a %q event whose data is not a JSON object of the Messages API", ev.name))
+			x.malformed(sw, fmt.Sprintf("a %q event whose data is not a JSON object of the Messages API", ev.name[:min(len(ev.name), 40)]))
 			return rd
 		}
 		_, open := blocks[e.Index]
