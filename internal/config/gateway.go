@@ -43,6 +43,26 @@ type GatewayConfig struct {
 	// again; after that the model's answer goes back as it is. Zero means
 	// DefaultMaxHiddenRounds.
 	MaxHiddenRounds int `json:"max_hidden_rounds,omitempty"`
+	// Limits bound what parsing one request or one model answer may cost
+	// (see GatewayLimits).
+	Limits GatewayLimits `json:"limits,omitzero"`
+}
+
+// GatewayLimits bound the gateway's parsing, so that no request or model
+// answer costs more than its size, linearly, and none grows without end.
+// Zero values mean the defaults below; every refusal names its key
+// (gateway.limits.*).
+type GatewayLimits struct {
+	// MaxJSONDepth is the deepest nesting of arrays and objects a
+	// projected request may have; a deeper one is refused with a 400.
+	MaxJSONDepth int `json:"max_json_depth,omitempty"`
+	// MaxStreamEventBytes is the largest server-sent event a model stream
+	// may send; a larger one ends the client's stream with an error event.
+	MaxStreamEventBytes int64 `json:"max_stream_event_bytes,omitempty"`
+	// MaxAnswerBytes is the largest answer the gateway reads from the
+	// model: a JSON answer's body, or one round of a stream, summed over
+	// its events.
+	MaxAnswerBytes int64 `json:"max_answer_bytes,omitempty"`
 }
 
 // GatewayProvider is one provider's upstream.
@@ -75,6 +95,16 @@ const (
 	// overflowing.
 	DefaultGatewayContextWindow = 128000
 	DefaultMaxHiddenRounds      = 3
+	// DefaultMaxJSONDepth is far deeper than any real request nests (a
+	// tool's arguments inside a block inside a message: about 10 levels
+	// plus the arguments' own).
+	DefaultMaxJSONDepth = 512
+	// DefaultMaxStreamEventBytes is far above any real event (a delta
+	// carries a few tokens).
+	DefaultMaxStreamEventBytes = 16 << 20
+	// DefaultMaxAnswerBytes is far above any real answer (128K output
+	// tokens are about 0.5 MB of text).
+	DefaultMaxAnswerBytes = 32 << 20
 )
 
 // Bounds on the gateway's knobs. MaxHiddenRoundsLimit keeps one client
@@ -83,6 +113,9 @@ const (
 	MinContextWindow     = MinNoaContextLimit
 	MaxContextWindow     = MaxNoaContextLimit
 	MaxHiddenRoundsLimit = 10
+	// MaxJSONDepthLimit is encoding/json's own nesting bound, which the
+	// gateway's parts that use it cannot pass.
+	MaxJSONDepthLimit = 10000
 )
 
 // knownWindows are the input windows of models the gateway recognises
@@ -184,6 +217,16 @@ func (g *GatewayConfig) ApplyDefaults() {
 	if g.MaxHiddenRounds == 0 {
 		g.MaxHiddenRounds = DefaultMaxHiddenRounds
 	}
+	l := &g.Limits
+	if l.MaxJSONDepth == 0 {
+		l.MaxJSONDepth = DefaultMaxJSONDepth
+	}
+	if l.MaxStreamEventBytes == 0 {
+		l.MaxStreamEventBytes = DefaultMaxStreamEventBytes
+	}
+	if l.MaxAnswerBytes == 0 {
+		l.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
 }
 
 // reservedPaths are served by the MCP front; an OpenAI prefix may not take
@@ -258,6 +301,15 @@ func (g GatewayConfig) validate(path string) []error {
 	}
 	if r := g.MaxHiddenRounds; r < 0 || r > MaxHiddenRoundsLimit {
 		add("max_hidden_rounds", "%d is out of range: want 1 to %d (leave it out for %d)", r, MaxHiddenRoundsLimit, DefaultMaxHiddenRounds)
+	}
+	if l := g.Limits; l.MaxJSONDepth < 0 || l.MaxJSONDepth > MaxJSONDepthLimit {
+		add("limits.max_json_depth", "%d is out of range: want 1 to %d (leave it out for %d)", l.MaxJSONDepth, MaxJSONDepthLimit, DefaultMaxJSONDepth)
+	}
+	if n := g.Limits.MaxStreamEventBytes; n < 0 {
+		add("limits.max_stream_event_bytes", "must be > 0, got %d", n)
+	}
+	if n := g.Limits.MaxAnswerBytes; n < 0 {
+		add("limits.max_answer_bytes", "must be > 0, got %d", n)
 	}
 	return errs
 }

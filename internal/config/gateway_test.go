@@ -13,7 +13,8 @@ func TestGatewayParseDefaults(t *testing.T) {
 	g := cfg.Gateway
 	if !g.Enabled || g.Anthropic.BaseURL != DefaultAnthropicBaseURL || g.OpenAI.BaseURL != DefaultOpenAIBaseURL ||
 		g.OpenAI.Prefix != DefaultOpenAIPrefix || g.DefaultContextWindow != DefaultGatewayContextWindow ||
-		g.MaxHiddenRounds != DefaultMaxHiddenRounds || !g.ProjectEnabled() {
+		g.MaxHiddenRounds != DefaultMaxHiddenRounds || !g.ProjectEnabled() ||
+		g.Limits != (GatewayLimits{MaxJSONDepth: DefaultMaxJSONDepth, MaxStreamEventBytes: DefaultMaxStreamEventBytes, MaxAnswerBytes: DefaultMaxAnswerBytes}) {
 		t.Errorf("got %+v, want an enabled gateway with every default filled", g)
 	}
 
@@ -110,6 +111,8 @@ func TestGatewayValidate(t *testing.T) {
 		{"blank model name", `{"models": {" ": {"context_window": 10000}}}`, []string{`gateway.models. : model name " " is blank`}},
 		{"default window", `{"default_context_window": 5}`, []string{"gateway.default_context_window: 5 is out of range"}},
 		{"hidden rounds", `{"max_hidden_rounds": 11}`, []string{"gateway.max_hidden_rounds: 11 is out of range: want 1 to 10"}},
+		{"json depth", `{"limits": {"max_json_depth": 20000}}`, []string{"gateway.limits.max_json_depth: 20000 is out of range: want 1 to 10000"}},
+		{"negative limits", `{"limits": {"max_stream_event_bytes": -1, "max_answer_bytes": -2}}`, []string{"gateway.limits.max_stream_event_bytes: must be > 0", "gateway.limits.max_answer_bytes: must be > 0"}},
 		{"unknown key", `{"enabeld": true}`, []string{"gateway.enabeld: unknown key", `did you mean "enabled"`}},
 		{"wrong type", `{"models": {"m": {"context_window": "big"}}}`, []string{"gateway.models.m.context_window: want a whole number"}},
 		{"several at once", `{"openai": {"prefix": "x"}, "max_hidden_rounds": -1}`, []string{"gateway.openai.prefix", "gateway.max_hidden_rounds"}},

@@ -156,6 +156,7 @@ func TestParseRoundTrip(t *testing.T) {
 			OpenAI: GatewayProvider{BaseURL: "http://o", Prefix: "/o"},
 			Models: map[string]GatewayModel{"m": {ContextWindow: 9000}}, DefaultContextWindow: 10000,
 			Project: boolPtr(false), MaxHiddenRounds: 2,
+			Limits: GatewayLimits{MaxJSONDepth: 64, MaxStreamEventBytes: 1000, MaxAnswerBytes: 2000},
 		},
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
 		Redact:   []string{`tok_[a-z0-9]{8}`}, Quarantine: true, Learn: boolPtr(false),
@@ -166,6 +167,7 @@ func TestParseRoundTrip(t *testing.T) {
 	assertAllSet(t, reflect.ValueOf(in), "Config")
 	assertAllSet(t, reflect.ValueOf(in.Gateway), "GatewayConfig")
 	assertAllSet(t, reflect.ValueOf(in.Gateway.Anthropic), "GatewayProvider")
+	assertAllSet(t, reflect.ValueOf(in.Gateway.Limits), "GatewayLimits")
 	assertAllSet(t, reflect.ValueOf(in.Noa), "NoaConfig")
 	assertAllSet(t, reflect.ValueOf(in.Embeddings), "EmbeddingsConfig")
 	assertAllSet(t, reflect.ValueOf(in.MCPServers["a"]), "ServerConfig")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,16 +10,20 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
-// parseAnthropic takes a Messages API request apart. It fails only when the
+// parseAnthropic takes a Messages API request apart. It fails when the
 // request is not shaped like one (then it is forwarded as it came and the
-// provider answers it).
-func parseAnthropic(body []byte) (*request, error) {
-	q, raws, err := newRequest(anthropicAPI, body)
+// provider answers it), when it nests deeper than maxDepth (a *refusal)
+// and when ctx ends (ctx.Err()), checked between messages and parts.
+func parseAnthropic(ctx context.Context, body []byte, maxDepth int) (*request, error) {
+	q, raws, err := newRequest(anthropicAPI, body, maxDepth)
 	if err != nil {
 		return nil, err
 	}
 	names := map[string]string{} // tool_use id -> tool name
 	for i, raw := range raws {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the client is gone: stop spending on its request
+		}
 		obj, ok := objectFields(raw)
 		if !ok {
 			return nil, fmt.Errorf("messages[%d] is not an object", i)
@@ -44,6 +49,9 @@ func parseAnthropic(body []byte) (*request, error) {
 				return nil, fmt.Errorf("messages[%d].content is not an array of blocks", i)
 			}
 			for j, b := range blocks {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 				p, cm, err := anthropicPart(b, nr, names)
 				if err != nil {
 					return nil, fmt.Errorf("messages[%d].content[%d]: %w", i, j, err)

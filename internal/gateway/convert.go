@@ -13,6 +13,7 @@ import (
 	_ "image/png"
 	"slices"
 
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -111,11 +112,23 @@ func envelope(obj fields, partFields ...string) []byte {
 	return canonical(obj.encode())
 }
 
-// decodeTop splits a JSON object into its members and its keys in order.
+// refusal is a request the gateway refuses rather than forwards, because
+// it is over one of gateway.limits: msg says which and how to correct it.
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string { return r.msg }
+
 // newRequest starts taking a request of the kind api apart: its top-level fields and
 // its messages, each still raw. Both providers put the conversation in
-// "messages".
-func newRequest(kind api, body []byte) (*request, []json.RawMessage, error) {
+// "messages". A body nested deeper than maxDepth is refused (a *refusal):
+// nothing the gateway does with it may cost more than linear work, and
+// the provider should not spend any on it either.
+func newRequest(kind api, body []byte, maxDepth int) (*request, []json.RawMessage, error) {
+	if jsonspan.Deeper(body, maxDepth) {
+		return nil, nil, &refusal{fmt.Sprintf("mcproxy gateway: the request nests arrays and objects more than %d deep "+
+			"(gateway.limits.max_json_depth); send flatter JSON (a tool's input counts with the levels around it), "+
+			"or raise gateway.limits.max_json_depth in mcproxy's config", maxDepth)}
+	}
 	top, keys, err := decodeTop(body)
 	if err != nil {
 		return nil, nil, err
@@ -127,6 +140,7 @@ func newRequest(kind api, body []byte) (*request, []json.RawMessage, error) {
 	return &request{api: kind, top: top, keys: keys, byID: map[string]int{}}, raws, nil
 }
 
+// decodeTop splits a JSON object into its members and its keys in order.
 func decodeTop(body []byte) (map[string]json.RawMessage, []string, error) {
 	f, ok := objectFields(body)
 	if !ok {

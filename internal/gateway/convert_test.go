@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -178,8 +180,13 @@ type format struct {
 }
 
 var formats = []format{
-	{"anthropic", (*gen).anthropic, parseAnthropic, anthropicDialect{}},
-	{"openai", (*gen).openai, parseOpenAI, openaiDialect{}},
+	{"anthropic", (*gen).anthropic, withDefaults(parseAnthropic), anthropicDialect{}},
+	{"openai", (*gen).openai, withDefaults(parseOpenAI), openaiDialect{}},
+}
+
+// withDefaults is parse with no deadline and the default depth bound.
+func withDefaults(parse func(context.Context, []byte, int) (*request, error)) func([]byte) (*request, error) {
+	return func(b []byte) (*request, error) { return parse(context.Background(), b, config.DefaultMaxJSONDepth) }
 }
 
 // reemit renders p into q's request body.
@@ -347,7 +354,7 @@ func TestConversionAnthropic(t *testing.T) {
 			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + tinyPNG(1500, 750) + `"}},
 			{"type":"document","source":{"type":"text","data":"doc"}}]},
 		{"role":"assistant","content":[]}]}`
-	q, err := parseAnthropic([]byte(body))
+	q, err := parseAnthropic(context.Background(), []byte(body), config.DefaultMaxJSONDepth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +391,7 @@ func TestConversionOpenAI(t *testing.T) {
 		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{\"q\":1}"}}]},
 		{"role":"tool","tool_call_id":"c1","content":"result"},
 		{"role":"system","content":"mid"}]}`
-	q, err := parseOpenAI([]byte(body))
+	q, err := parseOpenAI(context.Background(), []byte(body), config.DefaultMaxJSONDepth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +423,7 @@ func TestRenderProjection(t *testing.T) {
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"big"}]},
 		{"role":"assistant","content":"a2"},
 		{"role":"user","content":[{"type":"text","text":"last","cache_control":{"type":"ephemeral"}}]}]}`
-	q, err := parseAnthropic([]byte(anth))
+	q, err := parseAnthropic(context.Background(), []byte(anth), config.DefaultMaxJSONDepth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +452,7 @@ func TestRenderProjection(t *testing.T) {
 		{"role":"user","content":"q"},
 		{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},
 		{"role":"tool","tool_call_id":"c1","content":"r1"}]}`
-	q, err = parseOpenAI([]byte(oa))
+	q, err = parseOpenAI(context.Background(), []byte(oa), config.DefaultMaxJSONDepth)
 	if err != nil {
 		t.Fatal(err)
 	}

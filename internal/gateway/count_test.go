@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
@@ -130,7 +131,7 @@ func TestCountTokensNewConversationCreatesNothing(t *testing.T) {
 
 func mustParse(t *testing.T, body []byte) *request {
 	t.Helper()
-	q, err := parseAnthropic(body)
+	q, err := parseAnthropic(context.Background(), body, config.DefaultMaxJSONDepth)
 	if err != nil {
 		t.Fatal(err)
 	}

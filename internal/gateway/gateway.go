@@ -17,7 +17,12 @@
 //
 // Anything the gateway fails to do with a request (an unreadable body, a
 // failed projection) falls back to forwarding the request as it came: the
-// gateway may stop saving tokens, never lose a request.
+// gateway may stop saving tokens, never lose a request. The exception is a
+// request over gateway.limits (nested past max_json_depth), refused with a
+// 400 naming the key. Parsing is linear in the request's size and stops
+// when the client hangs up; a model's answer is read within
+// gateway.limits too, and a malformed model stream ends the client's with
+// the provider's error event.
 package gateway
 
 import (
@@ -177,6 +182,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"mcproxy gateway: no API at "+r.URL.Path+" (Anthropic: /v1/..., OpenAI: "+g.openai.prefix+"/v1/...)")
 		return
 	}
+	tw := &trackingWriter{ResponseWriter: w}
+	defer g.recoverPanic(tw, r, p.api)
+	w = tw
 	switch {
 	case p.api == anthropicAPI && rest == "/v1/messages" && r.Method == http.MethodPost:
 		g.modelRequest(w, r, p)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,16 +11,20 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
-// parseOpenAI takes a Chat Completions request apart. The leading system
-// and developer messages stay out of noa (request.head).
-func parseOpenAI(body []byte) (*request, error) {
-	q, raws, err := newRequest(openaiAPI, body)
+// parseOpenAI takes a Chat Completions request apart, failing as
+// parseAnthropic does. The leading system and developer messages stay out
+// of noa (request.head).
+func parseOpenAI(ctx context.Context, body []byte, maxDepth int) (*request, error) {
+	q, raws, err := newRequest(openaiAPI, body, maxDepth)
 	if err != nil {
 		return nil, err
 	}
 	names := map[string]string{} // tool call id -> function name
 	inHead := true
 	for i, raw := range raws {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the client is gone: stop spending on its request
+		}
 		obj, ok := objectFields(raw)
 		if !ok {
 			return nil, fmt.Errorf("messages[%d] is not an object", i)
@@ -42,7 +47,7 @@ func parseOpenAI(body []byte) (*request, error) {
 			q.add(part{msg: idx, kind: kindToolResult, raw: obj.vals["content"]},
 				noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolCallID: id, ToolName: names[id], Text: contentText(obj.vals["content"])}, role, env)
 		} else {
-			if err := q.openaiContent(idx, nr, role, env, obj.vals["content"]); err != nil {
+			if err := q.openaiContent(ctx, idx, nr, role, env, obj.vals["content"]); err != nil {
 				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
 			}
 			calls, _ := splitArray(obj.vals["tool_calls"])
@@ -65,7 +70,7 @@ func parseOpenAI(body []byte) (*request, error) {
 // openaiContent adds the parts of a message's content: a string is one
 // text part; an array gives one part per element (text and refusal as
 // text, images, audio and files opaque).
-func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, content json.RawMessage) error {
+func (q *request) openaiContent(ctx context.Context, idx int, nr noa.Role, role string, env []byte, content json.RawMessage) error {
 	var elems []json.RawMessage
 	switch firstByte(content) {
 	case '"':
@@ -84,6 +89,9 @@ func (q *request) openaiContent(idx int, nr noa.Role, role string, env []byte, c
 		}
 	}
 	for _, e := range elems {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		f, _ := objectFields(e)
 		el := struct {
 			Type, Text, Refusal string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,8 +100,9 @@ func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 
 // parseProjected takes a request apart for projection. When it reports
 // false the request has been answered: an invalid session header with a
-// provider-style 400, a request the gateway cannot read (the provider
-// judges it) by forwarding it as it came.
+// provider-style 400, a request over gateway.limits.max_json_depth with a
+// 400 naming it, a request the gateway cannot read (the provider judges
+// it) by forwarding it as it came.
 func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
 	in := projected{scope: Scope{Cred: credentialScope(p.api, r.Header, g.authToken), Name: r.Header.Get(HeaderSession)}}
 	if in.scope.Name != "" && !ValidSessionName(in.scope.Name) {
@@ -112,7 +114,15 @@ func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *prov
 	if p.api == openaiAPI {
 		parse, d = parseOpenAI, openaiDialect{}
 	}
-	q, err := parse(body)
+	q, err := parse(r.Context(), body, g.cfg.Limits.MaxJSONDepth)
+	var refused *refusal
+	switch {
+	case errors.As(err, &refused):
+		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", refused.msg)
+		return in, false
+	case r.Context().Err() != nil:
+		return in, false // the client is gone
+	}
 	if err != nil || len(q.core) == 0 {
 		// Not ours to judge: the provider answers a malformed request.
 		g.forward(w, r, p, path, body)
@@ -464,10 +474,16 @@ func (x *exchange) runJSON() {
 			_ = copyResponse(x.w, resp)
 			return
 		}
-		b, err := io.ReadAll(resp.Body)
+		limit := x.g.cfg.Limits.MaxAnswerBytes
+		b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 		resp.Body.Close()
 		if err != nil {
 			x.g.upstreamFailed(x.w, x.r, x.p, err)
+			return
+		}
+		if int64(len(b)) > limit {
+			x.g.log.Warn("an answer over gateway.limits.max_answer_bytes", zap.String("api", string(x.p.api)), zap.String("session_id", x.conv))
+			writeError(x.w, x.p.api, http.StatusBadGateway, "api_error", answerTooLarge(limit).msg)
 			return
 		}
 		a, err := x.answer(b)

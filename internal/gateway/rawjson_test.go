@@ -145,3 +145,53 @@ func FuzzSplit(f *testing.F) {
 		_ = canonical(b)
 	})
 }
+
+// nested is a value nested depth deep: objects within objects (each also
+// holding a later key, so its members must be sorted) or arrays.
+func nested(depth int, objects bool) []byte {
+	var b bytes.Buffer
+	for range depth {
+		if objects {
+			b.WriteString(`{"z":1,"a":`)
+		} else {
+			b.WriteString(`[1,`)
+		}
+	}
+	b.WriteString(`"leaf"`)
+	for range depth {
+		if objects {
+			b.WriteString(`}`)
+		} else {
+			b.WriteString(`]`)
+		}
+	}
+	return b.Bytes()
+}
+
+// canonicalize's work is linear in its input at any depth: counted in
+// bytes examined, not by a clock. Splitting level by level examined each
+// byte once per level above it.
+func TestCanonicalizeIsLinear(t *testing.T) {
+	for _, objects := range []bool{true, false} {
+		for _, depth := range []int{1000, 8000} {
+			raw := nested(depth, objects)
+			c := canonicalizer{raw: raw}
+			if !c.run() {
+				t.Fatalf("depth %d: canonicalize refused a well-formed value", depth)
+			}
+			if c.steps > 3*len(raw) {
+				t.Errorf("objects=%v depth %d: %d bytes examined for %d bytes, want at most 3 per byte", objects, depth, c.steps, len(raw))
+			}
+			want := string(raw)
+			if objects {
+				want = strings.ReplaceAll(strings.ReplaceAll(want, `"z":1,"a":`, `"a":`), `}`, `,"z":1}`)
+			}
+			if string(c.out) != want {
+				t.Errorf("objects=%v depth %d: canonical form differs from the expected one", objects, depth)
+			}
+		}
+	}
+	if _, ok := canonicalize(nil, nested(maxCanonicalDepth+1, false)); ok {
+		t.Errorf("canonicalize took a value nested past maxCanonicalDepth")
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -19,9 +21,18 @@ type sseEvent struct {
 	data string
 }
 
-type sseReader struct{ br *bufio.Reader }
+// sseReader reads a model's stream event by event, each event at most
+// maxEvent bytes and the stream at most maxTotal (gateway.limits): past
+// either it fails with a *refusal naming the limit.
+type sseReader struct {
+	br                 *bufio.Reader
+	maxEvent, maxTotal int64
+	total              int64
+}
 
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{br: bufio.NewReaderSize(r, 64<<10)} }
+func (g *Gateway) newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 64<<10), maxEvent: g.cfg.Limits.MaxStreamEventBytes, maxTotal: g.cfg.Limits.MaxAnswerBytes}
+}
 
 // next reads one event; io.EOF at a clean end of stream.
 func (s *sseReader) next() (sseEvent, error) {
@@ -29,15 +40,32 @@ func (s *sseReader) next() (sseEvent, error) {
 	var raw bytes.Buffer
 	var data []string
 	for {
-		line, err := s.br.ReadBytes('\n')
-		raw.Write(line)
+		start := raw.Len() // of the line
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = s.br.ReadSlice('\n')
+			s.total += int64(len(chunk))
+			switch {
+			case int64(raw.Len()+len(chunk)) > s.maxEvent:
+				return ev, &refusal{fmt.Sprintf("mcproxy gateway: the model sent a stream event of more than %d bytes "+
+					"(gateway.limits.max_stream_event_bytes); raise gateway.limits.max_stream_event_bytes in mcproxy's config "+
+					"if the model's events are that large", s.maxEvent)}
+			case s.total > s.maxTotal:
+				return ev, answerTooLarge(s.maxTotal)
+			}
+			raw.Write(chunk)
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				break // a whole line, or the end
+			}
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && raw.Len() > 0 {
 				return ev, io.ErrUnexpectedEOF // a cut event
 			}
 			return ev, err
 		}
-		l := strings.TrimRight(string(line), "\r\n")
+		l := strings.TrimRight(string(raw.Bytes()[start:]), "\r\n")
 		switch {
 		case l == "":
 			if ev.name == "" && data == nil {
@@ -52,6 +80,13 @@ func (s *sseReader) next() (sseEvent, error) {
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(l, "data:"), " "))
 		}
 	}
+}
+
+// answerTooLarge is the refusal of a model answer over
+// gateway.limits.max_answer_bytes.
+func answerTooLarge(limit int64) *refusal {
+	return &refusal{fmt.Sprintf("mcproxy gateway: the model's answer exceeds %d bytes (gateway.limits.max_answer_bytes); "+
+		"ask for a shorter answer (a lower max_tokens), or raise gateway.limits.max_answer_bytes in mcproxy's config", limit)}
 }
 
 // streamWriter writes events to the client, flushing each. After a failed
@@ -91,7 +126,20 @@ func (s *streamWriter) event(name string, data []byte) {
 // streamError ends a stream already under way with the provider's error
 // event.
 func (x *exchange) streamError(sw *streamWriter, typ, msg string) {
-	if x.p.api == anthropicAPI {
+	writeStreamError(sw, x.p.api, typ, msg)
+}
+
+// malformed ends the client's stream because the model's was malformed
+// (what says how), rather than pass on what the client cannot read or end
+// the stream without a word.
+func (x *exchange) malformed(sw *streamWriter, what string) {
+	x.g.log.Warn("malformed upstream stream", zap.String("api", string(x.p.api)), zap.String("session_id", x.conv), zap.String("problem", what))
+	x.streamError(sw, "api_error", "mcproxy gateway: the upstream API sent a malformed stream: "+what)
+}
+
+// writeStreamError writes the error event of API a.
+func writeStreamError(sw *streamWriter, a api, typ, msg string) {
+	if a == anthropicAPI {
 		sw.event("error", marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}))
 		return
 	}
@@ -103,6 +151,12 @@ func (x *exchange) streamError(sw *streamWriter, typ, msg string) {
 // false.
 func (x *exchange) nextEvent(sr *sseReader, sw *streamWriter) (sseEvent, bool) {
 	ev, err := sr.next()
+	var over *refusal
+	if errors.As(err, &over) {
+		x.g.log.Warn("upstream stream over a limit", zap.String("session_id", x.conv), zap.Error(err))
+		x.streamError(sw, "api_error", over.msg)
+		return ev, false
+	}
 	if err != nil {
 		if x.r.Context().Err() == nil {
 			x.g.log.Warn("upstream stream cut", zap.String("session_id", x.conv), zap.Error(err))
@@ -232,7 +286,7 @@ func (x *exchange) close(sw *streamWriter, rd round) {
 // for close.
 func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *int) round {
 	rd := round{usage: map[string]json.RawMessage{}}
-	sr := newSSEReader(body)
+	sr := x.g.newSSEReader(body)
 	clientIdx := map[int]int{}
 	hidden := map[int]bool{}
 	blocks := map[int]map[string]json.RawMessage{}
@@ -251,9 +305,14 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 			Delta   map[string]json.RawMessage      `json:"delta"`
 			Usage   map[string]json.RawMessage      `json:"usage"`
 		}
-		if json.Unmarshal([]byte(ev.data), &e) != nil {
-			sw.raw(ev.raw)
-			continue
+		if firstByte([]byte(ev.data)) != '{' || json.Unmarshal([]byte(ev.data), &e) != nil {
+			x.malformed(sw, fmt.Sprintf("a %q event whose data is not a JSON object of the Messages API", ev.name[:min(len(ev.name), 40)]))
+			return rd
+		}
+		_, open := blocks[e.Index]
+		if !open && (e.Type == "content_block_delta" || e.Type == "content_block_stop") {
+			x.malformed(sw, fmt.Sprintf("%s for index %d, which no content_block_start opened", e.Type, e.Index))
+			return rd
 		}
 		// renumbered re-encodes ev with the client's block index.
 		renumbered := func(ci int) []byte {
@@ -277,6 +336,10 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 				sw.raw(ev.raw)
 			}
 		case "content_block_start":
+			if open || e.Block == nil {
+				x.malformed(sw, fmt.Sprintf("content_block_start for index %d is a second one or has no content_block", e.Index))
+				return rd
+			}
 			blocks[e.Index] = e.Block
 			text[e.Index] = &strings.Builder{}
 			order = append(order, e.Index)
@@ -334,7 +397,11 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 					rd.hidden = append(rd.hidden, hiddenCall{id: id, name: name, args: compactJSON(json.RawMessage(orEmpty(text[i].String())))})
 				}
 			}
-			rd.ok = rd.held != nil
+			if rd.held == nil {
+				x.malformed(sw, "message_stop without a message_delta before it")
+				return rd
+			}
+			rd.ok = true
 			return rd
 		case "error":
 			sw.raw(ev.raw)
@@ -344,6 +411,9 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 		}
 	}
 }
+
+// isNil reports a JSON null decoded in place of an object.
+func isNil(m map[string]json.RawMessage) bool { return m == nil }
 
 func orEmpty(s string) string {
 	if strings.TrimSpace(s) == "" {
@@ -383,7 +453,7 @@ func anthropicMessage(order []int, blocks map[int]map[string]json.RawMessage, te
 // [DONE] are held for close.
 func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string, next *int) round {
 	rd := round{usage: map[string]json.RawMessage{}}
-	sr := newSSEReader(body)
+	sr := x.g.newSSEReader(body)
 	type callAcc struct {
 		hidden   bool
 		clientIx int
@@ -401,7 +471,11 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 		if ev.data == "[DONE]" {
 			break
 		}
-		c := object(json.RawMessage(ev.data))
+		var c map[string]json.RawMessage
+		if firstByte([]byte(ev.data)) != '{' || json.Unmarshal([]byte(ev.data), &c) != nil {
+			x.malformed(sw, "a chunk that is not a JSON object")
+			return rd
+		}
 		if len(c) == 0 || c["error"] != nil {
 			sw.raw(ev.raw)
 			if c["error"] != nil {
@@ -417,7 +491,10 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 		changed := id != *streamID
 		c["id"] = rawString(*streamID)
 		var choices []map[string]json.RawMessage
-		_ = json.Unmarshal(c["choices"], &choices)
+		if ch := c["choices"]; len(ch) > 0 && (json.Unmarshal(ch, &choices) != nil || slices.ContainsFunc(choices, isNil)) {
+			x.malformed(sw, "a chunk whose choices are not an array of objects")
+			return rd
+		}
 		if len(choices) == 0 {
 			if u := c["usage"]; len(u) > 0 && string(u) != "null" {
 				for k, v := range object(u) {
@@ -437,11 +514,17 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 		}
 		if tcs := delta["tool_calls"]; len(tcs) > 0 {
 			var entries []map[string]json.RawMessage
-			_ = json.Unmarshal(tcs, &entries)
+			if json.Unmarshal(tcs, &entries) != nil || slices.ContainsFunc(entries, isNil) {
+				x.malformed(sw, "a delta whose tool_calls are not an array of objects")
+				return rd
+			}
 			var keep []json.RawMessage
 			for _, en := range entries {
 				var i int
-				_ = json.Unmarshal(en["index"], &i)
+				if ix, ok := en["index"]; ok && json.Unmarshal(ix, &i) != nil {
+					x.malformed(sw, "a tool call delta whose index is not a whole number")
+					return rd
+				}
 				tc := decodeToolCall(marshal(en))
 				acc, seen := calls[i]
 				if !seen {

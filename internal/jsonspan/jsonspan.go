@@ -2,7 +2,8 @@
 // without decoding them: the gateway takes a request of megabytes apart
 // into spans of its original bytes, and the MCP front looks at a large
 // tools/call body, both in one pass per level instead of a decode per
-// level. Strings are skipped with bytes.IndexByte. Nothing here validates
+// level. Strings are skipped with bytes.IndexByte. Deeper bounds nesting
+// in one pass, before anything walks a value level by level. Nothing here validates
 // JSON fully: callers check structure (separators, brackets) around the
 // spans and hand anything doubtful to encoding/json.
 package jsonspan
@@ -133,4 +134,29 @@ func Unescape(s []byte) (r rune, n int, ok bool) {
 		return r, 6, ok
 	}
 	return 0, 0, false
+}
+
+// Deeper reports whether the JSON text b nests arrays and objects more
+// than limit deep, in one pass over b that stops at the first bracket past
+// limit. Brackets inside strings do not count; b need not be well formed
+// (an unterminated string ends the scan).
+func Deeper(b []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			e := StringEnd(b, i)
+			if e < 0 {
+				return false
+			}
+			i = e - 1
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }

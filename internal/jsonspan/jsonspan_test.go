@@ -101,3 +101,24 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+func TestDeeper(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		limit int
+		want  bool
+	}{
+		{`{"a":[1,{"b":[]}]}`, 4, false},
+		{`{"a":[1,{"b":[]}]}`, 3, true},
+		{`["[[[[", "{{{{"]`, 1, false},
+		{`"\"[[["`, 0, false},
+		{`[[]][[]]`, 2, false},
+		{`[[[`, 2, true},
+		{`["unterminated [[[`, 1, false},
+		{``, 0, false},
+	} {
+		if got := Deeper([]byte(tc.in), tc.limit); got != tc.want {
+			t.Errorf("Deeper(%q, %d) = %v, want %v", tc.in, tc.limit, got, tc.want)
+		}
+	}
+}

@@ -18,27 +18,73 @@ import (
 
 // plainObject decodes the JSON object data into what json.Unmarshal into
 // a map[string]any gives; false when data holds anything it leaves to
-// encoding/json, or is not well-formed.
+// encoding/json, or is not well-formed. It reads data once, whatever the
+// nesting (finding each nested object's end before decoding it rescanned it
+// once per level above it: quadratic, issue 26), and leaves objects nested
+// deeper than maxPlainDepth to encoding/json, which bounds its own.
 func plainObject(data []byte) (map[string]any, bool) {
+	m, e, ok := plainObjectAt(data, jsonspan.SkipSpace(data, 0), 1)
+	if !ok || jsonspan.SkipSpace(data, e) != len(data) {
+		return nil, false
+	}
+	return m, true
+}
+
+// maxPlainDepth bounds plainObject's recursion, well inside encoding/json's
+// own nesting limit (10000), so that whatever plainObject decodes
+// encoding/json would decode too.
+const maxPlainDepth = 1000
+
+// plainObjectAt decodes the object starting at data[i], depth deep, and
+// returns the index just past it.
+func plainObjectAt(data []byte, i, depth int) (map[string]any, int, bool) {
+	if depth > maxPlainDepth || i >= len(data) || data[i] != '{' {
+		return nil, 0, false
+	}
 	m := map[string]any{}
-	last := -1 // end of the last value
-	ok := objectMembers(data, func(key []byte, s, e int) bool {
+	i = jsonspan.SkipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return m, i + 1, true
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, 0, false
+		}
+		ke := jsonspan.StringEnd(data, i)
+		if ke < 0 {
+			return nil, 0, false
+		}
+		key := data[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, 0, false // an escaped key, left to encoding/json
+		}
 		k, ok := plainString(key)
 		if !ok {
-			return false
+			return nil, 0, false
+		}
+		i = jsonspan.SkipSpace(data, ke)
+		if i >= len(data) || data[i] != ':' {
+			return nil, 0, false
+		}
+		i = jsonspan.SkipSpace(data, i+1)
+		if i >= len(data) {
+			return nil, 0, false
 		}
 		var v any
-		switch raw := data[s:e]; raw[0] {
+		var e int
+		switch data[i] {
 		case '"':
-			if v, ok = plainString(raw[1 : len(raw)-1]); !ok {
-				return false
+			if e = jsonspan.StringEnd(data, i); e < 0 {
+				return nil, 0, false
 			}
+			v, ok = plainString(data[i+1 : e-1])
 		case '{':
-			if v, ok = plainObject(raw); !ok {
-				return false
-			}
+			v, e, ok = plainObjectAt(data, i, depth+1)
 		default:
-			switch string(raw) {
+			if e = jsonspan.ValueEnd(data, i); e < 0 {
+				return nil, 0, false
+			}
+			switch string(data[i:e]) {
 			case "true":
 				v = true
 			case "false":
@@ -46,25 +92,25 @@ func plainObject(data []byte) (map[string]any, bool) {
 			case "null":
 				v = nil
 			default:
-				return false
+				ok = false
 			}
 		}
-		m[k], last = v, e
-		return true
-	})
-	if !ok {
-		return nil, false
+		if !ok {
+			return nil, 0, false
+		}
+		m[k] = v
+		i = jsonspan.SkipSpace(data, e)
+		switch {
+		case i >= len(data):
+			return nil, 0, false
+		case data[i] == ',':
+			i = jsonspan.SkipSpace(data, i+1)
+		case data[i] == '}':
+			return m, i + 1, true
+		default:
+			return nil, 0, false
+		}
 	}
-	// objectMembers stops at the first '}' after a member; it must close
-	// data, as jsonspan.ValueEnd found it.
-	end := len(bytes.TrimRight(data, " \t\r\n"))
-	if last < 0 {
-		last = bytes.IndexByte(data, '{') + 1
-	}
-	if i := jsonspan.SkipSpace(data, last); i != end-1 || data[i] != '}' {
-		return nil, false
-	}
-	return m, true
 }
 
 // plainString decodes the inside of a JSON string that has no control

@@ -144,3 +144,21 @@ func BenchmarkPlainObject(b *testing.B) {
 	b.ReportMetric(float64(decode.Nanoseconds())/float64(b.N), "json-ns/op")
 	b.ReportMetric(float64(plain)/float64(decode), "plain/json")
 }
+
+// TestPlainObjectDepth: plainObject decodes nested objects in one pass up
+// to maxPlainDepth and leaves deeper ones to encoding/json, which bounds
+// its own nesting (issue 26: each level was rescanned, and the recursion
+// had no bound).
+func TestPlainObjectDepth(t *testing.T) {
+	nest := func(depth int) []byte {
+		return []byte(strings.Repeat(`{"a":`, depth-1) + `{"b":"leaf"}` + strings.Repeat("}", depth-1))
+	}
+	got, ok := plainObject(nest(maxPlainDepth))
+	var want map[string]any
+	if err := json.Unmarshal(nest(maxPlainDepth), &want); err != nil || !ok || !cmp.Equal(got, want) {
+		t.Errorf("depth %d: plainObject ok=%v, want the value encoding/json decodes (%v)", maxPlainDepth, ok, err)
+	}
+	if _, ok := plainObject(nest(16000)); ok {
+		t.Errorf("depth 16000: plainObject decoded it, want it left to encoding/json")
+	}
+}
