@@ -193,8 +193,13 @@ func TestDashboardInChromium(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, s.base+"/", nil)
 	req.Host = "evil.example"
 	req.Header.Set(authheader.Token, token)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
-		t.Errorf("page with a foreign Host: got %v %v, want 403", resp, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("page with a foreign Host: got %d, want 403", resp.StatusCode)
 	}
 }
 

@@ -282,6 +282,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	return g, func() {
 		stopIdle()
 		<-idleDone
+		g.Close()
 		if err := sessions.Close(); err != nil {
 			log.Warn("closing the gateway's sessions", zap.Error(err))
 		}

@@ -77,6 +77,7 @@ type Gateway struct {
 	cfg       config.GatewayConfig
 	log       *zap.Logger
 	transport http.RoundTripper
+	own       *http.Transport // the transport New made (nil: Options.Transport's)
 	authToken string
 	anthropic *provider
 	openai    *provider
@@ -145,7 +146,8 @@ func New(opts Options) (*Gateway, error) {
 		g.log = zap.NewNop()
 	}
 	if g.transport == nil {
-		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		g.transport, g.own = t, t
 	}
 	var err error
 	if g.anthropic, err = g.newProvider(anthropicAPI, cfg.Anthropic.BaseURL, ""); err != nil {
@@ -155,6 +157,16 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// Close releases what the gateway made for itself: the idle connections
+// of its own transport (none of a Transport given in Options, which stays
+// the caller's). Requests in flight are not cut; the caller stops serving
+// first.
+func (g *Gateway) Close() {
+	if g.own != nil {
+		g.own.CloseIdleConnections()
+	}
 }
 
 // api names a provider's wire format.
