@@ -75,6 +75,8 @@ type Host struct {
 	syncErr  atomic.Pointer[error]
 	report   Report
 	closed   bool
+	// health is whether the last write succeeded (recording.go).
+	health health
 	// pool is the Manager's pool of open hosts (nil for a host opened on
 	// its own): tr and lock are nil while the host is parked (pool.go).
 	pool *openPool

@@ -23,6 +23,8 @@ type Manager struct {
 	mu     sync.Mutex
 	hosts  map[string]*entry
 	closed bool
+	// openFailed are the sessions whose last open failed (recording.go).
+	openFailed map[string]Recording
 
 	// stop and done end the retention goroutine (nil without retention).
 	stop, done chan struct{}
@@ -44,7 +46,7 @@ type entry struct {
 // RetentionInterval, in a goroutine that Close stops; the sessions it holds
 // open are never removed.
 func NewManager(opts Options) *Manager {
-	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}}
+	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}, openFailed: map[string]Recording{}}
 	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.FlushEvery, m.opts.Logger)
 	m.parkStop, m.parkDone = make(chan struct{}), make(chan struct{})
 	go m.pool.run(m.parkStop, m.parkDone)
@@ -91,6 +93,7 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 		e.h.mu.Unlock()
 	}
 	m.mu.Lock()
+	m.openFailure(id, e.err)
 	switch {
 	case e.err != nil:
 		delete(m.hosts, id) // a later call may try again
@@ -111,6 +114,7 @@ func (m *Manager) Release(id string) error {
 	m.mu.Lock()
 	e, ok := m.hosts[id]
 	delete(m.hosts, id)
+	delete(m.openFailed, id)
 	m.mu.Unlock()
 	if !ok {
 		return nil

@@ -256,7 +256,16 @@ func (h *Host) push(m noa.CoreMessage) {
 // h.mu when it can, so other calls of the session are not held up by the
 // fsync. On a failed write the transcript is cut back to where it was, so
 // a half-written batch never stays.
+//
+// Its error is ErrNotRecorded, and the host's Recording keeps it until an
+// append succeeds.
 func (h *Host) appendRecords(recs ...record) (int64, error) {
+	off, err := h.writeTranscript(recs)
+	return off, h.note(err)
+}
+
+// writeTranscript is appendRecords but for noting the outcome.
+func (h *Host) writeTranscript(recs []record) (int64, error) {
 	if h.broken != nil {
 		return 0, fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until the session is reopened", h.broken)
 	}
@@ -326,7 +335,7 @@ func (h *Host) durable(off int64) error {
 	}
 	upto := h.written.Load()
 	if err := h.tr.Sync(); err != nil {
-		err = fmt.Errorf("syncing the transcript: %w", err)
+		err = h.note(fmt.Errorf("syncing the transcript: %w", err))
 		h.syncErr.Store(&err)
 		return err
 	}

@@ -1,0 +1,122 @@
+package session
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Issue 26: a call whose records cannot be written (a full disk, an I/O
+// error) must never leave a silent gap in the transcript. The host keeps
+// the health of its recording (the last failed write and since when it
+// fails), so the front can tell the client or refuse the call, and /status
+// can show it; a write that succeeds again clears it.
+
+// ErrNotRecorded marks the error of a Record, Turn or Compress whose
+// records did not reach the transcript (or, after a failed flush, may not
+// be on disk): a front branches on it to tell the client so, or to refuse
+// the request (config noa.on_record_error).
+var ErrNotRecorded = errors.New("the session could not record it")
+
+// notRecorded wraps a failed write as ErrNotRecorded, its message unchanged.
+type notRecorded struct{ err error }
+
+func (e notRecorded) Error() string   { return e.err.Error() }
+func (e notRecorded) Unwrap() []error { return []error{ErrNotRecorded, e.err} }
+
+// Recording is the health of a session's recording.
+type Recording struct {
+	// Err is the error of the last write that failed; "" while recording
+	// works. Since is when the failures began (the first of a run of them).
+	Err   string
+	Since time.Time
+}
+
+// Failing reports whether the session's last write failed.
+func (r Recording) Failing() bool { return r.Err != "" }
+
+// health is a host's Recording, guarded by its own lock: /status reads it
+// while calls hold h.mu, and a failed fsync sets it under h.smu.
+type health struct {
+	mu  sync.Mutex
+	rec Recording
+}
+
+// note records the outcome of a write: nil clears a failure, an error
+// starts one (keeping the start of a failure already going). It returns
+// err wrapped as ErrNotRecorded.
+func (h *Host) note(err error) error {
+	h.health.mu.Lock()
+	defer h.health.mu.Unlock()
+	if err == nil {
+		h.health.rec = Recording{}
+		return nil
+	}
+	since := h.health.rec.Since
+	if since.IsZero() {
+		since = h.opts.Now()
+	}
+	h.health.rec = Recording{Err: err.Error(), Since: since}
+	if errors.Is(err, ErrNotRecorded) {
+		return err
+	}
+	return notRecorded{err}
+}
+
+// Recording is the health of the session's recording.
+func (h *Host) Recording() Recording {
+	h.health.mu.Lock()
+	defer h.health.mu.Unlock()
+	return h.health.rec
+}
+
+// maxOpenFailures bounds the sessions a Manager remembers as failing to
+// open, so a flood of ids on a broken disk cannot grow it without end.
+const maxOpenFailures = 1024
+
+// Failing is every session of the manager whose recording fails: open
+// hosts whose last write failed, and sessions that could not be opened
+// (their directory or files could not be created or read) since their
+// last attempt.
+func (m *Manager) Failing() map[string]Recording {
+	m.mu.Lock()
+	out := make(map[string]Recording, len(m.openFailed))
+	for id, r := range m.openFailed {
+		out[id] = r
+	}
+	var hosts []*Host
+	for _, e := range m.hosts {
+		select {
+		case <-e.ready:
+			if e.h != nil {
+				hosts = append(hosts, e.h)
+			}
+		default: // still opening
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range hosts {
+		if r := h.Recording(); r.Failing() {
+			out[h.id] = r
+		}
+	}
+	return out
+}
+
+// openFailure notes (err set) or clears the failure to open session id;
+// m.mu held.
+func (m *Manager) openFailure(id string, err error) {
+	if err == nil {
+		delete(m.openFailed, id)
+		return
+	}
+	r, ok := m.openFailed[id]
+	if !ok && len(m.openFailed) >= maxOpenFailures {
+		return
+	}
+	if r.Since.IsZero() {
+		r.Since = m.opts.Now()
+	}
+	r.Err = err.Error()
+	m.openFailed[id] = r
+}
