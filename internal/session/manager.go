@@ -170,6 +170,10 @@ func NewSessionID(now time.Time) string {
 // only size cuts and recall (Options.RecallOnly).
 func (m *Manager) RecallOnly() bool { return m.opts.RecallOnly }
 
+// RefuseUnrecorded reports whether the manager's front refuses calls its
+// sessions cannot record (Options.RefuseUnrecorded).
+func (m *Manager) RefuseUnrecorded() bool { return m.opts.RefuseUnrecorded }
+
 // Exists reports whether session id has been created: open in this manager,
 // or a directory under Options.Dir. It creates nothing.
 func (m *Manager) Exists(id string) bool {

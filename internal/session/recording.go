@@ -2,7 +2,9 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -119,4 +121,33 @@ func (m *Manager) openFailure(id string, err error) {
 	}
 	r.Err = err.Error()
 	m.openFailed[id] = r
+}
+
+// UnrecordedNote is what a front adds to the answer of a call its session
+// could not record (err says why), with noa.on_record_error "report": the
+// call ran, and the model learns that nothing can recall it.
+func UnrecordedNote(err error) string {
+	return fmt.Sprintf("[mcproxy] This call ran, but the session could not record it (%s): it is missing from the session's transcript, "+
+		"and read_archive and Compress cannot cover it. The call itself is unaffected; keep what you need from this result in your own words. "+
+		"(config noa.on_record_error is %q; %q refuses calls while they cannot be recorded.)", Reason(err), "report", "refuse")
+}
+
+// RefusedNote is a front's answer to a call refused before it ran because
+// its session cannot record it (err says why), with noa.on_record_error
+// "refuse".
+func RefusedNote(err error) string {
+	return fmt.Sprintf("[mcproxy] Call refused before it ran: the session cannot record it (%s), and config noa.on_record_error is %q, "+
+		"so nothing was sent to the tool. Calling again later is safe: each call tries to record again, and calls run as soon as that works. "+
+		"The operator can free space for mcproxy's data_dir, or set noa.on_record_error to %q to run calls unrecorded.", Reason(err), "refuse", "report")
+}
+
+// Reason is the short cause of a failed write, for a model to read: the
+// system's error ("no space left on device") without the paths around it,
+// or the whole error when there is none.
+func Reason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }
