@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
+	"github.com/mcproxy/mcproxy/internal/gateway"
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -41,9 +45,22 @@ func (s *seenLog) saw(marker string) bool {
 	return false
 }
 
-// recordingOf is /status's recording of session id: nil when recording
-// works, and when the session is not listed (listed reports which).
-func recordingOf(t *testing.T, base, id string) (rec *dashboard.Recording, listed bool) {
+// recordPolicies are the values of noa.on_record_error the full-disk
+// tests run under: the default (left out) and "refuse".
+var recordPolicies = []recordPolicy{{"", "report (default)"}, {"refuse", "refuse"}}
+
+type recordPolicy struct{ policy, name string }
+
+// noa is the config's noa object for the policy.
+func (p recordPolicy) noa() map[string]any {
+	if p.policy == "" {
+		return map[string]any{}
+	}
+	return map[string]any{"on_record_error": p.policy}
+}
+
+// sessionsOf is the sessions of the running mcproxy's /status.
+func sessionsOf(t *testing.T, base string) []dashboard.Session {
 	t.Helper()
 	resp, err := http.Get(base + dashboard.PathStatus)
 	if err != nil {
@@ -54,7 +71,14 @@ func recordingOf(t *testing.T, base, id string) (rec *dashboard.Recording, liste
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatalf("decoding /status: %v", err)
 	}
-	for _, s := range st.Sessions {
+	return st.Sessions
+}
+
+// recordingOf is /status's recording of session id: nil when recording
+// works, and when the session is not listed (listed reports which).
+func recordingOf(t *testing.T, base, id string) (rec *dashboard.Recording, listed bool) {
+	t.Helper()
+	for _, s := range sessionsOf(t, base) {
 		if s.ID == id {
 			return s.Recording, true
 		}
@@ -84,16 +108,9 @@ func TestNoaFullDisk(t *testing.T) {
 			return mcp.NewToolResultText(m), nil
 		})
 
-	for _, policy := range []string{"", "refuse"} {
-		name := policy
-		if name == "" {
-			name = "report (default)"
-		}
+	for _, pol := range recordPolicies {
+		policy, name, noaCfg := pol.policy, pol.name, pol.noa()
 		t.Run(name, func(t *testing.T) {
-			noaCfg := map[string]any{}
-			if policy != "" {
-				noaCfg["on_record_error"] = policy
-			}
 			config := writeConfigFile(t, filepath.Join(dir, "config-"+policy+".json"), map[string]any{
 				"mcpServers": map[string]any{"rec": map[string]any{"url": up.url()}},
 				"data_dir":   data,
@@ -171,6 +188,101 @@ func TestNoaFullDisk(t *testing.T) {
 			}
 			if strings.Contains(string(tr), tag+"-BIG") {
 				t.Errorf("the transcript holds part of the call that was not recorded")
+			}
+		})
+	}
+}
+
+// failingRecordings is the sessions /status lists as not recording.
+func failingRecordings(t *testing.T, base string) []dashboard.Session {
+	t.Helper()
+	var out []dashboard.Session
+	for _, s := range sessionsOf(t, base) {
+		if s.Recording != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestGatewayFullDisk is TestNoaFullDisk for the model-API gateway: a
+// model request whose conversation cannot be recorded (its sessions on a
+// full tmpfs) is forwarded as it came, with X-Mcproxy-Warning saying why
+// ("report") or refused with a provider-style 503 that the model never
+// sees ("refuse"); /status shows the conversation failing until a request
+// is recorded again.
+func TestGatewayFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	sessions := filepath.Join(data, "sessions")
+	testenv.Tmpfs(t, sessions, 1<<20)
+	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("final answer") })
+	defer up.Close()
+	for _, pol := range recordPolicies {
+		policy, name, noaCfg := pol.policy, pol.name, pol.noa()
+		t.Run(name, func(t *testing.T) {
+			config := writeConfigFile(t, filepath.Join(dir, "gw-config-"+policy+".json"), map[string]any{
+				"mcpServers": map[string]any{},
+				"data_dir":   data,
+				"noa":        noaCfg,
+				"gateway": map[string]any{"enabled": true,
+					"anthropic": map[string]any{"base_url": up.URL},
+					"models":    map[string]any{"disk-test-model": map[string]any{"context_window": config.MinContextWindow}}},
+			})
+			base, _ := serveHTTP(t, config)
+			ask := func(question string) (*http.Response, []byte, []byte) {
+				t.Helper()
+				body, _ := json.Marshal(map[string]any{"model": "disk-test-model", "max_tokens": 100,
+					"messages": []any{map[string]any{"role": "user", "content": question}}})
+				req, _ := http.NewRequest(http.MethodPost, base+"/v1/messages", bytes.NewReader(body))
+				req.Header.Set("content-type", "application/json")
+				req.Header.Set("x-api-key", "sk-disk")
+				req.Header.Set("anthropic-version", "2023-06-01")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := readAll(resp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp, got, body
+			}
+
+			free := testenv.FillDisk(t, sessions)
+			seen := len(up.Requests())
+			resp, got, sent := ask("What is on a full disk, " + name + "?")
+			if policy == "refuse" {
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(got), `noa.on_record_error is \"refuse\"`) ||
+					!strings.Contains(string(got), `"type":"error"`) {
+					t.Errorf("a request on a full disk with refuse: got %s %s, want a provider-style 503 naming noa.on_record_error", resp.Status, got)
+				}
+				if n := len(up.Requests()); n != seen {
+					t.Errorf("the refused request reached the model (%d requests, want %d)", n, seen)
+				}
+			} else {
+				warn := resp.Header.Get(gateway.HeaderWarning)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), "final answer") {
+					t.Errorf("a request on a full disk: got %s %s, want the model's answer", resp.Status, got)
+				}
+				if !strings.Contains(warn, "no space left on device") || !strings.Contains(warn, "noa.on_record_error") {
+					t.Errorf("%s: got %q, want why the conversation was not recorded and the key", gateway.HeaderWarning, warn)
+				}
+				if reqs := up.Requests(); len(reqs) != seen+1 || !bytes.Equal(reqs[len(reqs)-1].Body, sent) {
+					t.Errorf("the model got %d requests, want one: the client's, forwarded as it came", len(reqs)-seen)
+				}
+			}
+			if f := failingRecordings(t, base); len(f) != 1 || !strings.Contains(f[0].Recording.LastError, "no space left on device") {
+				t.Errorf("/status on a full disk: got %+v, want the one conversation failing with ENOSPC", f)
+			}
+
+			free()
+			resp, got, _ = ask("And once there is room, " + name + "?")
+			if resp.StatusCode != http.StatusOK || resp.Header.Get(gateway.HeaderWarning) != "" || !strings.Contains(string(got), "final answer") {
+				t.Errorf("a request once space is back: got %s %s (warning %q), want the answer and no warning", resp.Status, got, resp.Header.Get(gateway.HeaderWarning))
+			}
+			if f := failingRecordings(t, base); len(f) != 0 {
+				t.Errorf("/status once recording works again: got %+v failing, want none", f)
 			}
 		})
 	}

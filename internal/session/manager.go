@@ -86,6 +86,9 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 		return e.h, e.err
 	}
 	e.h, e.err = OpenWith(m.opts, id, ho)
+	if e.err != nil {
+		e.err = notRecorded{e.err} // what the session's calls would have recorded is lost
+	}
 	if e.err == nil {
 		e.h.mu.Lock()
 		e.h.pool = m.pool

@@ -78,8 +78,11 @@ const maxOpenFailures = 1024
 
 // Failing is every session of the manager whose recording fails: open
 // hosts whose last write failed, and sessions that could not be opened
-// (their directory or files could not be created or read) since their
-// last attempt.
+// (their directory or files could not be created or read) since a session
+// last opened. A session that failed to open may never be asked for again
+// (a gateway conversation that was not recorded gets a new id), so the
+// next open that succeeds, which shows the sessions directory working,
+// clears them all; one that still fails shows again with its next call.
 func (m *Manager) Failing() map[string]Recording {
 	m.mu.Lock()
 	out := make(map[string]Recording, len(m.openFailed))
@@ -105,11 +108,12 @@ func (m *Manager) Failing() map[string]Recording {
 	return out
 }
 
-// openFailure notes (err set) or clears the failure to open session id;
+// openFailure notes the failure to open session id (err set), or that a
+// session opened (nil: every failure noted is cleared);
 // m.mu held.
 func (m *Manager) openFailure(id string, err error) {
 	if err == nil {
-		delete(m.openFailed, id)
+		clear(m.openFailed)
 		return
 	}
 	r, ok := m.openFailed[id]
