@@ -45,6 +45,18 @@ func (s *seenLog) saw(marker string) bool {
 	return false
 }
 
+// lastText is the text of a result's last content block.
+func lastText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := mcp.AsTextContent(res.Content[len(res.Content)-1])
+	if tc == nil {
+		return ""
+	}
+	return tc.Text
+}
+
 // recordPolicies are the values of noa.on_record_error the full-disk
 // tests run under: the default (left out) and "refuse".
 var recordPolicies = []recordPolicy{{"", "report (default)"}, {"refuse", "refuse"}}
@@ -125,8 +137,9 @@ func TestNoaFullDisk(t *testing.T) {
 				t.Helper()
 				return callTool(t, c, "call_tool", map[string]any{"name": "rec:log", "arguments": map[string]any{"message": msg}})
 			}
-			if res := logCall(tag + "-FIRST"); res.IsError || refOf(res) == "" {
-				t.Fatalf("the first call: got %q, want the result with its ref tag", text(res))
+			first := logCall(tag + "-FIRST")
+			if first.IsError || refOf(first) == "" {
+				t.Fatalf("the first call: got %q, want the result with its ref tag", text(first))
 			}
 
 			free := testenv.FillDisk(t, sessions)
@@ -160,11 +173,25 @@ func TestNoaFullDisk(t *testing.T) {
 					t.Errorf("the call never reached the upstream")
 				}
 			}
+			// The failed write was cut back with the transcript's reserve,
+			// whose space went back to the disk: take it too, so that from
+			// here a record needing a page more does not fit (one of 8 KB).
+			freeReserve := testenv.FillDisk(t, sessions)
+			small := logCall(prose(tag+"-SMALL", 8, 1200))
+			if policy == "refuse" {
+				if !small.IsError || !strings.Contains(text(small), "refused before it ran") || seen.saw(tag+"-SMALL") {
+					t.Errorf("a small call after the failure with refuse: got %q (isError %v, upstream saw it %v), want it refused before the upstream",
+						text(small), small.IsError, seen.saw(tag+"-SMALL"))
+				}
+			} else if small.IsError || !strings.HasPrefix(text(small), tag+"-SMALL line 1:") || !strings.Contains(lastText(small), "could not record it") {
+				t.Errorf("a small call after the failure: got %q, want its result and the note", text(small))
+			}
 			rec, listed := recordingOf(t, base, id)
 			if !listed || rec == nil || rec.State != dashboard.RecordingFailing || !strings.Contains(rec.LastError, "no space left on device") || rec.Since.IsZero() {
 				t.Errorf("/status of session %s on a full disk: listed %v, recording %+v; want failing with ENOSPC since a time", id, listed, rec)
 			}
 
+			freeReserve()
 			free()
 			res = logCall(tag + "-AFTER")
 			if res.IsError || refOf(res) == "" || strings.Contains(text(res), "[mcproxy]") {
@@ -186,8 +213,8 @@ func TestNoaFullDisk(t *testing.T) {
 					t.Errorf("%s is %d times in the transcript, want its call and its result", m, n)
 				}
 			}
-			if strings.Contains(string(tr), tag+"-BIG") {
-				t.Errorf("the transcript holds part of the call that was not recorded")
+			if strings.Contains(string(tr), tag+"-BIG") || strings.Contains(string(tr), tag+"-SMALL") {
+				t.Errorf("the transcript holds part of a call that was not recorded")
 			}
 		})
 	}

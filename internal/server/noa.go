@@ -181,8 +181,8 @@ func (n *noaFront) host(ctx context.Context) (*session.Host, error) {
 // upstream call (upstream set) is refused before it runs when the policy
 // says so; otherwise the call runs and its result ends with a note saying
 // it was not recorded, so the transcript's gap is never silent (issue 26).
-// retrieve_tools and describe_tool read the proxy's own catalogue, so they
-// are never refused.
+// retrieve_tools, describe_tool and read_archive read the proxy's own
+// catalogue or archives, so they are never refused.
 func (n *noaFront) notRecorded(ctx context.Context, err error, upstream bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	if upstream && n.refuse {
 		return mcp.NewToolResultError(session.RefusedNote(err)), nil
@@ -312,7 +312,8 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 	} else {
 		if rec, err = record(); err != nil {
 			logError("recording a tool call; it is not recorded", err)
-			return n.notRecorded(ctx, err, true, run)
+			// read_archive reads the session's own archives: never refused.
+			return n.notRecorded(ctx, err, tool != n.recallTool(), run)
 		}
 		res, runErr = run(ctx)
 	}

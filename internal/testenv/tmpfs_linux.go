@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -34,16 +33,17 @@ func Tmpfs(t testing.TB, dir string, size int64) {
 	})
 }
 
-// FillDisk writes a file under dir until the file system holding it is
-// full (ENOSPC), and returns the function that removes the file again,
-// giving the space back.
+// FillDisk writes a new file under dir until the file system holding it
+// is full (ENOSPC), and returns the function that removes the file again,
+// giving the space back. Space freed meanwhile is taken by calling it
+// again.
 func FillDisk(t testing.TB, dir string) (free func()) {
 	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(dir, "filler-")
 	if err != nil {
 		t.Fatalf("filling %s: %v", dir, err)
 	}
+	path := f.Name()
 	buf := make([]byte, 4096)
 	for {
 		if _, err = f.Write(buf); err != nil {
