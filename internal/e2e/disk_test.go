@@ -123,13 +123,17 @@ func TestNoaFullDisk(t *testing.T) {
 	for _, pol := range recordPolicies {
 		policy, name, noaCfg := pol.policy, pol.name, pol.noa()
 		t.Run(name, func(t *testing.T) {
-			config := writeConfigFile(t, filepath.Join(dir, "config-"+policy+".json"), map[string]any{
+			cfg := map[string]any{
 				"mcpServers": map[string]any{"rec": map[string]any{"url": up.url()}},
 				"data_dir":   data,
 				"log_level":  "debug",
 				"noa":        noaCfg,
-			})
+			}
+			config := writeConfigFile(t, filepath.Join(dir, "config-"+policy+".json"), cfg)
 			base, _ := serveHTTP(t, config)
+			// `mcproxy status` finds the proxy at the config's listen.
+			cfg["listen"] = strings.TrimPrefix(base, "http://")
+			statusConfig := writeConfigFile(t, filepath.Join(dir, "status-"+policy+".json"), cfg)
 			c, _ := connectHTTP(t, base)
 			id := c.GetSessionId()
 			tag := strings.ToUpper(policy) + "X"
@@ -189,6 +193,10 @@ func TestNoaFullDisk(t *testing.T) {
 			rec, listed := recordingOf(t, base, id)
 			if !listed || rec == nil || rec.State != dashboard.RecordingFailing || !strings.Contains(rec.LastError, "no space left on device") || rec.Since.IsZero() {
 				t.Errorf("/status of session %s on a full disk: listed %v, recording %+v; want failing with ENOSPC since a time", id, listed, rec)
+			}
+
+			if _, out, _ := runBinary(t, 60*time.Second, "status", "--config", statusConfig); !strings.Contains(out, "session "+id+" is not recording since") {
+				t.Errorf("mcproxy status on a full disk: got\n%s\nwant the session named as not recording", out)
 			}
 
 			freeReserve()
