@@ -191,7 +191,7 @@ func (n *noaFront) notRecorded(ctx context.Context, err error, upstream bool, ru
 	if runErr != nil {
 		return res, runErr
 	}
-	return withNote(res, session.UnrecordedNote(err)), nil
+	return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 }
 
 // withNote is res with a text block added after its content; res is not
@@ -307,7 +307,7 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 			if runErr != nil {
 				return res, runErr
 			}
-			return withNote(res, session.UnrecordedNote(err)), nil
+			return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 		}
 	} else {
 		if rec, err = record(); err != nil {
@@ -335,7 +335,7 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 		if runErr != nil {
 			return res, runErr
 		}
-		return withNote(res, session.UnrecordedNote(err)), nil
+		return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 	}
 	if runErr != nil {
 		return res, runErr
@@ -415,7 +415,7 @@ func (n *noaFront) meta(ctx context.Context, h *session.Host, tool, args string,
 	if _, err := h.RecordUnsynced(context.WithoutCancel(ctx), call, result); err != nil {
 		n.log.Error("recording a tool call; returning its result unrecorded", zap.String("session_id", h.ID()), zap.String("tool", tool), zap.Error(err))
 		if runErr == nil {
-			return withNote(res, session.UnrecordedNote(err)), nil
+			return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 		}
 	}
 	return res, runErr

@@ -128,12 +128,17 @@ func (m *Manager) openFailure(id string, err error) {
 }
 
 // UnrecordedNote is what a front adds to the answer of a call its session
-// could not record (err says why), with noa.on_record_error "report": the
-// call ran, and the model learns that nothing can recall it.
-func UnrecordedNote(err error) string {
+// could not record (err says why): the call ran, and the model learns that
+// nothing can recall it. refusing is noa.on_record_error "refuse" (under
+// which a call still gets the note when its result could not be recorded,
+// or when it only reads mcproxy's own catalogue or archives).
+func UnrecordedNote(err error, refusing bool) string {
+	policy := fmt.Sprintf("config noa.on_record_error is %q; %q refuses calls while they cannot be recorded", "report", "refuse")
+	if refusing {
+		policy = fmt.Sprintf("config noa.on_record_error is %q: a call to a tool behind mcproxy that cannot be recorded is refused before it runs", "refuse")
+	}
 	return fmt.Sprintf("[mcproxy] This call ran, but the session could not record it (%s): it is missing from the session's transcript, "+
-		"and read_archive and Compress cannot cover it. The call itself is unaffected; keep what you need from this result in your own words. "+
-		"(config noa.on_record_error is %q; %q refuses calls while they cannot be recorded.)", Reason(err), "report", "refuse")
+		"and read_archive and Compress cannot cover it. The call itself is unaffected; keep what you need from this result in your own words. (%s.)", Reason(err), policy)
 }
 
 // RefusedNote is a front's answer to a call refused before it ran because
