@@ -150,13 +150,17 @@ func RefusedNote(err error) string {
 		"The operator can free space for mcproxy's data_dir, or set noa.on_record_error to %q to run calls unrecorded.", Reason(err), "refuse", "report")
 }
 
-// Reason is the short cause of a failed write, for a model to read: the
-// system's error ("no space left on device") without the paths around it,
-// or the whole error when there is none.
+// Reason is the short cause of a failed write, for a model (or a client's
+// header) to read: the system's error ("no space left on device"), never
+// the paths around it, which name the session's directory; without one,
+// where the details are.
 func Reason(err error) string {
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
+	switch {
+	case errors.As(err, &errno):
 		return errno.Error()
+	case errors.Is(err, ErrClosed):
+		return "the session is closed"
 	}
-	return err.Error()
+	return "a storage error; mcproxy's log and /status have the details"
 }

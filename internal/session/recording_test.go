@@ -127,3 +127,22 @@ func TestReservePartlyWritten(t *testing.T) {
 		t.Errorf("Record after parking: got %v, want it recorded", err)
 	}
 }
+
+// Reason gives the model the system's error, never the session's paths.
+func TestReason(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"errno", notRecorded{&os.PathError{Op: "write", Path: "/data/sessions/mcp-secret/transcript.jsonl", Err: syscall.ENOSPC}}, "no space left on device"},
+		{"closed", ErrClosed, "the session is closed"},
+		{"other", errors.New("reopening session mcp-secret: its transcript changed on disk"), "a storage error; mcproxy's log and /status have the details"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Reason(tc.err); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
