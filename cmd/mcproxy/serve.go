@@ -165,13 +165,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		err = st.front.ServeStdio(ctx, stdin, stdout)
 	} else {
 		opts := httpOptions(cfg)
-		opts.Dashboard = newDashboard(cfg, st, started, log)
 		var closeGateway func()
-		if opts.Gateway, closeGateway, err = newGateway(cfg, log); err != nil {
+		var convs *session.Manager
+		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
 		defer closeGateway()
+		opts.Dashboard = newDashboard(cfg, st, started, log, sessions, convs)
 		err = st.front.Serve(ctx, ln, opts)
 	}
 	if err != nil {
@@ -221,23 +222,24 @@ func loadConfigNotes(path string, override func(*config.Config)) (*config.Config
 }
 
 // newGateway builds the model-API gateway when the config enables it (nil
-// otherwise) and the function that closes its conversations' sessions.
+// otherwise), the manager of its conversations' sessions (nil too) and the
+// function that closes them.
 // Each conversation is a noa session under <data_dir>/sessions/, like an
 // MCP client's, paced against its model's window with the config's noa
 // knobs; the index that recognises conversations is
 // <data_dir>/gateway/conversations.jsonl.
-func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), error) {
+func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, *session.Manager, func(), error) {
 	nothing := func() {}
 	if !cfg.Gateway.Enabled {
-		return nil, nothing, nil
+		return nil, nil, nothing, nil
 	}
 	opts, _, err := sessionOptions(cfg) // noa's warnings are logged once, by newSessions
 	if err != nil {
-		return nil, nothing, fmt.Errorf("gateway: %w", err)
+		return nil, nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	tk, err := tokens.New(cfg.Tokenizer)
 	if err != nil {
-		return nil, nothing, fmt.Errorf("gateway: %w", err)
+		return nil, nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	dataDir := config.ExpandHome(cfg.DataDir)
 	// The index drops conversations whose sessions are gone when it opens
@@ -245,7 +247,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"),
 		gateway.ConversationsOptions{Sessions: opts.Dir, Logger: log.Named("gateway")})
 	if err != nil {
-		return nil, nothing, fmt.Errorf("gateway: %w", err)
+		return nil, nil, nothing, fmt.Errorf("gateway: %w", err)
 	}
 	count := gateway.CountTokens(tk.Count)
 	opts.Count = count
@@ -266,7 +268,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	if err != nil {
 		_ = sessions.Close()
 		_ = convs.Close()
-		return nil, nothing, err
+		return nil, nil, nothing, err
 	}
 	if cfg.Noa.IsEnabled() && !cfg.Noa.RecallOnly() {
 		log.Warn(`noa runs over MCP too: an agent that uses mcproxy as its MCP server and its model endpoint gets two sets of refs, nudges and Compress; set noa.mcp to "recall" so the gateway alone compresses (keep "full" for MCP-only clients such as Claude Desktop)`)
@@ -279,7 +281,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, func(), erro
 	})
 	log.Info("model API gateway on", zap.String("anthropic", "/v1/"), zap.String("openai", cfg.Gateway.OpenAI.Prefix+"/v1/"),
 		zap.Bool("projection", cfg.Gateway.ProjectEnabled()), zap.String("sessions", opts.Dir))
-	return g, func() {
+	return g, sessions, func() {
 		stopIdle()
 		<-idleDone
 		g.Close()

@@ -106,6 +106,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		for _, s := range st.Servers {
 			live[s.Name] = s
 		}
+		for _, s := range st.Sessions {
+			if r := s.Recording; r != nil {
+				// Calls of this session are not recorded (issue 26).
+				fmt.Fprintf(stdout, "session %s is not recording since %s: %s\n", s.ID, r.Since.Local().Format(time.DateTime), oneLine(r.LastError))
+			}
+		}
 	} else {
 		fmt.Fprintf(stdout, "not running (%v); the states below are the config's\n", err)
 	}

@@ -144,7 +144,7 @@ func TestParseRoundTrip(t *testing.T) {
 			EmergencyPct: 85, MinCompressChars: 4000, MinSummaryChars: 60, MaxSummaryChars: 9000,
 			PreserveRecentMessages: 6, PreserveRecentTokens: 4000, MaxCompressAttempts: 2, MaxTier: 2,
 			Tier2Trigger: 4, Tier3Trigger: 3, ProtectedTools: []string{"git:*"}, Retention: "14d", MCP: NoaMCPRecall,
-			Fsync: NoaFsyncEverySecond,
+			Fsync: NoaFsyncEverySecond, OnRecordError: NoaOnRecordErrorRefuse,
 		},
 		Embeddings: EmbeddingsConfig{
 			Enabled: boolPtr(true), URL: "http://127.0.0.1:11434/v1", Model: "m", APIKey: "k", Dimensions: 256,

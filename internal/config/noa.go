@@ -71,7 +71,26 @@ type NoaConfig struct {
 	// requests also go through the gateway, which does the compressing
 	// (one set of refs, nudges and Compress, not two).
 	MCP string `json:"mcp,omitempty"`
+	// OnRecordError is what happens to a call whose records cannot be
+	// written (a full disk, an I/O error): NoaOnRecordErrorReport (the
+	// default when empty) runs it and tells the client in its result that
+	// it was not recorded; NoaOnRecordErrorRefuse refuses calls before
+	// they run while the session cannot record (each one tries to write
+	// again, so recording resumes when the disk recovers). Either way
+	// /status shows the session's recording as failing. Issue 26: never a
+	// silent gap in a transcript.
+	OnRecordError string `json:"on_record_error,omitempty"`
 }
+
+// What a call whose records cannot be written gets (NoaConfig.OnRecordError).
+const (
+	NoaOnRecordErrorReport = "report"
+	NoaOnRecordErrorRefuse = "refuse"
+)
+
+// RefuseUnrecorded reports whether calls are refused while their session
+// cannot record them.
+func (n NoaConfig) RefuseUnrecorded() bool { return n.OnRecordError == NoaOnRecordErrorRefuse }
 
 // When records are flushed (NoaConfig.Fsync).
 const (
@@ -227,6 +246,11 @@ func (n NoaConfig) validate(path string) []error {
 	case "", NoaFsyncAlways, NoaFsyncEverySecond:
 	default:
 		add("fsync", "%q: want %q (the default: written before each call is answered, flushed to disk within a second; a power loss may lose that second) or %q (flushed to disk before each call is answered)", n.Fsync, NoaFsyncEverySecond, NoaFsyncAlways)
+	}
+	switch n.OnRecordError {
+	case "", NoaOnRecordErrorReport, NoaOnRecordErrorRefuse:
+	default:
+		add("on_record_error", "%q: want %q (the default: the call runs and its result says it was not recorded) or %q (calls are refused while they cannot be recorded)", n.OnRecordError, NoaOnRecordErrorReport, NoaOnRecordErrorRefuse)
 	}
 	if n.MaxTier < 0 || n.MaxTier > 3 {
 		add("max_tier", "%d is not a tier: want 1 (no consolidation), 2 or 3", n.MaxTier)

@@ -54,7 +54,22 @@ type Session struct {
 	ActiveBlocks int       `json:"active_blocks"`
 	TokensSaved  int       `json:"tokens_saved"`
 	Bytes        int64     `json:"bytes"`
+	// Recording is set while the session's records cannot be written
+	// (a full disk, an I/O error; issue 26); nil while recording works.
+	Recording *Recording `json:"recording,omitempty"`
 }
+
+// Recording is a session's recording while it fails: the last write's
+// error and when the failures began. It is cleared by the next write that
+// succeeds.
+type Recording struct {
+	State     string    `json:"state"` // RecordingFailing
+	LastError string    `json:"last_error"`
+	Since     time.Time `json:"since"`
+}
+
+// RecordingFailing is Recording.State: the session's last write failed.
+const RecordingFailing = "failing"
 
 // Source is where the dashboard reads from. Servers and Tools are
 // required; a nil Search, Sessions or IndexSize leaves that part out.
@@ -191,7 +206,16 @@ func (d *dash) snapshot() Status {
 		if err != nil {
 			st.SessionsError = err.Error()
 		}
-		slices.SortStableFunc(list, func(a, b Session) int { return b.LastActive.Compare(a.LastActive) })
+		// Sessions that cannot record come first: the list is cut short.
+		slices.SortStableFunc(list, func(a, b Session) int {
+			if (a.Recording == nil) != (b.Recording == nil) {
+				if a.Recording != nil {
+					return -1
+				}
+				return 1
+			}
+			return b.LastActive.Compare(a.LastActive)
+		})
 		st.Sessions = append(st.Sessions, list[:min(len(list), maxSessions)]...)
 	}
 	if d.src.IndexSize != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // exchange is one projected client request in flight.
@@ -52,8 +53,7 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 	conv, h, release, err := g.open(r.Context(), in.scope, in.q, in.limit)
 	if err != nil {
 		if r.Context().Err() == nil {
-			g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.Error(err))
-			g.forward(w, r, p, path, body)
+			g.unprojected(w, r, p, path, body, "", err)
 		}
 		return
 	}
@@ -361,10 +361,34 @@ func openaiSystem(msgs []json.RawMessage, head int, add string) []json.RawMessag
 	return out
 }
 
-// fallback forwards the client's request as it came.
+// fallback forwards the client's request as it came (unprojected).
 func (x *exchange) fallback(err error) {
-	x.g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(x.p.api)), zap.String("session_id", x.conv), zap.Error(err))
-	x.g.forward(x.w, x.r, x.p, x.path, x.raw)
+	x.g.unprojected(x.w, x.r, x.p, x.path, x.raw, x.conv, err)
+}
+
+// HeaderWarning is set on the answer to a request the gateway forwarded
+// unprojected because its conversation could not be recorded.
+const HeaderWarning = "X-Mcproxy-Warning"
+
+// unprojected answers a request whose projection failed (err) by
+// forwarding it as it came. When the conversation could not be recorded
+// (issue 26: a full disk must not leave a silent gap) the answer carries
+// HeaderWarning, and /status shows the session's recording failing; with
+// noa.on_record_error "refuse" the request is refused instead, with a
+// provider-style 503 the client retries.
+func (g *Gateway) unprojected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte, conv string, err error) {
+	if errors.Is(err, session.ErrNotRecorded) {
+		if rf, ok := g.hosts.(interface{ RefuseUnrecorded() bool }); ok && rf.RefuseUnrecorded() {
+			g.log.Error(`the conversation cannot be recorded; refusing the request (noa.on_record_error is "refuse")`, zap.String("api", string(p.api)), zap.String("session_id", conv), zap.Error(err))
+			writeError(w, p.api, http.StatusServiceUnavailable, "api_error", fmt.Sprintf(
+				`mcproxy gateway: the conversation cannot be recorded (%s), and config noa.on_record_error is "refuse", so the request was not sent; `+
+					`retry once mcproxy's data_dir has room, or set noa.on_record_error to "report" to forward such requests unprojected`, session.Reason(err)))
+			return
+		}
+		w.Header().Set(HeaderWarning, fmt.Sprintf(`conversation not recorded (%s); forwarded unprojected (noa.on_record_error "report")`, session.Reason(err)))
+	}
+	g.log.Error("projection failed; forwarding unprojected", zap.String("api", string(p.api)), zap.String("session_id", conv), zap.Error(err))
+	g.forward(w, r, p, path, body)
 }
 
 // keep remembers a hidden round's assistant message for the continuation

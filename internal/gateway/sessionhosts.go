@@ -64,6 +64,11 @@ func (s *SessionHosts) Host(_ context.Context, id string, contextLimit int) (Hos
 	return sessionHost{h, s.used(id)}, nil
 }
 
+// RefuseUnrecorded reports whether a request whose conversation cannot be
+// recorded is refused rather than forwarded unprojected (config
+// noa.on_record_error "refuse"; see Gateway.unprojected).
+func (s *SessionHosts) RefuseUnrecorded() bool { return s.Sessions.RefuseUnrecorded() }
+
 // Peek projects pending as if recorded in conversation id, through the
 // session's own Peek, which writes nothing. A conversation with no session
 // yet (or id "") is projected in a throw-away in-memory host, so counting a

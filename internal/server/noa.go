@@ -129,22 +129,29 @@ type noaFront struct {
 	// recallOnly shapes results with their size cuts only: no ref tag and
 	// no nudge (Options.NoaRecallOnly).
 	recallOnly bool
+	// refuse refuses a call whose session cannot record it instead of
+	// running it with a note saying so (config noa.on_record_error).
+	refuse bool
 }
 
 // middleware records and shapes every tools/call through the session's
 // host. Compress and read_archive are left to their own handlers (which
-// record through the host themselves). A request with no session id, or
-// whose host cannot be opened, passes through untouched.
+// record through the host themselves). A request with no session id passes
+// through untouched; one whose host cannot be opened is refused or run
+// with a note saying it was not recorded (notRecorded).
 func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.Name == noa.CompressToolName || req.Params.Name == n.recallTool() {
 			return next(ctx, req)
 		}
-		h := n.host(ctx)
+		run := func(ctx context.Context) (*mcp.CallToolResult, error) { return next(ctx, req) }
+		h, err := n.host(ctx)
+		if err != nil {
+			return n.notRecorded(ctx, err, req.Params.Name != ToolRetrieve && req.Params.Name != ToolDescribe, run)
+		}
 		if h == nil {
 			return next(ctx, req)
 		}
-		run := func(ctx context.Context) (*mcp.CallToolResult, error) { return next(ctx, req) }
 		if req.Params.Name == ToolRetrieve || req.Params.Name == ToolDescribe {
 			return n.meta(ctx, h, req.Params.Name, argumentsText(req), run)
 		}
@@ -155,19 +162,47 @@ func (n *noaFront) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHand
 	}
 }
 
-// host is the host of the request's session; nil when it has none or the
-// host cannot be opened (logged).
-func (n *noaFront) host(ctx context.Context) *session.Host {
+// host is the host of the request's session; nil when it has none, an
+// error (logged) when it cannot be opened.
+func (n *noaFront) host(ctx context.Context) (*session.Host, error) {
 	id := n.idOf(ctx)
 	if id == "" {
-		return nil
+		return nil, nil
 	}
 	h, err := n.sessions.Host(id)
 	if err != nil {
-		n.log.Error("opening the session host; the call passes through unrecorded", zap.String("session_id", id), zap.Error(err))
-		return nil
+		n.log.Error("opening the session host; the call is not recorded", zap.String("session_id", id), zap.Error(err))
+		return nil, err
 	}
-	return h
+	return h, nil
+}
+
+// notRecorded answers a call its session could not record (err why): an
+// upstream call (upstream set) is refused before it runs when the policy
+// says so; otherwise the call runs and its result ends with a note saying
+// it was not recorded, so the transcript's gap is never silent (issue 26).
+// retrieve_tools, describe_tool and read_archive read the proxy's own
+// catalogue or archives, so they are never refused.
+func (n *noaFront) notRecorded(ctx context.Context, err error, upstream bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	if upstream && n.refuse {
+		return mcp.NewToolResultError(session.RefusedNote(err)), nil
+	}
+	res, runErr := run(ctx)
+	if runErr != nil {
+		return res, runErr
+	}
+	return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
+}
+
+// withNote is res with a text block added after its content; res is not
+// modified.
+func withNote(res *mcp.CallToolResult, note string) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{}
+	if res != nil {
+		*out = *res
+	}
+	out.Content = append(append(make([]mcp.Content, 0, len(out.Content)+1), out.Content...), mcp.NewTextContent(note))
+	return out
 }
 
 // recallTool is the name of the tool that returns archived originals.
@@ -180,7 +215,10 @@ func (n *noaFront) recallTool() string {
 
 // compress handles the Compress tool.
 func (n *noaFront) compress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	h := n.host(ctx)
+	h, err := n.host(ctx)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("Compress could not be recorded (%s), so nothing was compressed and no state changed. This is a storage problem on the host, not a mistake in your call.", session.Reason(err))), nil
+	}
 	if h == nil {
 		return mcp.NewToolResultError("Compress is unavailable: this connection has no session. Nothing was changed."), nil
 	}
@@ -196,7 +234,10 @@ func (n *noaFront) compress(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 // readArchive handles read_archive; the call and its page are recorded
 // like any other tool call (never cut: a page is sized to fit).
 func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	h := n.host(ctx)
+	h, err := n.host(ctx)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("%s is unavailable: the session cannot be opened (%s). This is a storage problem on the host, not a mistake in your call.", n.recallTool(), session.Reason(err))), nil
+	}
 	if h == nil {
 		return mcp.NewToolResultError("read_archive is unavailable: this connection has no session."), nil
 	}
@@ -223,9 +264,11 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 // and returned unchanged. The result run returns is never modified.
 //
 // Both records are written whether or not the client is still waiting (the
-// call happened), and if the transcript cannot be written the call still
-// runs and its result is returned as it came (logged): losing the record
-// must not break the tool.
+// call happened). If the call cannot be recorded it is refused before it
+// runs or runs unrecorded, by the policy (notRecorded); if its result
+// cannot be, the result comes back with the note that it was not recorded
+// (and without ref tag or nudge). Either way the error is logged and the
+// session's Recording shows it.
 func (n *noaFront) call(ctx context.Context, h *session.Host, tool, args string, cut bool, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	return n.callArgs(ctx, h, tool, func() string { return args }, len(args), cut, run)
 }
@@ -252,20 +295,25 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 	var rec []session.Message
 	var res *mcp.CallToolResult
 	var err, runErr error
-	if size >= overlapArgs {
+	if size >= overlapArgs && !n.refuse {
 		// Recording a large argument takes a while (masked, cut, archived):
 		// the call runs meanwhile (issue 13). Its record still precedes
-		// its result's, which is recorded once both are done.
+		// its result's, which is recorded once both are done. A call that
+		// may be refused for want of its record waits for it instead.
 		o := overlap(ctx, run, record)
 		res, runErr, rec, err = o.res, o.err, o.rec, o.recErr
 		if err != nil {
 			logError("recording a tool call; returning its result unrecorded", err)
-			return res, runErr
+			if runErr != nil {
+				return res, runErr
+			}
+			return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 		}
 	} else {
 		if rec, err = record(); err != nil {
-			logError("recording a tool call; returning its result unrecorded", err)
-			return run(ctx)
+			logError("recording a tool call; it is not recorded", err)
+			// read_archive reads the session's own archives: never refused.
+			return n.notRecorded(ctx, err, tool != n.recallTool(), run)
 		}
 		res, runErr = run(ctx)
 	}
@@ -284,7 +332,10 @@ func (n *noaFront) callArgs(ctx context.Context, h *session.Host, tool string, a
 	turn, err := h.Turn(rctx, result)
 	if err != nil {
 		logError("recording a tool result; returning it unrecorded", err)
-		return res, runErr
+		if runErr != nil {
+			return res, runErr
+		}
+		return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
 	}
 	if runErr != nil {
 		return res, runErr
@@ -345,7 +396,8 @@ func overlap(ctx context.Context, run func(context.Context) (*mcp.CallToolResult
 // record, so a crash that loses the last ones loses nothing the session
 // needs. These calls read the proxy's own catalogue and must cost the
 // session next to nothing. A Go error from run is recorded and returned
-// unchanged; a failed record is logged.
+// unchanged; a failed record is logged and the result returned with the
+// note that it was not recorded.
 func (n *noaFront) meta(ctx context.Context, h *session.Host, tool, args string, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	res, runErr := run(ctx)
 	call := session.Message{CoreMessage: noa.CoreMessage{
@@ -362,6 +414,9 @@ func (n *noaFront) meta(ctx context.Context, h *session.Host, tool, args string,
 	}
 	if _, err := h.RecordUnsynced(context.WithoutCancel(ctx), call, result); err != nil {
 		n.log.Error("recording a tool call; returning its result unrecorded", zap.String("session_id", h.ID()), zap.String("tool", tool), zap.Error(err))
+		if runErr == nil {
+			return withNote(res, session.UnrecordedNote(err, n.refuse)), nil
+		}
 	}
 	return res, runErr
 }

@@ -307,7 +307,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
-		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log, recallOnly: deps.Sessions.RecallOnly()}
+		nf = &noaFront{sessions: deps.Sessions, idOf: s.sessionIDFunc(), nameOf: s.recordedName, log: log, recallOnly: deps.Sessions.RecallOnly(), refuse: deps.Sessions.RefuseUnrecorded()}
 		mcpOpts = append(mcpOpts, mcpserver.WithToolHandlerMiddleware(nf.middleware))
 		if !nf.recallOnly {
 			instructions += "\n\n" + session.MCPInstructions()

@@ -66,5 +66,7 @@ func OptionsFrom(cfg *config.Config, count noa.TokenCountFn) (Options, []string)
 		Tokenizer:       cfg.Tokenizer,
 		Retention:       cfg.Noa.RetentionPeriod(),
 		FlushEvery:      cfg.Noa.FlushEvery(),
+		// What a front does with a call it cannot record (issue 26).
+		RefuseUnrecorded: cfg.Noa.RefuseUnrecorded(),
 	}, warnings
 }

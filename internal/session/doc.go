@@ -43,6 +43,11 @@
 // none, never a block without its archive. Every write goes through FS, so
 // tests can fail any one of them.
 //
+// A write that fails leaves nothing half-written and nothing counted that
+// is not recorded; its error is ErrNotRecorded, and the host's Recording
+// (a Manager's Failing) shows the failure until a write succeeds again, so
+// the front can tell the client or refuse the call (issue 26).
+//
 // This package does the I/O that noa must not: files, the clock and logging.
 // It never deletes or rewrites an archive or a transcript record (a record
 // whose write failed is cut off again, and the originals of a record never

@@ -165,10 +165,10 @@ func TestTranscriptWriteFailureCutBack(t *testing.T) {
 }
 
 // A failed write whose stray bytes cannot be cut back (Truncate fails
-// too): the host records nothing more, since the next record would be
-// glued to them, and says so; closing cuts them off with the reserve
-// (trfile.go), or reopening drops them as a torn tail, and the session
-// goes on.
+// too): the host records nothing more while they stay, since the next
+// record would be glued to them, and says so; each later record tries the
+// cut again, so once it works the session records again (a disk that
+// recovers), and the transcript reads back clean, also after a reopen.
 func TestTranscriptCutBackFailure(t *testing.T) {
 	h, ffs, opts := transcriptFaults(t)
 	msgs := h.Messages()
@@ -178,28 +178,37 @@ func TestTranscriptCutBackFailure(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "cutting the transcript back") {
 		t.Fatalf("got %v, want the write's ENOSPC and the cut-back's EIO", err)
 	}
-	ffs.failTruncate = false
 	_, err = h.Record(context.Background(), toolCall("fs:c", nil))
-	if err == nil || !strings.Contains(err.Error(), "nothing more is recorded until the session is reopened") {
-		t.Fatalf("the next record: got %v, want a refusal naming the earlier failure", err)
+	if err == nil || !strings.Contains(err.Error(), "nothing more is recorded until that cut succeeds") {
+		t.Fatalf("the next record while the cut still fails: got %v, want a refusal naming the earlier failure", err)
 	}
 	if p, err := h.Compress(context.Background(), compressArgs([][2]string{{"m00001", "m00002"}})); err == nil {
 		t.Errorf("Compress on a broken transcript: got panel %q, want an error", p.Text)
+	}
+	ffs.failTruncate = false
+	if _, err := h.Record(context.Background(), toolCall("fs:d", nil)); err != nil {
+		t.Fatalf("the next record once the cut works: got %v, want it recorded", err)
+	}
+	if r := h.Recording(); r.Failing() {
+		t.Errorf("after a record succeeded again: got Recording %+v, want not failing", r)
+	}
+	if tr, err := readTranscript(filepath.Join(h.Dir(), TranscriptFile)); err != nil || tr.torn || len(tr.records) != len(msgs)+1 {
+		t.Errorf("live transcript: %d records, torn %v, %v; want %d clean records", len(tr.records), tr.torn, err, len(msgs)+1)
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if tr, err := readTranscript(filepath.Join(h.Dir(), TranscriptFile)); err != nil || tr.torn || tr.reserve {
-		t.Errorf("after Close: torn %v, reserve %v, %v; want the stray bytes cut off with the reserve", tr.torn, tr.reserve, err)
+		t.Errorf("after Close: torn %v, reserve %v, %v; want the records only", tr.torn, tr.reserve, err)
 	}
 	h2 := openHost(t, testOptionsIn(opts.Dir), "s")
-	if r := h2.Report(); r.StateMismatch || len(h2.Messages()) != len(msgs) {
-		t.Errorf("reopened: report %+v with %d messages; want the %d messages kept", r, len(h2.Messages()), len(msgs))
+	if r := h2.Report(); r.StateMismatch || r.TornTail || len(h2.Messages()) != len(msgs)+1 {
+		t.Errorf("reopened: report %+v with %d messages; want the %d messages kept", r, len(h2.Messages()), len(msgs)+1)
 	}
-	call(t, h2, "fs:d", "four")
+	call(t, h2, "fs:e", "five")
 	h2.Close()
-	if tr, err := readTranscript(filepath.Join(h2.Dir(), TranscriptFile)); err != nil || tr.torn || len(tr.records) != len(msgs)+2 {
-		t.Errorf("transcript: %d records, torn %v, %v; want %d clean records", len(tr.records), tr.torn, err, len(msgs)+2)
+	if tr, err := readTranscript(filepath.Join(h2.Dir(), TranscriptFile)); err != nil || tr.torn || len(tr.records) != len(msgs)+3 {
+		t.Errorf("transcript: %d records, torn %v, %v; want %d clean records", len(tr.records), tr.torn, err, len(msgs)+3)
 	}
 }
 

@@ -54,9 +54,13 @@ type Host struct {
 	trAlloc int64
 	// broken is set when a failed append could not be cut back off the
 	// transcript: appending after the stray bytes would corrupt a record,
-	// so nothing more is written until the session is reopened (which
-	// drops them as a torn tail).
+	// so nothing more is written until they are cut (stray: each later
+	// append tries the cut again, so a disk that recovers lets the session
+	// record again) or the session is reopened (which drops them as a
+	// torn tail). Set without stray (another process wrote the
+	// transcript, unpark), only a reopen clears it.
 	broken  error
+	stray   bool
 	unsaved int // turns since state.json was written
 	// saving is set while a checkpoint of this host waits in its pool
 	// (checkpoint.go); guarded by h.mu.
@@ -75,6 +79,8 @@ type Host struct {
 	syncErr  atomic.Pointer[error]
 	report   Report
 	closed   bool
+	// health is whether the last write succeeded (recording.go).
+	health health
 	// pool is the Manager's pool of open hosts (nil for a host opened on
 	// its own): tr and lock are nil while the host is parked (pool.go).
 	pool *openPool

@@ -23,6 +23,8 @@ type Manager struct {
 	mu     sync.Mutex
 	hosts  map[string]*entry
 	closed bool
+	// openFailed are the sessions whose last open failed (recording.go).
+	openFailed map[string]Recording
 
 	// stop and done end the retention goroutine (nil without retention).
 	stop, done chan struct{}
@@ -44,7 +46,7 @@ type entry struct {
 // RetentionInterval, in a goroutine that Close stops; the sessions it holds
 // open are never removed.
 func NewManager(opts Options) *Manager {
-	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}}
+	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}, openFailed: map[string]Recording{}}
 	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.FlushEvery, m.opts.Logger)
 	m.parkStop, m.parkDone = make(chan struct{}), make(chan struct{})
 	go m.pool.run(m.parkStop, m.parkDone)
@@ -84,6 +86,9 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 		return e.h, e.err
 	}
 	e.h, e.err = OpenWith(m.opts, id, ho)
+	if e.err != nil {
+		e.err = notRecorded{e.err} // what the session's calls would have recorded is lost
+	}
 	if e.err == nil {
 		e.h.mu.Lock()
 		e.h.pool = m.pool
@@ -91,6 +96,7 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 		e.h.mu.Unlock()
 	}
 	m.mu.Lock()
+	m.openFailure(id, e.err)
 	switch {
 	case e.err != nil:
 		delete(m.hosts, id) // a later call may try again
@@ -111,6 +117,7 @@ func (m *Manager) Release(id string) error {
 	m.mu.Lock()
 	e, ok := m.hosts[id]
 	delete(m.hosts, id)
+	delete(m.openFailed, id)
 	m.mu.Unlock()
 	if !ok {
 		return nil
@@ -165,6 +172,10 @@ func NewSessionID(now time.Time) string {
 // RecallOnly reports whether the manager's hosts serve a front that keeps
 // only size cuts and recall (Options.RecallOnly).
 func (m *Manager) RecallOnly() bool { return m.opts.RecallOnly }
+
+// RefuseUnrecorded reports whether the manager's front refuses calls its
+// sessions cannot record (Options.RefuseUnrecorded).
+func (m *Manager) RefuseUnrecorded() bool { return m.opts.RefuseUnrecorded }
 
 // Exists reports whether session id has been created: open in this manager,
 // or a directory under Options.Dir. It creates nothing.

@@ -85,6 +85,11 @@ type Options struct {
 	// (config noa.mcp "recall"): a cut result points to ReadResultToolName
 	// instead of ReadArchiveToolName. The front offers no Compress then.
 	RecallOnly bool
+	// RefuseUnrecorded marks hosts whose front refuses a call its session
+	// cannot record (config noa.on_record_error "refuse"); false, the
+	// default, runs it and says in its answer that it was not recorded.
+	// The hosts record the same either way; it is the front's policy.
+	RefuseUnrecorded bool
 	// Redact, when set, masks secrets in every message's text before the
 	// message joins the stream, so the transcript, the archives and noa's
 	// view only ever hold the masked text (issue 16). The MCP front still

@@ -256,9 +256,26 @@ func (h *Host) push(m noa.CoreMessage) {
 // h.mu when it can, so other calls of the session are not held up by the
 // fsync. On a failed write the transcript is cut back to where it was, so
 // a half-written batch never stays.
+//
+// Its error is ErrNotRecorded, and the host's Recording keeps it until an
+// append succeeds.
 func (h *Host) appendRecords(recs ...record) (int64, error) {
-	if h.broken != nil {
-		return 0, fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until the session is reopened", h.broken)
+	off, err := h.writeTranscript(recs)
+	return off, h.note(err)
+}
+
+// writeTranscript is appendRecords but for noting the outcome.
+func (h *Host) writeTranscript(recs []record) (int64, error) {
+	if h.broken != nil && h.stray {
+		if err := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); err == nil {
+			h.broken, h.stray, h.trAlloc = nil, false, h.trSize
+		}
+	}
+	switch {
+	case h.broken != nil && h.stray:
+		return 0, fmt.Errorf("writing the transcript: an earlier write failed and could not be cut back (%w); nothing more is recorded until that cut succeeds (each record tries it again) or the session is reopened", h.broken)
+	case h.broken != nil:
+		return 0, fmt.Errorf("writing the transcript: %w", h.broken)
 	}
 	if err := h.syncError(); err != nil {
 		return 0, fmt.Errorf("writing the transcript: %w; nothing more is recorded until the session is reopened", err)
@@ -277,7 +294,7 @@ func (h *Host) appendRecords(recs ...record) (int64, error) {
 	}
 	if err = h.writeRecords(b); err != nil {
 		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); terr != nil {
-			h.broken = terr
+			h.broken, h.stray = terr, true
 			err = errors.Join(err, fmt.Errorf("cutting the transcript back: %w", terr))
 		} else {
 			h.trAlloc = h.trSize // the reserve went with the cut
@@ -326,7 +343,7 @@ func (h *Host) durable(off int64) error {
 	}
 	upto := h.written.Load()
 	if err := h.tr.Sync(); err != nil {
-		err = fmt.Errorf("syncing the transcript: %w", err)
+		err = h.note(fmt.Errorf("syncing the transcript: %w", err))
 		h.syncErr.Store(&err)
 		return err
 	}

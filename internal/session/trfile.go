@@ -51,9 +51,15 @@ func (h *Host) writeRecords(b []byte) error {
 	}
 	n := reserveFor(end)
 	if _, err := h.tr.WriteAt(zeros[:n], end); err != nil {
-		// Whatever zeros did land are past the records, where readers stop.
-		h.log.Debug("writing the transcript's reserve failed; the next record appends", zap.Error(err))
+		// A full disk takes part of the reserve: cut what landed, which
+		// the records after it need, so the file ends where trAlloc says
+		// (a parked host that finds it longer is taken as written by
+		// another process, unpark). Readers stop at the zeros anyway.
 		h.trAlloc = end
+		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), end); terr != nil {
+			h.trAlloc = end + n // at most this long; trimReserve cuts it
+		}
+		h.log.Debug("writing the transcript's reserve failed; the next record appends", zap.Error(err))
 		return nil
 	}
 	h.trAlloc = end + n
