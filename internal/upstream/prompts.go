@@ -126,9 +126,14 @@ func (m *Manager) request(ctx context.Context, server, method string, params, ou
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, l.call.d, errCallTimeout)
 	defer cancel()
-	err = s.rpc(cctx, method, params, out)
+	// Like a tool call, it runs for its caller: what the server asks
+	// meanwhile goes to that client, under its roots (roots.go).
+	in, cctx, err := l.enter(cctx, s)
 	if err == nil {
-		return nil
+		defer s.calls.end(in)
+		if err = s.rpc(cctx, method, params, out); err == nil {
+			return nil
+		}
 	}
 	var re *RPCError
 	switch {
