@@ -26,7 +26,8 @@ import (
 // that call's own stream); else the only call in flight on the connection;
 // else, when every call in flight belongs to one front session, that
 // session. Anything else has no client to ask and is answered with an
-// error saying so.
+// error saying so. A roots/list with no call in flight is answered by the
+// session whose roots the server holds (roots.go).
 type Peer interface {
 	// Session identifies the front client session ("" when it has none).
 	Session() string

@@ -8,7 +8,9 @@
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
 // child's stderr under its server name and stops children in stages. What an
 // upstream sends while serving a call (progress, log messages, sampling,
-// elicitation and roots requests) goes to that call's Peer (requests.go).
+// elicitation and roots requests) goes to that call's Peer (requests.go);
+// a server that keeps roots gets each session's before that session's calls,
+// and calls of different sessions to it do not overlap (roots.go).
 // The protocol revision each server settled on is remembered across runs
 // in a file (Options.Revisions, revisions.go).
 //
