@@ -126,9 +126,9 @@ func (m *Manager) request(ctx context.Context, server, method string, params, ou
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, l.call.d, errCallTimeout)
 	defer cancel()
-	// Like a tool call, it runs for its caller: what the server asks
-	// meanwhile goes to that client, under its roots (roots.go).
-	in, cctx, err := l.enter(cctx, s)
+	// It runs for its caller, under that session's roots (roots.go);
+	// what the server asks meanwhile is not relayed, as outside any call.
+	in, cctx, err := l.enter(cctx, s, true)
 	if err == nil {
 		defer s.calls.end(in)
 		if err = s.rpc(cctx, method, params, out); err == nil {

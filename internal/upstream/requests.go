@@ -86,6 +86,11 @@ type inflight struct {
 	// resync says it must first make the server take its roots.
 	admitted chan struct{}
 	resync   bool
+	// quiet: a request other than tools/call (prompts/get, resources/read,
+	// completion/complete). It runs for its client's session, under its
+	// roots, but what the server asks during it is not relayed: mcproxy
+	// relays requests only during tool calls.
+	quiet bool
 }
 
 type inflightKey struct{}
@@ -106,9 +111,9 @@ type calls struct {
 // gated (a 2025-11-25 connection) makes a call to a server that asked for
 // roots wait for its turn (roots.go); the error is ctx's when it ends
 // first, and then there is nothing to end.
-func (c *calls) begin(ctx context.Context, server string, p Peer, gated bool) (*inflight, context.Context, error) {
+func (c *calls) begin(ctx context.Context, server string, p Peer, gated, quiet bool) (*inflight, context.Context, error) {
 	c.mu.Lock()
-	in := &inflight{peer: p}
+	in := &inflight{peer: p, quiet: quiet}
 	in.key = keyOf(p, in)
 	if p.WantsProgress() {
 		c.next++
@@ -214,18 +219,24 @@ func (c *calls) peerFor(ctx context.Context) (Peer, error) {
 // peerForLocked is peerFor, as the call found (for a request matched to a
 // session with several calls in flight, a stand-in for the session).
 func (c *calls) peerForLocked(ctx context.Context) (*inflight, error) {
+	none := fmt.Errorf("%w: mcproxy relays a server's requests only while one of its tool calls is in flight, and none is", ErrNoPeer)
 	if in, ok := ctx.Value(inflightKey{}).(*inflight); ok {
+		if in.quiet {
+			return nil, none
+		}
 		return in, nil
 	}
 	var only *inflight
 	sessions := map[string]bool{}
 	for in := range c.set {
-		only = in
+		if !in.quiet {
+			only = in
+		}
 		sessions[in.peer.Session()] = true
 	}
 	switch {
-	case len(c.set) == 0:
-		return nil, fmt.Errorf("%w: mcproxy relays a server's requests only while one of its tool calls is in flight, and none is", ErrNoPeer)
+	case only == nil:
+		return nil, none
 	case len(c.set) == 1:
 		return only, nil
 	case len(sessions) == 1 && !sessions[""]:

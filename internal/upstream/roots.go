@@ -20,9 +20,10 @@ import (
 //   - Calls of one front session run in parallel; calls of different
 //     sessions never overlap, in arrival order.
 //   - A call of session S to a server holding another session's roots (or
-//     none) first tells it roots/list_changed while S's call is the only
-//     one in flight, so its re-ask is answered by S; then a ping, so the
-//     answer has reached the server before the call does.
+//     none, or S's from before S said they changed) first tells it
+//     roots/list_changed while S's call is the only one in flight, so its
+//     re-ask is answered by S; then a ping, so the answer has reached the
+//     server before the call does.
 //   - A server that re-asks keeps roots; if S cannot answer (it declared
 //     no roots capability) and the server still holds another session's,
 //     S's call fails saying why. A server that does not re-ask within
@@ -40,7 +41,7 @@ import (
 
 // DefaultRootsWait is how long a call waits for a server to ask for its
 // session's roots after roots/list_changed (Options.RootsWait).
-const DefaultRootsWait = 5 * time.Second
+const DefaultRootsWait = 2 * time.Second
 
 // owner identifies whose roots a server holds: a front session, or, for a
 // caller with no session (a stateless 2026-07-28 client), its one call.
@@ -164,6 +165,19 @@ func (c *calls) rootsPeer(ctx context.Context) (p Peer, done func(ok bool), err 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.roots.asked = true
+	if c.roots.syncing {
+		// The re-ask of a call making the server take its roots (a quiet
+		// one too): only that call's session is in flight.
+		for in := range c.set {
+			if in.resync {
+				return in.peer, func(ok bool) {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					c.answeredLocked(in, ok)
+				}, nil
+			}
+		}
+	}
 	in, err := c.peerForLocked(ctx)
 	if err != nil && len(c.set) == 0 {
 		c.ownerGoneLocked()
@@ -238,7 +252,7 @@ func (s *session) syncRoots(ctx context.Context, in *inflight, wait time.Duratio
 	c := &s.calls
 	defer func() {
 		c.mu.Lock()
-		c.roots.syncing = false
+		c.roots.syncing, in.resync = false, false
 		c.admitLocked()
 		c.mu.Unlock()
 	}()

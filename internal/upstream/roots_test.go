@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,10 +24,9 @@ import (
 // state, as npm server-filesystem does: it asks roots/list on its first
 // call and after each roots/list_changed, and its tools use what it got
 // last. held() reports those roots; hold() reports them once cancelled,
-// and writes dir/holding while it waits. A roots answer taken while a
-// call is running writes dir/overlap (a call of another session would
-// have run under roots that changed under it); a failed ask writes
-// dir/ask-failed.
+// and writes dir/holding while it waits. Roots that change while a call
+// is running write dir/overlap (a call ran while another session's roots
+// were taken); a failed ask writes dir/ask-failed.
 func runRootsPeer() int {
 	dir := os.Getenv(peerDirEnv)
 	s := server.NewMCPServer("mcproxy-roots-peer", "1.0.0", server.WithToolCapabilities(true))
@@ -35,7 +35,9 @@ func runRootsPeer() int {
 		roots   []string
 		known   bool
 		running int
+		pending int // re-asks not answered yet
 	)
+	settled := sync.NewCond(&mu)
 	ask := func(ctx context.Context) {
 		res, err := s.RequestRoots(ctx, mcp.ListRootsRequest{})
 		mu.Lock()
@@ -44,19 +46,35 @@ func runRootsPeer() int {
 			_ = os.WriteFile(filepath.Join(dir, "ask-failed"), []byte(err.Error()), 0o644)
 			return
 		}
-		if running > 0 {
-			_ = os.WriteFile(filepath.Join(dir, "overlap"), []byte("1"), 0o644)
-		}
-		roots, known = nil, true
+		var got []string
 		for _, r := range res.Roots {
-			roots = append(roots, r.URI)
+			got = append(got, r.URI)
 		}
+		if running > 0 && known && !slices.Equal(got, roots) {
+			_ = os.WriteFile(filepath.Join(dir, "overlap"), []byte(strings.Join(roots, ",")+" -> "+strings.Join(got, ",")), 0o644)
+		}
+		roots, known = got, true
 	}
+	// The re-ask runs off the reader (which must read its answer), and a
+	// call waits for it, as a server that applies roots before it serves
+	// the next message does (server-everything).
 	s.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, func(ctx context.Context, _ mcp.JSONRPCNotification) {
-		go ask(context.WithoutCancel(ctx))
+		mu.Lock()
+		pending++
+		mu.Unlock()
+		go func() {
+			ask(context.WithoutCancel(ctx))
+			mu.Lock()
+			pending--
+			settled.Broadcast()
+			mu.Unlock()
+		}()
 	})
 	held := func(ctx context.Context) string {
 		mu.Lock()
+		for pending > 0 {
+			settled.Wait()
+		}
 		k := known
 		mu.Unlock()
 		if !k {

@@ -365,7 +365,7 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 		// Servers validate arguments as an object; null fails there.
 		req.Params.Arguments = map[string]any{}
 	}
-	in, cctx, err := l.enter(cctx, s)
+	in, cctx, err := l.enter(cctx, s, false)
 	if err == nil {
 		defer s.calls.end(in)
 		if in != nil && in.token != "" {
@@ -396,15 +396,15 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 var errCallTimeout = fmt.Errorf("call timeout")
 
 // enter registers the call of ctx's Peer on s (nil, with ctx as is, when
-// ctx carries none), after its turn when roots.go makes it wait, and makes
+// ctx carries none; quiet: not a tool call, see inflight), after its turn when roots.go makes it wait, and makes
 // the server take the caller's roots first when it holds another's. On
 // error there is nothing to end.
-func (l *link) enter(ctx context.Context, s *session) (*inflight, context.Context, error) {
+func (l *link) enter(ctx context.Context, s *session, quiet bool) (*inflight, context.Context, error) {
 	p := peerFrom(ctx)
 	if p == nil {
 		return nil, ctx, nil
 	}
-	in, cctx, err := s.calls.begin(ctx, l.name, p, !s.modern.Load())
+	in, cctx, err := s.calls.begin(ctx, l.name, p, !s.modern.Load(), quiet)
 	if err != nil {
 		return nil, ctx, err
 	}
