@@ -23,13 +23,13 @@ import (
 // runRootsPeer serves an upstream that keeps its roots as connection
 // state, as npm server-filesystem does: it asks roots/list on its first
 // call and after each roots/list_changed, and its tools use what it got
-// last. held() reports those roots; hold() reports them once cancelled,
+// last. held() and the resource roots://held report those roots; hold() reports them once cancelled,
 // and writes dir/holding while it waits. Roots that change while a call
 // is running write dir/overlap (a call ran while another session's roots
 // were taken); a failed ask writes dir/ask-failed.
 func runRootsPeer() int {
 	dir := os.Getenv(peerDirEnv)
-	s := server.NewMCPServer("mcproxy-roots-peer", "1.0.0", server.WithToolCapabilities(true))
+	s := server.NewMCPServer("mcproxy-roots-peer", "1.0.0", server.WithToolCapabilities(true), server.WithResourceCapabilities(false, false))
 	var (
 		mu      sync.Mutex
 		roots   []string
@@ -105,6 +105,10 @@ func runRootsPeer() int {
 			<-ctx.Done()
 			return mcp.NewToolResultText(out), nil
 		})
+	s.AddResource(mcp.NewResource("roots://held", "held roots"),
+		func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "roots://held", Text: held(ctx)}}, nil
+		})
 	if err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		return 1
@@ -158,8 +162,8 @@ func (c *rootsClient) set(roots ...string) {
 }
 
 // TestRootsPerSession: a server that keeps roots per connection sees the
-// roots of the session whose call it serves (interleaved, and after one
-// changes them), calls of two sessions never overlap on it, and a session
+// roots of the session whose call (or resources/read) it serves
+// (interleaved, and after one changes them), calls of two sessions never overlap on it, and a session
 // that ended is asked nothing more.
 func TestRootsPerSession(t *testing.T) {
 	sc, dir := peerServer(t, "roots")
@@ -183,6 +187,20 @@ func TestRootsPerSession(t *testing.T) {
 		if got := callAs(step.c, "held"); got != step.want {
 			t.Errorf("call %d by %s: got %q, want %q", i, step.c.session, got, step.want)
 		}
+	}
+
+	// A resources/read runs under its client's roots too.
+	rctx, rcancel := context.WithTimeout(WithPeer(context.Background(), a), 30*time.Second)
+	defer rcancel()
+	read, err := m.ReadResource(rctx, "fs", "roots://held")
+	if err != nil {
+		t.Fatalf("a reading roots://held: %v", err)
+	}
+	if got := read.Contents[0].(mcp.TextResourceContents).Text; got != "roots=file:///a" {
+		t.Errorf("a's resources/read after b's call: got %q, want roots=file:///a", got)
+	}
+	if got := callAs(b, "held"); got != "roots=file:///b" {
+		t.Errorf("b after a's resources/read: got %q, want roots=file:///b", got)
 	}
 
 	// b changes its roots while the server holds them: the server is told
