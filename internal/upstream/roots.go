@@ -109,7 +109,9 @@ func (c *calls) admissibleLocked(key owner) (ok, resync bool) {
 		}
 	}
 	c.ownerGoneLocked()
-	return true, c.roots.owner != key || c.roots.stale
+	// A server that ignored roots/list_changed is not told again: its
+	// calls only take turns.
+	return true, !c.roots.deaf && (c.roots.owner != key || c.roots.stale)
 }
 
 // admitLocked starts the waiting calls whose turn it is.
@@ -264,7 +266,7 @@ func (s *session) syncRoots(ctx context.Context, in *inflight, wait time.Duratio
 	ch := c.roots.answered
 	c.mu.Unlock()
 	if deaf {
-		return nil
+		return nil // it went deaf while this call waited
 	}
 	if err := s.client.RootListChanges(ctx); err != nil {
 		log.Debug("sending roots/list_changed before a call", zap.Error(err))
