@@ -54,8 +54,8 @@ type catalogFront struct {
 	// settle or the start grace ends); nil waits up to initializeWait.
 	settle func(ctx context.Context) error
 	// peer, when set, is the client of a request (Server's relay): a
-	// prompts/get, resources/read or completion/complete runs for it
-	// upstream, as a tool call does (upstream.WithPeer).
+	// prompts/get, resources/read or completion/complete runs upstream
+	// under that session's roots (upstream.WithPeer).
 	peer func(ctx context.Context) upstream.Peer
 
 	// syncMu serializes changed, so registrations follow reports in order.

@@ -279,11 +279,11 @@ func (p *clientPeer) Detached() upstream.Peer {
 	return &d
 }
 
-func (p *clientPeer) Session() string { return p.session }
+func (p *clientPeer) Session() string     { return p.session }
+func (p *clientPeer) WantsProgress() bool { return p.token != nil }
 
 // Ended implements upstream.EndingPeer. A nil channel never closes.
 func (p *clientPeer) Ended() <-chan struct{} { return p.ended }
-func (p *clientPeer) WantsProgress() bool    { return p.token != nil }
 
 func (p *clientPeer) Progress(params map[string]any) {
 	out := make(map[string]any, len(params)+1)
