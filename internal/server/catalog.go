@@ -53,6 +53,10 @@ type catalogFront struct {
 	// (Server.waitSettled: at once after a warm start, else until they
 	// settle or the start grace ends); nil waits up to initializeWait.
 	settle func(ctx context.Context) error
+	// peer, when set, is the client of a request (Server's relay): a
+	// prompts/get, resources/read or completion/complete runs upstream
+	// under that session's roots (upstream.WithPeer).
+	peer func(ctx context.Context) upstream.Peer
 
 	// syncMu serializes changed, so registrations follow reports in order.
 	syncMu sync.Mutex
@@ -97,6 +101,14 @@ type templateRoute struct {
 // still reaches the router instead of mcp-go's "not found". It is removed
 // from every resources/templates/list answer.
 const catchAllTemplate = "{+uri}"
+
+// forClient returns ctx carrying its client's upstream.Peer, when known.
+func (c *catalogFront) forClient(ctx context.Context) context.Context {
+	if c.peer == nil {
+		return ctx
+	}
+	return upstream.WithPeer(ctx, c.peer(ctx))
+}
 
 func newCatalogFront(up Catalogs, m *mcpserver.MCPServer, log *zap.Logger, prefix func(string) string) *catalogFront {
 	return &catalogFront{

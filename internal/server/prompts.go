@@ -17,7 +17,7 @@ func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) 
 	if !ok {
 		return nil, fmt.Errorf("no prompt %q: list them with prompts/list", req.Params.Name)
 	}
-	res, err := c.up.GetPrompt(ctx, r.server, r.name, req.Params.Arguments)
+	res, err := c.up.GetPrompt(c.forClient(ctx), r.server, r.name, req.Params.Arguments)
 	if err != nil {
 		return nil, fmt.Errorf("getting prompt %q from %q: %w", r.name, r.server, err)
 	}
@@ -85,7 +85,7 @@ func (c *catalogFront) complete(ctx context.Context, server string, params mcp.C
 		// default answer.
 		return &mcp.Completion{Values: []string{}}, nil
 	}
-	res, err := c.up.Complete(ctx, server, params)
+	res, err := c.up.Complete(c.forClient(ctx), server, params)
 	if err != nil {
 		return nil, fmt.Errorf("completing %q on %q: %w", params.Argument.Name, server, err)
 	}

@@ -32,7 +32,9 @@ import (
 type Relayer interface {
 	// SetLogLevel applies a logging/setLevel to every upstream.
 	SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error
-	// RootsChanged forwards notifications/roots/list_changed to every upstream.
+	// RootsChanged forwards notifications/roots/list_changed; ctx carries
+	// the client's upstream.Peer, so that only the upstreams holding that
+	// session's roots are told (upstream.Manager.RootsChanged).
 	RootsChanged(ctx context.Context)
 }
 
@@ -51,6 +53,7 @@ type relay struct {
 	mu       sync.Mutex
 	levels   map[string]mcp.LoggingLevel // session id -> level it asked for
 	sessions map[string]struct{}         // every client session registered
+	ends     map[string]chan struct{}    // session id -> closed when it ends (clientPeer.Ended)
 	pending  map[string]*parked          // requestState -> parked call
 	// wanted and rounds are the stateless clients' side (loglevel.go).
 	wanted map[*parked]mcp.LoggingLevel // per-request level of each stateless call running upstream
@@ -62,7 +65,7 @@ type relay struct {
 
 func newRelay(up Upstreams, log *zap.Logger) *relay {
 	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{},
-		pending: map[string]*parked{}, wanted: map[*parked]mcp.LoggingLevel{}, rounds: map[*round]struct{}{}}
+		ends: map[string]chan struct{}{}, pending: map[string]*parked{}, wanted: map[*parked]mcp.LoggingLevel{}, rounds: map[*round]struct{}{}}
 }
 
 // hooks wires the relay into the mcp-go server's hooks: logging/setLevel
@@ -81,11 +84,18 @@ func (r *relay) hooks(h *mcpserver.Hooks) {
 	h.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
 		r.mu.Lock()
 		r.sessions[cs.SessionID()] = struct{}{}
+		if _, ok := r.ends[cs.SessionID()]; !ok && cs.SessionID() != "" {
+			r.ends[cs.SessionID()] = make(chan struct{})
+		}
 		r.mu.Unlock()
 	})
 	h.AddOnUnregisterSession(func(ctx context.Context, cs mcpserver.ClientSession) {
 		r.mu.Lock()
 		delete(r.sessions, cs.SessionID())
+		if end, ok := r.ends[cs.SessionID()]; ok {
+			close(end)
+			delete(r.ends, cs.SessionID())
+		}
 		_, had := r.levels[cs.SessionID()]
 		delete(r.levels, cs.SessionID())
 		r.mu.Unlock()
@@ -132,11 +142,28 @@ func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
 	}
 }
 
-// rootsChanged forwards a client's notifications/roots/list_changed.
+// rootsChanged forwards a client's notifications/roots/list_changed to
+// the upstreams that hold its session's roots.
 func (r *relay) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
 	if rl, ok := r.up.(Relayer); ok {
-		rl.RootsChanged(ctx)
+		rl.RootsChanged(upstream.WithPeer(ctx, r.peer(ctx)))
 	}
+}
+
+// peer is the client of ctx's request as the upstream manager sees it,
+// with no progress token: the peer of a tool call (Server.peer) adds it,
+// that of prompts/get, resources/read or completion/complete has none.
+func (r *relay) peer(ctx context.Context) *clientPeer {
+	p := &clientPeer{mcp: r.mcp, ctx: ctx, log: r.log}
+	if cs := mcpserver.ClientSessionFromContext(ctx); cs != nil {
+		p.session = cs.SessionID()
+		r.mu.Lock()
+		p.ended = r.ends[p.session]
+		r.mu.Unlock()
+	}
+	p.park, _ = ctx.Value(parkKey{}).(*parked)
+	p.notes, _ = ctx.Value(notesKey{}).(*atomic.Bool)
+	return p
 }
 
 // ServerLog relays an upstream's log message that no call can be credited
@@ -223,15 +250,10 @@ func (s *Server) peer(ctx context.Context) upstream.Peer {
 	if !ok {
 		return nil
 	}
-	p := &clientPeer{mcp: s.mcp, ctx: ctx, log: s.log}
+	p := s.relay.peer(ctx)
 	if req.Params.Meta != nil {
 		p.token = req.Params.Meta.ProgressToken
 	}
-	if cs := mcpserver.ClientSessionFromContext(ctx); cs != nil {
-		p.session = cs.SessionID()
-	}
-	p.park, _ = ctx.Value(parkKey{}).(*parked)
-	p.notes, _ = ctx.Value(notesKey{}).(*atomic.Bool)
 	return p
 }
 
@@ -242,8 +264,9 @@ type clientPeer struct {
 	log     *zap.Logger
 	token   mcp.ProgressToken
 	session string
-	park    *parked      // non-nil for a stateless client: ask through input_required
-	notes   *atomic.Bool // set once a notification was relayed for the call (nil: not tracked)
+	park    *parked       // non-nil for a stateless client: ask through input_required
+	notes   *atomic.Bool  // set once a notification was relayed for the call (nil: not tracked)
+	ended   chan struct{} // closed when the session ends (nil: not known to end)
 	// detached: the peer stands for its session, not one call, so asking
 	// the client does not end with the call (upstream.SessionPeer).
 	detached bool
@@ -258,6 +281,9 @@ func (p *clientPeer) Detached() upstream.Peer {
 
 func (p *clientPeer) Session() string     { return p.session }
 func (p *clientPeer) WantsProgress() bool { return p.token != nil }
+
+// Ended implements upstream.EndingPeer. A nil channel never closes.
+func (p *clientPeer) Ended() <-chan struct{} { return p.ended }
 
 func (p *clientPeer) Progress(params map[string]any) {
 	out := make(map[string]any, len(params)+1)

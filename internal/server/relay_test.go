@@ -265,6 +265,9 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 		OnToolsChanged:    func(server string, tools []config.Tool) { front.ToolsChanged(server, tools) },
 		OnCatalogChanged:  func(server string, c *upstream.Catalog) { front.CatalogChanged(server, c) },
 		OnResourceUpdated: func(server, uri string) { front.ResourceUpdated(server, uri) },
+		// The relay upstream asks for roots in its calls and ignores
+		// roots/list_changed: a session switch need not wait long to learn it.
+		RootsWait: 100 * time.Millisecond,
 	})
 	t.Cleanup(func() { _ = mgr.Close() })
 	deps := Deps{Upstreams: mgr, Catalogs: mgr, Logger: zap.NewNop()}
@@ -575,31 +578,15 @@ func TestRelayRetrieveMode(t *testing.T) {
 }
 
 // TestRelayAmbiguousRequest: mcp-go's HTTP server sends its sampling and
-// roots requests on the standalone GET stream, naming no call. Calls of
-// one session in flight together are still answered by that session; with
-// calls of two sessions in flight the upstream gets an error saying why
-// mcproxy cannot choose.
+// roots requests on the standalone GET stream, naming no call. With calls
+// of two sessions in flight the upstream gets an error saying why mcproxy
+// cannot choose; calls of one session in flight together are still
+// answered by that session. (The ambiguity comes first: once the server
+// has asked for roots, calls of different sessions no longer overlap.)
 func TestRelayAmbiguousRequest(t *testing.T) {
 	sc, dir := startRelayUpstream(t, "http")
 	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
 	a := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if got := a.call(t, "up__ask", nil); got != "model said: four, said the client's model" {
-				t.Errorf("ask: got %q", got)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			if got := a.call(t, "up__roots", nil); got != "roots=file:///work/client-root" {
-				t.Errorf("roots: got %q", got)
-			}
-		}()
-	}
-	wg.Wait()
 
 	release := make(chan struct{})
 	b := answeringClient()
@@ -622,6 +609,24 @@ func TestRelayAmbiguousRequest(t *testing.T) {
 			t.Errorf("ask with two sessions in flight: got %q, want it to contain %q", got, want)
 		}
 	}
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if got := a.call(t, "up__ask", nil); got != "model said: four, said the client's model" {
+				t.Errorf("ask: got %q", got)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if got := a.call(t, "up__roots", nil); got != "roots=file:///work/client-root" {
+				t.Errorf("roots: got %q", got)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // TestRelayClientWithoutCapabilities: the upstream of a client that

@@ -36,7 +36,7 @@ func (c *catalogFront) read(ctx context.Context, uri string) ([]mcp.ResourceCont
 		return nil, fmt.Errorf("no server offers resource %q: read a URI from resources/list, a template of resources/templates/list, or a tool result: %w",
 			uri, mcpserver.ErrResourceNotFound)
 	}
-	res, err := c.up.ReadResource(ctx, server, orig)
+	res, err := c.up.ReadResource(c.forClient(ctx), server, orig)
 	if err != nil {
 		var re *upstream.RPCError
 		if errors.As(err, &re) && re.Code == mcp.RESOURCE_NOT_FOUND {

@@ -331,6 +331,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		cf = newCatalogFront(deps.Catalogs, nil, log, opts.Prefix)
 		mcpOpts = append(mcpOpts, cf.options()...)
 		cf.settle = s.waitSettled
+		cf.peer = func(ctx context.Context) upstream.Peer { return s.relay.peer(ctx) }
 		cf.hook(hooks, s.started)
 	}
 	// After the catalog's hooks, so its hidden template is gone before a

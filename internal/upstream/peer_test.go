@@ -74,6 +74,8 @@ func runPeer(mode string) int {
 		return runDeaf()
 	case "modern":
 		return runModernOnly()
+	case "roots":
+		return runRootsPeer()
 	case "peer", "stubborn", "bulky":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown peer mode %q\n", mode)

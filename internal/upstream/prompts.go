@@ -126,9 +126,14 @@ func (m *Manager) request(ctx context.Context, server, method string, params, ou
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, l.call.d, errCallTimeout)
 	defer cancel()
-	err = s.rpc(cctx, method, params, out)
+	// It runs for its caller, under that session's roots (roots.go);
+	// what the server asks meanwhile is not relayed, as outside any call.
+	in, cctx, err := l.enter(cctx, s, true)
 	if err == nil {
-		return nil
+		defer s.calls.end(in)
+		if err = s.rpc(cctx, method, params, out); err == nil {
+			return nil
+		}
 	}
 	var re *RPCError
 	switch {

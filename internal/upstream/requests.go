@@ -26,7 +26,8 @@ import (
 // that call's own stream); else the only call in flight on the connection;
 // else, when every call in flight belongs to one front session, that
 // session. Anything else has no client to ask and is answered with an
-// error saying so.
+// error saying so. A roots/list with no call in flight is answered by the
+// session whose roots the server holds (roots.go).
 type Peer interface {
 	// Session identifies the front client session ("" when it has none).
 	Session() string
@@ -80,41 +81,112 @@ var ErrNoPeer = errors.New("no client to ask")
 type inflight struct {
 	peer  Peer
 	token string // our progress token for it ("" when the client wants none)
+	key   owner  // whose roots the call needs (roots.go)
+	// admitted is closed when a queued call gets its turn (roots.go);
+	// resync says it must first make the server take its roots.
+	admitted chan struct{}
+	resync   bool
+	// quiet: a request other than tools/call (prompts/get, resources/read,
+	// completion/complete). It runs for its client's session, under its
+	// roots, but what the server asks during it is not relayed: mcproxy
+	// relays requests only during tool calls.
+	quiet bool
 }
 
 type inflightKey struct{}
 
-// calls tracks a session's calls in flight. Its zero value is ready.
+// calls tracks a session's calls in flight, and the roots the server
+// holds (roots.go). Its zero value is ready.
 type calls struct {
 	mu      sync.Mutex
 	set     map[*inflight]struct{}
 	byToken map[string]*inflight
 	next    int64
+	roots   rootsState
 }
 
 // begin registers a call for p and returns it with the context the
 // upstream request must be sent under (so that requests arriving on the
 // call's own stream find it). end must be called when the call returns.
-func (c *calls) begin(ctx context.Context, server string, p Peer) (*inflight, context.Context) {
+// gated (a 2025-11-25 connection) makes a call to a server that asked for
+// roots wait for its turn (roots.go); the error is ctx's when it ends
+// first, and then there is nothing to end.
+func (c *calls) begin(ctx context.Context, server string, p Peer, gated, quiet bool) (*inflight, context.Context, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	in := &inflight{peer: p}
+	in := &inflight{peer: p, quiet: quiet}
+	in.key = keyOf(p, in)
+	if p.WantsProgress() {
+		c.next++
+		in.token = "mcproxy-" + server + "-" + strconv.FormatInt(c.next, 10)
+	}
+	cctx := context.WithValue(ctx, inflightKey{}, in)
+	if !gated || !c.roots.asked {
+		c.registerLocked(in)
+		c.mu.Unlock()
+		return in, cctx, nil
+	}
+	if len(c.roots.queue) == 0 {
+		if ok, resync := c.admissibleLocked(in.key); ok {
+			c.registerLocked(in)
+			in.resync = resync
+			c.roots.syncing = resync
+			c.mu.Unlock()
+			return in, cctx, nil
+		}
+	} else if ok, resync := c.admissibleLocked(in.key); ok && !resync && c.runningLocked(in.key) {
+		// The session's calls are running with its roots: another of
+		// them joins at once (waiting behind a queued call of another
+		// session could deadlock on a call this one serves).
+		c.registerLocked(in)
+		c.mu.Unlock()
+		return in, cctx, nil
+	}
+	in.admitted = make(chan struct{})
+	c.roots.queue = append(c.roots.queue, in)
+	c.mu.Unlock()
+	if err := c.wait(ctx, in); err != nil {
+		return nil, nil, err
+	}
+	return in, cctx, nil
+}
+
+// runningLocked reports whether a call for key is in flight.
+func (c *calls) runningLocked(key owner) bool {
+	for in := range c.set {
+		if in.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *calls) registerLocked(in *inflight) {
 	if c.set == nil {
 		c.set = map[*inflight]struct{}{}
 		c.byToken = map[string]*inflight{}
 	}
 	c.set[in] = struct{}{}
-	if p.WantsProgress() {
-		c.next++
-		in.token = "mcproxy-" + server + "-" + strconv.FormatInt(c.next, 10)
+	if in.token != "" {
 		c.byToken[in.token] = in
 	}
-	return in, context.WithValue(ctx, inflightKey{}, in)
 }
 
+// end unregisters a call begin returned (nil: none) and lets the next in.
 func (c *calls) end(in *inflight) {
+	if in == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.endLocked(in)
+	if c.roots.owner.call == in {
+		// A caller without a session is gone with its call.
+		c.roots.owner, c.roots.ownerPeer, c.roots.ownerEnd = goneOwner, nil, nil
+	}
+	c.admitLocked()
+}
+
+func (c *calls) endLocked(in *inflight) {
 	delete(c.set, in)
 	if in.token != "" {
 		delete(c.byToken, in.token)
@@ -135,25 +207,41 @@ func (c *calls) byProgress(token any) *inflight {
 // peerFor finds the peer an upstream request or notification belongs to
 // (see Peer for the order). It returns nil and says why when there is none.
 func (c *calls) peerFor(ctx context.Context) (Peer, error) {
-	if in, ok := ctx.Value(inflightKey{}).(*inflight); ok {
-		return in.peer, nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var only Peer
+	in, err := c.peerForLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return in.peer, nil
+}
+
+// peerForLocked is peerFor, as the call found (for a request matched to a
+// session with several calls in flight, a stand-in for the session).
+func (c *calls) peerForLocked(ctx context.Context) (*inflight, error) {
+	none := fmt.Errorf("%w: mcproxy relays a server's requests only while one of its tool calls is in flight, and none is", ErrNoPeer)
+	if in, ok := ctx.Value(inflightKey{}).(*inflight); ok {
+		if in.quiet {
+			return nil, none
+		}
+		return in, nil
+	}
+	var only *inflight
 	sessions := map[string]bool{}
 	for in := range c.set {
-		only = in.peer
+		if !in.quiet {
+			only = in
+		}
 		sessions[in.peer.Session()] = true
 	}
 	switch {
-	case len(c.set) == 0:
-		return nil, fmt.Errorf("%w: mcproxy relays a server's requests only while one of its tool calls is in flight, and none is", ErrNoPeer)
+	case only == nil:
+		return nil, none
 	case len(c.set) == 1:
 		return only, nil
 	case len(sessions) == 1 && !sessions[""]:
-		if sp, ok := only.(SessionPeer); ok {
-			return sp.Detached(), nil
+		if sp, ok := only.peer.(SessionPeer); ok {
+			return &inflight{peer: sp.Detached(), key: only.key}, nil
 		}
 		return only, nil
 	}
@@ -247,6 +335,10 @@ func (h relayHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) (
 }
 
 func (h relayHandlers) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if !h.s.modern.Load() {
+		return h.listRoots(ctx, req)
+	}
+	// 2026-07-28 asks with the request that needs the roots: its caller answers.
 	p, err := h.peer(ctx, "roots/list")
 	if err != nil {
 		return nil, err
@@ -326,12 +418,20 @@ func (l *link) applyLogLevel(ctx context.Context, s *session) {
 	}
 }
 
-// RootsChanged tells every ready upstream that the client's roots changed
+// RootsChanged tells the ready upstreams that the client's roots changed
 // (notifications/roots/list_changed); they ask again with roots/list.
+// When ctx carries the client's Peer (WithPeer), only the upstreams that
+// hold that session's roots are told: the others hold another session's
+// and are told when this one next calls them (roots.go). Without one,
+// every upstream is.
 func (m *Manager) RootsChanged(ctx context.Context) {
+	p := peerFrom(ctx)
 	for l, s := range m.ready() {
 		if s.modern.Load() {
 			continue // 2026-07-28 asks for roots with each request that needs them
+		}
+		if p != nil && !s.calls.changed(p.Session()) {
+			continue
 		}
 		if err := s.client.RootListChanges(ctx); err != nil {
 			l.log.Debug("forwarding roots/list_changed", zap.Error(err))

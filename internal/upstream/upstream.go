@@ -8,7 +8,9 @@
 // still answers ping, bounds each call, forwards cancellation, logs each stdio
 // child's stderr under its server name and stops children in stages. What an
 // upstream sends while serving a call (progress, log messages, sampling,
-// elicitation and roots requests) goes to that call's Peer (requests.go).
+// elicitation and roots requests) goes to that call's Peer (requests.go);
+// a server that keeps roots gets each session's before that session's calls,
+// and calls of different sessions to it do not overlap (roots.go).
 // The protocol revision each server settled on is remembered across runs
 // in a file (Options.Revisions, revisions.go).
 //
@@ -81,6 +83,10 @@ type Options struct {
 	// does not probe again what the last run learned. "" = remembered
 	// within this run only.
 	Revisions string
+	// RootsWait is how long a call waits for a server that holds another
+	// client session's roots to ask for its own after
+	// notifications/roots/list_changed (roots.go). Zero = DefaultRootsWait.
+	RootsWait time.Duration
 }
 
 // Defaults for the zero Options fields.
@@ -132,6 +138,7 @@ type Manager struct {
 	stopGrace, termGrace   time.Duration
 	pingInterval           time.Duration // <= 0: never
 	maxMessage             int64         // limits.max_message_bytes
+	rootsWait              time.Duration
 
 	rosterMu sync.RWMutex // guards links and names, replaced whole by Reconfigure
 	links    map[string]*link
@@ -165,6 +172,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		stopGrace:    orDefault(opts.StopGrace, DefaultStopGrace),
 		termGrace:    orDefault(opts.TermGrace, DefaultTermGrace),
 		pingInterval: opts.PingInterval,
+		rootsWait:    orDefault(opts.RootsWait, DefaultRootsWait),
 		maxMessage:   cfg.Limits.MaxMessageBytes,
 		links:        map[string]*link{},
 		started:      make(chan struct{}),
@@ -357,17 +365,16 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 		// Servers validate arguments as an object; null fails there.
 		req.Params.Arguments = map[string]any{}
 	}
-	if p := peerFrom(ctx); p != nil {
-		in, pctx := s.calls.begin(cctx, server, p)
+	in, cctx, err := l.enter(cctx, s, false)
+	if err == nil {
 		defer s.calls.end(in)
-		cctx = pctx
-		if in.token != "" {
+		if in != nil && in.token != "" {
 			req.Params.Meta = &mcp.Meta{ProgressToken: in.token}
 		}
-	}
-	res, err := s.callTool(cctx, req)
-	if err == nil {
-		return res, nil
+		var res *mcp.CallToolResult
+		if res, err = s.callTool(cctx, req); err == nil {
+			return res, nil
+		}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -387,6 +394,28 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 }
 
 var errCallTimeout = fmt.Errorf("call timeout")
+
+// enter registers the call of ctx's Peer on s (nil, with ctx as is, when
+// ctx carries none; quiet: not a tool call, see inflight), after its turn when roots.go makes it wait, and makes
+// the server take the caller's roots first when it holds another's. On
+// error there is nothing to end.
+func (l *link) enter(ctx context.Context, s *session, quiet bool) (*inflight, context.Context, error) {
+	p := peerFrom(ctx)
+	if p == nil {
+		return nil, ctx, nil
+	}
+	in, cctx, err := s.calls.begin(ctx, l.name, p, !s.modern.Load(), quiet)
+	if err != nil {
+		return nil, ctx, err
+	}
+	if in.resync {
+		if err := s.syncRoots(cctx, in, l.m.rootsWait, l.log); err != nil {
+			s.calls.end(in)
+			return nil, ctx, err
+		}
+	}
+	return in, cctx, nil
+}
 
 // probeTimeout caps how long httpCallFailed waits for its ping (the init
 // timeout applies when it is shorter).
