@@ -124,6 +124,7 @@ type rootsClient struct {
 	roots   []string
 	asked   atomic.Int32
 	ended   chan struct{}
+	refuse  bool // answer roots/list with an error (no roots capability)
 }
 
 func newRootsClient(session string, roots ...string) *rootsClient {
@@ -146,6 +147,9 @@ func (c *rootsClient) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elic
 
 func (c *rootsClient) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	c.asked.Add(1)
+	if c.refuse {
+		return nil, errors.New(`declared no "roots" capability`)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	res := &mcp.ListRootsResult{Roots: []mcp.Root{}}
@@ -265,6 +269,16 @@ func TestRootsPerSession(t *testing.T) {
 	}
 	if got := callAs(a, "held"); got != "roots=file:///a" {
 		t.Errorf("a after b ended: got %q, want roots=file:///a", got)
+	}
+
+	// A session that cannot answer roots/list gets no call run under a's.
+	c := newRootsClient("c")
+	c.refuse = true
+	ctx, cancel := context.WithTimeout(WithPeer(context.Background(), c), 30*time.Second)
+	defer cancel()
+	res, err := m.Call(ctx, "fs", "held", nil)
+	if err == nil || !errors.Is(err, errRootsRefused) {
+		t.Errorf("c, which cannot answer roots/list: got %v, %v; want the call refused (errRootsRefused)", res, err)
 	}
 }
 
