@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -183,11 +184,7 @@ func (g *Guard) Run(ctx context.Context) {
 
 // poll re-reviews every server when the approvals file changed.
 func (g *Guard) poll() {
-	defer func() {
-		if r := recover(); r != nil {
-			g.log.Error("tool approvals poll panicked", zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(g.log, "tool approvals poll", nil)
 	g.order.Lock()
 	defer g.order.Unlock()
 	st := g.store.stamp()

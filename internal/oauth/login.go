@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // login is one sign-in in the browser; requests that need it wait on done.
@@ -146,11 +148,7 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
-		defer func() {
-			if r := recover(); r != nil {
-				c.log.Error("sign-in redirect listener panicked", zap.Any("panic", r))
-			}
-		}()
+		defer goroutine.Recover(c.log, "sign-in redirect listener", nil)
 		_ = srv.Serve(ln)
 	}()
 	defer func() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // ErrSignInRequired is wrapped by every *SignInError.
@@ -211,16 +213,13 @@ func (c *Client) signIn(ctx context.Context, d *discovery, scopes []string) erro
 		go func() {
 			defer c.wg.Done()
 			defer func() {
-				if r := recover(); r != nil {
-					c.log.Error("sign-in panicked", zap.Any("panic", r))
-					l.finish(fmt.Errorf("sign-in panicked: %v", r))
-				}
 				c.mu.Lock()
 				if c.pending == l {
 					c.pending = nil
 				}
 				c.mu.Unlock()
 			}()
+			defer goroutine.Recover(c.log, "sign-in", func(v any) { l.finish(goroutine.Error(v)) })
 			err := c.runLogin(c.ctx, l, d, scopes, func(u string) {
 				c.log.Warn("upstream needs sign-in; opening the browser (open this URL if it did not)", zap.String("url", u))
 				if err := c.open(c.ctx, u); err != nil {

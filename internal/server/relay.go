@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -512,12 +513,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	// giving up, or the TTL) cancels its context, which ends it.
 	go func() {
 		defer close(p.done)
-		defer func() {
-			if v := recover(); v != nil {
-				r.log.Error("a parked tool call panicked", zap.Any("panic", v))
-				p.err = fmt.Errorf("internal error: %v", v)
-			}
-		}()
+		defer goroutine.Recover(r.log, "parked tool call", func(v any) { p.err = goroutine.Error(v) })
 		p.res, p.err = next(cctx, req)
 	}()
 	return p, rd, done

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
@@ -145,12 +146,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) e
 	}
 	errc := make(chan error, 1)
 	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("HTTP server panicked", zap.Any("panic", p), zap.Stack("stack"))
-				errc <- fmt.Errorf("internal error: %v", p)
-			}
-		}()
+		defer goroutine.Recover(s.log, "HTTP server", func(v any) { errc <- goroutine.Error(v) })
 		errc <- srv.Serve(ln)
 	}()
 	s.log.Info("serving HTTP", zap.String("addr", ln.Addr().String()),

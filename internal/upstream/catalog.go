@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // Catalog is what a ready server offers besides tools: what it said about
@@ -108,11 +110,7 @@ func (l *link) catalogNotification(s *session, n mcp.JSONRPCNotification) {
 		if uri == "" || l.m.opts.OnResourceUpdated == nil {
 			return
 		}
-		defer func() {
-			if r := recover(); r != nil {
-				l.log.Error("OnResourceUpdated panicked", zap.Any("panic", r))
-			}
-		}()
+		defer goroutine.Recover(l.log, "OnResourceUpdated callback", nil)
 		l.m.opts.OnResourceUpdated(l.name, uri)
 	}
 }
@@ -168,11 +166,7 @@ func (l *link) notifyCatalog(c *Catalog) {
 	if cb == nil {
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			l.log.Error("OnCatalogChanged panicked", zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(l.log, "OnCatalogChanged callback", nil)
 	cb(l.name, c.clone())
 }
 

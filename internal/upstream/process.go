@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // stderrTailLines is how many of a child's last stderr lines are kept to
@@ -109,11 +110,7 @@ func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
 // keeps the last few lines to explain a crash.
 func (p *process) logStderr(log *zap.Logger) {
 	defer close(p.stderrDone)
-	defer func() {
-		if r := recover(); r != nil {
-			log.Error("stderr reader panicked", zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(log, "upstream stderr reader", nil)
 	// Lines longer than the buffer are logged in buffer-sized pieces, so a
 	// child that never writes a newline cannot grow our memory.
 	r := bufio.NewReaderSize(p.stderrRead, maxStderrLine)
