@@ -34,6 +34,9 @@ import (
 //   - A re-ask arriving with no call in flight is answered by the owner,
 //     never by another session; a roots/list_changed from S is forwarded
 //     only to the servers holding S's roots.
+//   - Callers without a session (stateless 2026-07-28 clients) count as one
+//     owner and are not asked before their calls (canSync): their calls
+//     take turns with the sessions' and see the roots the server holds.
 //
 // Servers that never asked are not gated at all. A 2026-07-28 server asks
 // for roots with each request that needs them (input_required), answered
@@ -43,8 +46,8 @@ import (
 // session's roots after roots/list_changed (Options.RootsWait).
 const DefaultRootsWait = 2 * time.Second
 
-// owner identifies whose roots a server holds: a front session, or, for a
-// caller with no session (a stateless 2026-07-28 client), its one call.
+// owner identifies whose roots a server holds: a front session, every
+// caller with no session together (stateless), or an ended one (goneOwner).
 type owner struct {
 	session string
 	call    *inflight
@@ -77,12 +80,30 @@ type rootsState struct {
 	queue     []*inflight   // calls waiting for their turn, in arrival order
 }
 
+// stateless is the owner key every caller without a session shares (a
+// stateless 2026-07-28 client). Its requests carry no identity that lasts
+// beyond one call, so they cannot be told apart from each other: keyed per
+// call, every call would make the server re-ask for roots (an extra round
+// trip to the client each time), and a prompts/get or resources/read,
+// which cannot relay the re-ask, would be refused after any tool call.
+var stateless = owner{session: "\x00stateless"}
+
+// canSync reports whether in's caller is asked for its roots before in is
+// sent. A caller without a session (a stateless 2026-07-28 client) is not:
+// it could be asked only through its tool call's input_required result
+// (a prompts/get, resources/read or completion has none), and mcp-go
+// encodes a roots/list input request without "params", which the Go SDK
+// client cannot decode (issue 29). Its calls take turns with the sessions'
+// and go on with the roots the server holds; a re-ask during its tool call
+// is answered by that call, as before.
+func (in *inflight) canSync() bool { return in.key != stateless }
+
 // keyOf is whose roots a call of p needs.
-func keyOf(p Peer, in *inflight) owner {
+func keyOf(p Peer, _ *inflight) owner {
 	if s := p.Session(); s != "" {
 		return owner{session: s}
 	}
-	return owner{call: in}
+	return stateless
 }
 
 // ownerGoneLocked notices that the owner's session ended.
@@ -124,6 +145,7 @@ func (c *calls) admitLocked() {
 		}
 		c.roots.queue = c.roots.queue[1:]
 		c.registerLocked(in)
+		resync = resync && in.canSync()
 		in.resync = resync
 		c.roots.syncing = resync
 		close(in.admitted)
@@ -212,7 +234,9 @@ func (c *calls) answeredLocked(in *inflight, ok bool) {
 	if ok {
 		c.roots.owner = in.key
 		c.roots.ownerPeer = in.peer
-		if sp, isSession := in.peer.(SessionPeer); isSession && in.key.session != "" {
+		if in.key == stateless {
+			c.roots.ownerPeer = nil // its call ends with it: nobody to ask later
+		} else if sp, isSession := in.peer.(SessionPeer); isSession {
 			c.roots.ownerPeer = sp.Detached()
 		}
 		c.roots.ownerEnd = nil
