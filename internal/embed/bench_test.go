@@ -105,6 +105,7 @@ func BenchmarkFuse(b *testing.B) {
 func BenchmarkSnapshot(b *testing.B) {
 	for _, n := range []int{527, 10000} {
 		d := New(fixedEmbedder{}, Options{})
+		b.Cleanup(func() { d.Close() })
 		s, _ := randomSnapshot(n, 768)
 		for i, h := range s.hits {
 			key := fmt.Sprint(i)
