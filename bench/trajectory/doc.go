@@ -1,8 +1,8 @@
 // Package trajectory owns the replayable agent runs that `mcproxy bench
 // gateway` measures compression on (issue 27): public coding-agent
 // trajectories on SWE-bench-style tasks, one gzip-compressed JSON file per
-// run. The runs come into the repository only through shared/, and then
-// live in DefaultDir (bench/datasets/trajectories); SOURCES.md in this
+// run. The runs belong in the repository, in DefaultDir
+// (bench/datasets/trajectories), with their licences; SOURCES.md in this
 // directory names each run's repository, commit, path, agent, model and
 // licence, and how it was converted. Open reads the runs from Options.Dir,
 // else $MCPROXY_TRAJECTORIES, else DefaultDir. The tests use only the

@@ -55,9 +55,10 @@ type Call struct {
 	Arguments json.RawMessage `json:"arguments"` // a JSON object
 }
 
-// DefaultDir is where the runs live once they reach the repository through
-// shared/ (bench/datasets mirrors ../shared/datasets). It is relative to the
-// working directory: the repository root when run from a clone.
+// DefaultDir is where the runs live in the repository, committed with their
+// licences beside the other datasets, once they are there (SOURCES.md). It
+// is relative to the working directory: the repository root when run from
+// a clone.
 const DefaultDir = "bench/datasets/trajectories"
 
 // DirEnv names the environment variable that points Open at another
@@ -121,7 +122,7 @@ func (s Store) Load(id string) (*Trajectory, error) {
 // missing or empty directory is an error: a benchmark of no runs measures
 // nothing.
 func (s Store) LoadAll() ([]*Trajectory, error) {
-	hint := fmt.Sprintf("copy the runs there from shared/, or point Options.Dir or $%s at a directory of *%s runs", DirEnv, Ext)
+	hint := fmt.Sprintf("the runs bench/trajectory/SOURCES.md lists are not in this clone yet: point Options.Dir or $%s at a directory of *%s runs", DirEnv, Ext)
 	entries, err := fs.ReadDir(s.fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("listing trajectories in %s (%s): %w", s.Dir, hint, err)
