@@ -7,7 +7,8 @@
 //
 // Every helper fails the test with the fix when something is missing; none of
 // them skips, because a skipped check passes silently on a machine that never
-// ran it. The one exception is Tmpfs (a small file system to fill), which
+// ran it. The one exception is Tmpfs (a real full disk): mounting needs root,
+// so it skips, saying so, for anyone else; CI runs as root and runs it. The one exception is Tmpfs (a small file system to fill), which
 // needs root: it skips for any other user, and CI runs as root.
 package testenv
 
