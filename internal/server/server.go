@@ -188,6 +188,10 @@ type Server struct {
 	tools map[string][]config.Tool
 	// byID indexes the catalog by "server:tool".
 	byID map[string]config.Tool
+	// applied is, by server, how many tools the last report ToolsChanged
+	// finished applying had: an upstream reports itself ready an instant
+	// before its tools are indexed, and retrieve_tools says so meanwhile.
+	applied map[string]int
 	// directIDs maps each exposed direct-mode name to its tool id.
 	directIDs map[string]string
 	// direct holds the direct-mode registrations: exposed name → entry, so
@@ -267,6 +271,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		opts:    opts,
 		tools:   map[string][]config.Tool{},
 		byID:    map[string]config.Tool{},
+		applied: map[string]int{},
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
@@ -487,6 +492,11 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 	s.mu.RLock()
 	same := sameTools(s.tools[server], tools)
 	s.mu.RUnlock()
+	defer func() {
+		s.mu.Lock()
+		s.applied[server] = len(tools)
+		s.mu.Unlock()
+	}()
 	if same {
 		// A repeated report (a Resync after the manager's own callbacks,
 		// a list_changed without changes) costs nothing.

@@ -216,6 +216,8 @@ type upstreamView struct {
 	// stale names the servers whose catalog entries are last known tools
 	// while the server is connecting.
 	stale map[string]bool
+	// indexing are the ready servers whose tools are not applied yet.
+	indexing []upstream.Status
 }
 
 // viewUpstreams looks at the upstreams and drops the last known tools of
@@ -228,6 +230,9 @@ func (s *Server) viewUpstreams() upstreamView {
 	s.mu.RLock()
 	var drop []string
 	for _, st := range v.statuses {
+		if st.State == upstream.StateReady && st.Tools > 0 && s.applied[st.Server] == 0 && !s.warm.fromFile[st.Server] {
+			v.indexing = append(v.indexing, st)
+		}
 		if !s.warm.fromFile[st.Server] {
 			continue
 		}
@@ -333,10 +338,12 @@ func (s *Server) waitLaunched(ctx context.Context) error {
 	}
 }
 
-// connectionLine is the line a retrieve_tools answer ends with when some
-// enabled servers are not connected: each named with its state, and for a
+// connectionLine is what a retrieve_tools answer ends with when some
+// enabled servers are not connected (each named with its state, and for a
 // connecting server with last known tools, how many of matches come from
-// them. Empty when every enabled server is ready.
+// them) or are ready with tools not indexed yet (a line of its own, so the
+// model asks again rather than concluding there is no such tool). Empty
+// when every enabled server is ready and indexed.
 func connectionLine(v upstreamView, matches []Match) string {
 	fromServer := map[string]int{}
 	for _, m := range matches {
@@ -358,10 +365,18 @@ func connectionLine(v upstreamView, matches []Match) string {
 		}
 		parts = append(parts, part+")")
 	}
-	if len(parts) == 0 {
-		return ""
+	var lines []string
+	if len(parts) > 0 {
+		lines = append(lines, "Not connected right now: "+strings.Join(parts, ", ")+".")
 	}
-	return "Not connected right now: " + strings.Join(parts, ", ") + "."
+	if len(v.indexing) > 0 {
+		parts = parts[:0]
+		for _, st := range v.indexing {
+			parts = append(parts, fmt.Sprintf("%s (%d %s, not searched yet)", st.Server, st.Tools, plural(st.Tools, "tool", "tools")))
+		}
+		lines = append(lines, "Still indexing: "+strings.Join(parts, ", ")+"; ask again in a moment.")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // staleNote marks a describe_tool entry whose tool comes from the last run.
