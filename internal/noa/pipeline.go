@@ -96,6 +96,7 @@ func ProcessTurn(in ProcessTurnInput) ProcessTurnResult {
 		}
 	}
 	io = RunPipeline(turnNodes[3:], io, ctx)
+	//lint:ignore S1016 the spec declares the two types apart; they may diverge
 	return ProcessTurnResult{Messages: io.Messages, State: io.State, Nudge: io.Nudge, TruncatedCount: io.TruncatedCount}
 }
 

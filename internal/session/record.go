@@ -198,6 +198,7 @@ func (h *Host) check(m Message, seen map[string]bool) error {
 		return fmt.Errorf("content type %q: want %q, %q, %q or %q", m.ContentType, noa.CTText, noa.CTToolCall, noa.CTToolResult, noa.CTReasoning)
 	}
 	if m.Original != "" {
+		//lint:ignore ST1005 Original is the field's name
 		return errors.New("Original is set by the host when it cuts a text; leave it empty")
 	}
 	if m.ID == "" {
