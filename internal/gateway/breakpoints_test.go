@@ -191,15 +191,7 @@ func TestCompressionKeepsClientBreakpoints(t *testing.T) {
 			t.Errorf("request %d: the first message %.300s, want the summary carrying the tool result's breakpoint", i+2, b.Messages[0])
 		}
 	}
-	p, err := reqs[1].Prefix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := reqs[2].Prefix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.Stable(n) {
+	if !stablePrefix(t, reqs[1], reqs[2]) {
 		t.Errorf("the client's next request changed the continuation's cached prefix")
 	}
 }

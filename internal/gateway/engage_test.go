@@ -157,17 +157,24 @@ func TestEngagesOnceAndStays(t *testing.T) {
 			t.Errorf("request %d, past compress_at, lacks noa's tools, system text or ref tags:\n%s", i+2, q.Body)
 		}
 	}
-	p, err := reqs[1].Prefix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := reqs[2].Prefix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.Stable(next) {
+	if !stablePrefix(t, reqs[1], reqs[2]) {
 		t.Errorf("the request after engagement changed the prefix the one before it left for the cache")
 	}
+}
+
+// stablePrefix reports whether request b keeps the prefix request a left
+// for the prompt cache (gatewaytest.Prefix.Stable).
+func stablePrefix(t *testing.T, a, b *gatewaytest.Request) bool {
+	t.Helper()
+	p, err := a.Prefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.Prefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Stable(next)
 }
 
 // TestEngagementSurvivesRestart: an engaged conversation stays engaged
