@@ -84,7 +84,7 @@ func TestGatewaySessionHeaderIsolation(t *testing.T) {
 			"anthropic": map[string]any{"base_url": up.URL},
 			"models":    map[string]any{"iso-model": map[string]any{"context_window": 50000}},
 			// Engaged from the first request, so read_archive is offered.
-			"compress_at": 0.001},
+			"compress_at": 1e-6},
 	})
 	var victims []*victim
 
