@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -20,6 +21,10 @@ import (
 // request.
 const maxBreakpoints = 4
 
+// cacheControl is the key of a breakpoint. JSON without it holds none,
+// which spares taking most of a long request apart.
+var cacheControl = []byte(`"cache_control"`)
+
 // moved is a breakpoint the rendering moves: onto the last block of the
 // rendered message at index out.
 type moved struct {
@@ -30,6 +35,9 @@ type moved struct {
 // markOf is the cache_control of a part's block, or of the last block
 // inside a tool result's content that has one; nil when there is none.
 func markOf(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, cacheControl) {
+		return nil
+	}
 	blk, ok := objectFields(raw)
 	if !ok {
 		return nil
@@ -53,6 +61,9 @@ func markOf(raw json.RawMessage) json.RawMessage {
 // or a message (its content's blocks, a tool result's inner blocks
 // included), in order.
 func marks(raw json.RawMessage) []json.RawMessage {
+	if !bytes.Contains(raw, cacheControl) {
+		return nil
+	}
 	var elems []json.RawMessage
 	switch firstByte(raw) {
 	case '[':
@@ -111,8 +122,8 @@ func markLast(msg, cc json.RawMessage) (json.RawMessage, bool) {
 
 // placeBreakpoints applies the moves to the rendered messages out, then,
 // when the client caches and the request has room, marks the last summary
-// (at out index summary, -1 when there is none). It returns out, changed
-// in place of a copy's elements only.
+// (at out index summary, -1 when there is none). out itself is left as it
+// was: the messages returned are a copy.
 func (q *request) placeBreakpoints(out []json.RawMessage, moves []moved, summary int) []json.RawMessage {
 	if len(moves) == 0 && summary < 0 {
 		return out
@@ -142,8 +153,10 @@ func (q *request) placeBreakpoints(out []json.RawMessage, moves []moved, summary
 	}
 	// A breakpoint's TTL may not exceed an earlier one's: take the next
 	// breakpoint's (or, with none after, the previous one's).
-	cc := append(after, before...)[0]
-	if len(after) == 0 {
+	var cc json.RawMessage
+	if len(after) > 0 {
+		cc = after[0]
+	} else {
 		cc = before[len(before)-1]
 	}
 	out[summary], _ = markLast(out[summary], cc)
