@@ -43,6 +43,13 @@ type GatewayConfig struct {
 	// again; after that the model's answer goes back as it is. Zero means
 	// DefaultMaxHiddenRounds.
 	MaxHiddenRounds int `json:"max_hidden_rounds,omitempty"`
+	// CompressAt is the fraction of a conversation's message window its
+	// recorded tokens must reach before noa's additions (its tools, system
+	// text, ref tags and nudges) are added to the conversation's requests;
+	// below it every request goes as the client sent it, so it costs what
+	// going straight costs. Once reached, the conversation stays engaged
+	// for its whole life. Zero means DefaultCompressAt.
+	CompressAt float64 `json:"compress_at,omitempty"`
 	// Limits bound what parsing one request or one model answer may cost
 	// (see GatewayLimits).
 	Limits GatewayLimits `json:"limits,omitzero"`
@@ -95,6 +102,13 @@ const (
 	// overflowing.
 	DefaultGatewayContextWindow = 128000
 	DefaultMaxHiddenRounds      = 3
+	// DefaultCompressAt engages noa at half the message window: at 0.5 of
+	// a 200K window the public agent runs measured for issue 27 (peaks of
+	// 23K-91K tokens) never engage and cost exactly the straight cost, and
+	// a conversation that ends a few turns after a compression pays more
+	// for the rewritten cache (1.25x) than it saves (0.1x per later turn
+	// per saved token).
+	DefaultCompressAt = 0.5
 	// DefaultMaxJSONDepth is far deeper than any real request nests (a
 	// tool's arguments inside a block inside a message: about 10 levels
 	// plus the arguments' own).
@@ -217,6 +231,9 @@ func (g *GatewayConfig) ApplyDefaults() {
 	if g.MaxHiddenRounds == 0 {
 		g.MaxHiddenRounds = DefaultMaxHiddenRounds
 	}
+	if g.CompressAt == 0 {
+		g.CompressAt = DefaultCompressAt
+	}
 	l := &g.Limits
 	if l.MaxJSONDepth == 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
@@ -301,6 +318,9 @@ func (g GatewayConfig) validate(path string) []error {
 	}
 	if r := g.MaxHiddenRounds; r < 0 || r > MaxHiddenRoundsLimit {
 		add("max_hidden_rounds", "%d is out of range: want 1 to %d (leave it out for %d)", r, MaxHiddenRoundsLimit, DefaultMaxHiddenRounds)
+	}
+	if f := g.CompressAt; f != 0 && !(f > 0 && f < 1) {
+		add("compress_at", "%v is out of range: want a fraction of the message window between 0 and 1, such as 0.5 (leave it out for %v)", f, DefaultCompressAt)
 	}
 	if l := g.Limits; l.MaxJSONDepth < 0 || l.MaxJSONDepth > MaxJSONDepthLimit {
 		add("limits.max_json_depth", "%d is out of range: want 1 to %d (leave it out for %d)", l.MaxJSONDepth, MaxJSONDepthLimit, DefaultMaxJSONDepth)

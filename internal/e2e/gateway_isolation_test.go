@@ -82,7 +82,9 @@ func TestGatewaySessionHeaderIsolation(t *testing.T) {
 		"noa":        map[string]any{"max_result_tokens": config.MinMaxResultTokens},
 		"gateway": map[string]any{"enabled": true,
 			"anthropic": map[string]any{"base_url": up.URL},
-			"models":    map[string]any{"iso-model": map[string]any{"context_window": 50000}}},
+			"models":    map[string]any{"iso-model": map[string]any{"context_window": 50000}},
+			// Engaged from the first request, so read_archive is offered.
+			"compress_at": 1e-6},
 	})
 	var victims []*victim
 

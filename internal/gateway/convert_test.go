@@ -439,7 +439,9 @@ func TestRenderProjection(t *testing.T) {
 		Nudge: "please compress",
 	}
 	got := string(marshal(q.render(anthropicDialect{}, p)))
-	want := `[{"content":[{"text":"[summary] first exchange","type":"text"}],"role":"user"},` +
+	// The client caches (its marker on "last"), so the summary, which
+	// ends the prefix the gateway keeps stable, gets a breakpoint too.
+	want := `[{"content":[{"text":"[summary] first exchange","type":"text","cache_control":{"type":"ephemeral"}}],"role":"user"},` +
 		`{"content":[{"id":"tc9","input":{"content":[]},"name":"Compress","type":"tool_use"}],"role":"assistant"},` +
 		`{"content":[{"content":"panel","tool_use_id":"tc9","type":"tool_result"}],"role":"user"},` +
 		`{"role":"assistant","content":"a2"},` +

@@ -11,7 +11,10 @@
 // recognising which conversation a stateless request continues (only among
 // the conversations of its credential, under ids the gateway made), and
 // the hidden rounds in which the model's own Compress and
-// read_archive calls are answered without the client seeing them. Session
+// read_archive calls are answered without the client seeing them. A
+// conversation is forwarded as the client sent it until it is engaged
+// (engage.go: its tokens reached gateway.compress_at of its window), so
+// one that never needs compression costs what going straight costs. Session
 // state (transcripts, archives, noa's state) belongs to the host behind the
 // Hosts interface; the gateway holds only what it can rebuild.
 //

@@ -51,6 +51,12 @@ type Host interface {
 	// records the call and its result (the archived original, paged) and
 	// returns the result.
 	ReadArchive(ctx context.Context, call noa.CoreMessage) (noa.CoreMessage, error)
+	// Engage marks the conversation engaged for the rest of its life
+	// (across restarts, for a host that persists): from then on its Turns
+	// report Engaged and the gateway adds noa's tools, text and tags to
+	// its requests (engage.go). Engaging an engaged conversation does
+	// nothing.
+	Engage(ctx context.Context) error
 }
 
 // Turn is noa's projection of a conversation for one model request.
@@ -70,6 +76,10 @@ type Turn struct {
 	// Tokens is the size of the recorded stream, Projected that of View;
 	// Limit the window they are paced against.
 	Tokens, Projected, Limit int
+	// Engaged reports whether the conversation was engaged (Host.Engage)
+	// when the turn was taken. A conversation that is not is forwarded as
+	// the client sent it.
+	Engaged bool
 }
 
 // Ref is a message's ref and the token count its tag shows.

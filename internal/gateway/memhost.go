@@ -166,6 +166,8 @@ type memHost struct {
 	has  map[string]bool
 	st   noa.CompressionState
 	arch memArchive
+	// engaged: Engage was called.
+	engaged bool
 }
 
 func (h *memHost) Has(id string) bool {
@@ -213,7 +215,7 @@ func (h *memHost) Turn(context.Context) (Turn, error) {
 // after it. It changes nothing of h's; the caller holds h.mu.
 func (h *memHost) turn(msgs []noa.CoreMessage, st noa.CompressionState, cfg noa.Config) (Turn, noa.CompressionState) {
 	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: msgs, State: st, Config: cfg, CountTokens: h.count})
-	t := Turn{Refs: map[string]Ref{}, SystemPrompt: noa.BuildSystemPrompt(noa.Sections{}), Tokens: h.sum(msgs), Limit: cfg.ModelContextLimit}
+	t := Turn{Refs: map[string]Ref{}, SystemPrompt: noa.BuildSystemPrompt(noa.Sections{}), Tokens: h.sum(msgs), Limit: cfg.ModelContextLimit, Engaged: h.engaged}
 	for _, m := range r.Messages {
 		if m.ID == noa.NudgeMessageID {
 			t.Nudge = m.Text
@@ -243,6 +245,13 @@ func (h *memHost) peek(pending []noa.CoreMessage, contextLimit int) Turn {
 	}
 	t, _ := h.turn(msgs, h.st, cfg)
 	return t
+}
+
+func (h *memHost) Engage(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.engaged = true
+	return nil
 }
 
 func resultOf(call noa.CoreMessage, text string) noa.CoreMessage {

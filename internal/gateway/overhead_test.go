@@ -56,7 +56,8 @@ func post(b *testing.B, c *http.Client, url string, body []byte) {
 // BenchmarkGatewayOverhead sends the same request straight to the scripted
 // upstream and through the gateway (projection on, with the on-disk
 // SessionHosts serve uses and with MemoryHosts, a 1M-token window so
-// nothing is compressed), alternately in one loop, and reports
+// nothing is compressed, engaged from the first request so the whole
+// projection is timed), alternately in one loop, and reports
 // both times, the gateway's overhead per request and the ratio. The
 // conversation is known from the first request on, as an agent's is after
 // its first turn.
@@ -78,7 +79,7 @@ func benchmarkOverhead(b *testing.B, hosts Hosts, tokens int) {
 	defer up.Close()
 	gw, err := New(Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
 		Anthropic: config.GatewayProvider{BaseURL: up.URL},
-		Models:    map[string]config.GatewayModel{agentModel: {ContextWindow: 1_000_000}}}})
+		Models:    map[string]config.GatewayModel{agentModel: {ContextWindow: 1_000_000}}, CompressAt: engageAtOnce}})
 	if err != nil {
 		b.Fatal(err)
 	}

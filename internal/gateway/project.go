@@ -58,6 +58,7 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 		return
 	}
 	defer release()
+	h = engaging{Host: h, core: in.q.core, at: g.cfg.CompressAt}
 	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
 		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.IncludeUsage}
 	if x.stream {
@@ -168,8 +169,9 @@ func (g *Gateway) ours(q *request) map[string]bool {
 // countTokens answers POST /v1/messages/count_tokens for what the model
 // would read: the body is projected exactly as a /v1/messages request with
 // it would be (the conversation's summaries, ref tags and nudge, noa's
-// prompt and tools), recording and changing nothing, and the projection is
-// counted upstream. Like a model request, a failure to project falls back
+// prompt and tools once it is engaged or would engage with it; the body
+// as it came before), recording and changing nothing, and the projection
+// is counted upstream. Like a model request, a failure to project falls back
 // to counting the body as it came.
 func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provider) {
 	body, ok := g.readBody(w, r, p)
@@ -197,7 +199,8 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provide
 		}
 		return
 	}
-	x := &exchange{g: g, p: p, q: in.q, d: in.d, ours: g.ours(in.q)}
+	t.Engaged = t.Engaged || engageDue(t, in.q.core, g.cfg.CompressAt)
+	x := &exchange{g: g, p: p, raw: body, q: in.q, d: in.d, ours: g.ours(in.q)}
 	g.forward(w, r, p, path, x.build(t, false))
 }
 
@@ -277,8 +280,15 @@ func (q *request) toolNames() []string {
 // build is the body sent upstream for turn t: the projected messages, noa's
 // system prompt and tools added, everything else as the client sent it. In
 // the final round (after hidden rounds, with none left) tool_choice is
-// "none", so the model answers for the client.
+// "none", so the model answers for the client. A conversation not engaged
+// gets the client's body as it came (engage.go).
 func (x *exchange) build(t Turn, final bool) []byte {
+	if !t.Engaged {
+		// Nothing of the gateway's is offered, so every tool the model
+		// calls is the client's.
+		x.ours = nil
+		return x.raw
+	}
 	top := make(map[string]json.RawMessage, len(x.q.top)+2)
 	for k, v := range x.q.top {
 		top[k] = v

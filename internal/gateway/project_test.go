@@ -19,10 +19,16 @@ import (
 // testModel has a small window, so a test conversation fills it.
 const testModel = "test-model"
 
+// engageAtOnce is a compress_at that engages noa on a conversation's first
+// request: the tests that use it check what an engaged conversation's
+// requests carry (engage_test.go checks when one engages).
+const engageAtOnce = 0.001
+
 func withHosts(h *MemoryHosts) rigOption {
 	return func(o *Options) {
 		o.Hosts = h
 		o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: 8000}}
+		o.Config.CompressAt = engageAtOnce
 	}
 }
 

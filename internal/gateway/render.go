@@ -44,10 +44,38 @@ func (q *request) identity() projection {
 // all of whose parts are shown unchanged and untagged is re-emitted as its
 // original JSON; others are rebuilt from their parts' original JSON.
 // Summaries and the gateway's own tool exchanges are rendered new. A view
-// message that is none of these (not in this request) is left out.
+// message that is none of these (not in this request) is left out. For
+// Anthropic the client's cache breakpoints on parts left out move to the
+// block that now ends their prefix (breakpoints.go).
 func (q *request) render(d dialect, p projection) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(q.head)+len(q.msgs)+2)
 	out = append(out, q.head...)
+	// Breakpoint bookkeeping: the last part shown and the index in out of
+	// its message, the last summary since it and the last of all.
+	anthropic := q.api == anthropicAPI
+	var moves []moved
+	shown, shownOut, gapSummary, lastSummary := -1, -1, -1, -1
+	gap := func(end, next int) {
+		if !anthropic {
+			return
+		}
+		var cc json.RawMessage
+		for j := shown + 1; j < end; j++ {
+			if c := markOf(q.parts[j].raw); c != nil {
+				cc = c
+			}
+		}
+		switch {
+		case cc == nil:
+		case gapSummary >= 0:
+			moves = append(moves, moved{gapSummary, cc})
+		case shownOut >= 0:
+			moves = append(moves, moved{shownOut, cc})
+		case next >= 0:
+			moves = append(moves, moved{next, cc})
+		}
+	}
+	curOut := -1
 	cur := -1
 	var idx []int
 	text := map[int]string{}
@@ -70,7 +98,11 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 			pt := q.parts[i]
 			if pt.msg != cur {
 				flush()
-				cur = pt.msg
+				cur, curOut = pt.msg, len(out)
+			}
+			if i > shown {
+				gap(i, curOut)
+				shown, shownOut, gapSummary = i, curOut, -1
 			}
 			idx = append(idx, i)
 			if v.Text != q.core[i].Text && (pt.kind == kindText || pt.kind == kindToolResult) {
@@ -85,6 +117,7 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 		switch {
 		case strings.HasPrefix(v.ID, noa.SummaryIDPrefix):
 			out = append(out, d.summary(v.Text))
+			gapSummary, lastSummary = len(out)-1, len(out)-1
 		case v.ContentType == noa.CTToolCall:
 			if raw, ok := p.Calls[v.ToolCallID]; ok {
 				if len(raw) > 0 {
@@ -98,6 +131,10 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 		}
 	}
 	flush()
+	if anthropic {
+		gap(len(q.parts), -1)
+		out = q.placeBreakpoints(out, moves, lastSummary)
+	}
 	if p.Nudge != "" {
 		out = d.nudge(out, p.Nudge)
 	}

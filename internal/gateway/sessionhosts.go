@@ -141,13 +141,18 @@ func (s sessionHost) Turn(ctx context.Context) (Turn, error) {
 // in its view, looked up once each.
 func turnOf(s sessionHost, t session.Turn) Turn {
 	out := Turn{View: t.View, Nudge: t.Nudge, SystemPrompt: t.SystemPrompt, Refs: make(map[string]Ref, len(t.View)),
-		Tokens: t.Total, Projected: t.Projected, Limit: t.ContextLimit}
+		Tokens: t.Total, Projected: t.Projected, Limit: t.ContextLimit, Engaged: t.Engaged}
 	for _, m := range t.View {
 		if r, ok := s.h.Ref(m.ID); ok {
 			out.Refs[m.ID] = Ref{Ref: r.Ref, Tokens: r.Tokens}
 		}
 	}
 	return out
+}
+
+func (s sessionHost) Engage(ctx context.Context) error {
+	s.used()
+	return s.h.Engage(ctx)
 }
 
 func (s sessionHost) Compress(ctx context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {

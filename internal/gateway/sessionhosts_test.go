@@ -27,6 +27,7 @@ func withAnyHosts(h Hosts) rigOption {
 	return func(o *Options) {
 		o.Hosts = h
 		o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: 8000}}
+		o.Config.CompressAt = engageAtOnce
 	}
 }
 

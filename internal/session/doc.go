@@ -17,12 +17,15 @@
 // shares the Manager's Options except what HostOptions sets for it: the
 // gateway opens each conversation with its model's window and emergency
 // truncation on (Manager.HostWith), and only a session it created
-// (HostOptions.OnlyOwn: never an MCP client's).
+// (HostOptions.OnlyOwn: never an MCP client's). A front that adds noa's
+// tools and text only once a conversation is long enough marks that point
+// with Engage, recorded in the transcript, so it holds across restarts.
 //
 // Everything a session knows lives under <data_dir>/sessions/<session-id>/:
 //
 //	transcript.jsonl   append-only, one record per message (and per turn
-//	                   that recorded none but moved noa's pacing), written
+//	                   that recorded none but moved noa's pacing, and one
+//	                   for Engage), written
 //	                   before the front sees the answer and fsync'd before
 //	                   it too (calls finishing together share one fsync,
 //	                   run outside the lock the session's other calls wait

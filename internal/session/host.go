@@ -34,6 +34,7 @@ type Host struct {
 	originals map[string]string // message id -> archived full text
 	reserved  map[string]string // tool call id -> id kept for its result
 	total     int               // tokens of every recorded message
+	engaged   bool              // Engage was recorded
 	// eng is noa over the stream, incrementally: it holds the state
 	// (refs, blocks, pacing). blocks and refs (ref -> message id) are the
 	// host's copies of what read_archive looks up, kept in step with it.

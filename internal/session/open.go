@@ -205,7 +205,7 @@ func (h *Host) load() error {
 				"); the transcript wins. A changed tokenizer or protected_tools since the session was written causes this, and can renumber refs")
 		}
 	}
-	h.originals, h.seq = full.originals, full.seq
+	h.originals, h.seq, h.engaged = full.originals, full.seq, full.engaged
 	for _, m := range full.msgs {
 		h.push(m)
 	}

@@ -98,6 +98,8 @@ type replay struct {
 	// missing and recreated are archives a replay found absent (and, when
 	// repairing, wrote again from the transcript).
 	missing, recreated []string
+	// engaged: a kindEngage record was replayed (Host.Engage).
+	engaged bool
 }
 
 // replayTranscript rebuilds a session's state from its records up to and
@@ -125,6 +127,7 @@ func replayTranscript(recs []record, upto int64, id string, arch *Archiver, cfg 
 		if r.Compress != nil {
 			created[r.Compress.CallID] = r.Compress.Now
 		}
+		rp.engaged = rp.engaged || r.Kind == kindEngage
 	}
 	ra := &replayArchiver{a: arch, repair: repair}
 	res := noa.RebuildStateFromLog(noa.RebuildInput{

@@ -27,6 +27,9 @@ const (
 	// (a Turn with nothing new, as a model request that only re-reads the
 	// session makes); it carries only the pacing.
 	kindTurn = "turn"
+	// kindEngage marks the point from which the front adds noa's tools
+	// and text to the model's requests (Host.Engage); it carries nothing.
+	kindEngage = "engage"
 )
 
 // record is one line of transcript.jsonl. Every message of the stream is a

@@ -30,6 +30,9 @@ type Turn struct {
 	Total, Projected, ContextLimit int
 	// Recorded are the messages this turn added, as Record returns them.
 	Recorded []Message
+	// Engaged reports whether the session was engaged (Host.Engage)
+	// when the turn ran.
+	Engaged bool
 }
 
 // MessageRef is the ref noa gave a message and the token count it froze for
@@ -81,7 +84,7 @@ func (h *Host) turn(ctx context.Context, msgs []Message) (Turn, int64, error) {
 	h.eng.Append(h.msgs[b.n0:]...)
 	r := h.eng.Turn(0)
 	h.verifyTurn(vst, r)
-	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out}
+	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out, Engaged: h.engaged}
 	t.View, t.Nudge, t.NudgeDecision, t.Projected = r.View, r.NudgeText, r.Nudge, r.ViewTokens
 	pc := h.pacing()
 	pc.Tokens, pc.Nudged = t.Projected, r.Nudge != nil
@@ -142,7 +145,7 @@ func (h *Host) Peek(ctx context.Context, pending ...Message) (Turn, error) {
 		h.nextID = nextID
 	}()
 	r := noa.ProcessTurn(noa.ProcessTurnInput{Messages: h.msgs, State: h.eng.State(), Config: h.cfg, CountTokens: h.count.count})
-	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out, NudgeDecision: r.Nudge}
+	t := Turn{SystemPrompt: Instructions(), Total: h.total, ContextLimit: h.cfg.ModelContextLimit, Recorded: b.out, NudgeDecision: r.Nudge, Engaged: h.engaged}
 	t.View = make([]noa.CoreMessage, 0, len(r.Messages))
 	for _, m := range r.Messages {
 		if m.ID == noa.NudgeMessageID {

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// breakpoints lists the cache_control values in JSON raw, at any depth,
+// in document order (decoded, so it shares nothing with the code tested).
+func breakpoints(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if cc, ok := x["cache_control"]; ok {
+				b, _ := json.Marshal(cc)
+				out = append(out, string(b))
+			}
+			for _, k := range []string{"tools", "system", "messages", "content"} {
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// Breakpoints as breakpoints lists them (keys sorted).
+const (
+	hour    = `{"ttl":"1h","type":"ephemeral"}`
+	minutes = `{"type":"ephemeral"}`
+)
+
+// TestBreakpointsFollowTheProjection renders a projection whose summary
+// replaced the first exchange: a client breakpoint on a replaced part
+// moves to the summary, the client's others stay, the summary is marked
+// when the client caches and has room, and a request never carries more
+// than four.
+func TestBreakpointsFollowTheProjection(t *testing.T) {
+	mark := func(on bool, cc string) string {
+		if !on {
+			return ""
+		}
+		return `,"cache_control":` + cc
+	}
+	for _, tc := range []struct {
+		name string
+		// where the client put breakpoints: tools, system, the replaced
+		// tool result, the kept assistant text, the last message
+		tools, system, replaced, kept, last bool
+		// bare: the replaced parts are left out with no summary in their
+		// place (the breakpoint goes to the message before them)
+		bare bool
+		// want: the breakpoints of the rendered request, in order, and
+		// the summary's ("" none)
+		want    []string
+		summary string
+	}{
+		{name: "moved from a replaced part", replaced: true, last: true,
+			want: []string{hour, minutes}, summary: hour},
+		{name: "added where the client caches", last: true,
+			want: []string{minutes, minutes}, summary: minutes},
+		{name: "four kept, one moved", system: true, replaced: true, kept: true, last: true,
+			want: []string{hour, hour, minutes, minutes}, summary: hour},
+		{name: "no room left", tools: true, system: true, kept: true, last: true,
+			want: []string{hour, hour, minutes, minutes}, summary: ""},
+		{name: "the client does not cache"},
+		{name: "moved to the message before", replaced: true, last: true, bare: true,
+			want: []string{hour, minutes}, summary: hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"model":"m",
+				"tools":[{"name":"read","input_schema":{"type":"object"}` + mark(tc.tools, hour) + `}],
+				"system":[{"type":"text","text":"sys"` + mark(tc.system, hour) + `}],
+				"messages":[
+				{"role":"user","content":"first"},
+				{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{}}]},
+				{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"big"` + mark(tc.replaced, hour) + `}]},
+				{"role":"assistant","content":[{"type":"text","text":"a2"` + mark(tc.kept, minutes) + `}]},
+				{"role":"user","content":[{"type":"text","text":"last"` + mark(tc.last, minutes) + `}]}]}`
+			q, err := parseAnthropic(context.Background(), []byte(body), config.DefaultMaxJSONDepth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := q.core
+			view := []noa.CoreMessage{{ID: noa.SummaryIDPrefix + "b1", Role: noa.RoleUser, ContentType: noa.CTText, Text: "[summary] first exchange"}, c[3], c[4]}
+			if tc.bare {
+				view[0] = c[0] // "the summary" below is then the first message
+			}
+			msgs := q.render(anthropicDialect{}, projection{View: view, Nudge: "please compress"})
+			top := marshal(map[string]json.RawMessage{"tools": q.top["tools"], "system": q.top["system"], "messages": joinArray(msgs)})
+			got := breakpoints(t, top)
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got breakpoints %v, want %v", got, tc.want)
+			}
+			if len(got) > maxBreakpoints {
+				t.Errorf("got %d breakpoints, want at most %d", len(got), maxBreakpoints)
+			}
+			if s := strings.Join(breakpoints(t, msgs[0]), " "); s != tc.summary {
+				t.Errorf("the summary has breakpoint %q, want %q", s, tc.summary)
+			}
+			if !bytes.Contains(msgs[len(msgs)-1], []byte("please compress")) || len(breakpoints(t, []byte(`{"content":[`+
+				string(lastBlock(t, msgs[len(msgs)-1]))+`]}`))) != 0 {
+				t.Errorf("the nudge is missing or carries a breakpoint: %s", msgs[len(msgs)-1])
+			}
+		})
+	}
+}
+
+// lastBlock is a message's last content block.
+func lastBlock(t *testing.T, msg json.RawMessage) json.RawMessage {
+	t.Helper()
+	var m struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || len(m.Content) == 0 {
+		t.Fatalf("message %s has no content blocks", msg)
+	}
+	return m.Content[len(m.Content)-1]
+}
+
+// TestCompressionKeepsClientBreakpoints: through the gateway, a client
+// that marks its system prompt, an early tool result and its last
+// message keeps all three breakpoints after the model compressed the
+// early span (the tool result's now on the summary), never more than
+// four, and the continuation's prefix holds for the client's next
+// request.
+func TestCompressionKeepsClientBreakpoints(t *testing.T) {
+	model := &compressingModel{}
+	r := newRig(t, model.script, withHosts(&MemoryHosts{}))
+	marked := func(block map[string]any, cc string) map[string]any {
+		var v any
+		_ = json.Unmarshal([]byte(cc), &v)
+		out := map[string]any{"cache_control": v}
+		for k, e := range block {
+			out[k] = e
+		}
+		return out
+	}
+	msgs := conversation(8, 1200, "What was in file 7?")
+	tr := msgs[2].(map[string]any)["content"].([]any)
+	tr[0] = marked(tr[0].(map[string]any), hour)
+	msgs[len(msgs)-1] = map[string]any{"role": "user", "content": []any{marked(map[string]any{"type": "text", "text": "What was in file 7?"}, minutes)}}
+	body := anthropicBody(msgs)
+	body["system"] = []any{marked(map[string]any{"type": "text", "text": "You are terse."}, hour)}
+	next := append(append([]any(nil), msgs...), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "final answer"}}},
+		map[string]any{"role": "user", "content": []any{marked(map[string]any{"type": "text", "text": "And file 3?"}, minutes)}})
+	nextBody := anthropicBody(next)
+	nextBody["system"] = body["system"]
+	for _, b := range []map[string]any{body, nextBody} {
+		if o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: r.url, APIKey: "k", Kind: "create", Body: b}); !o.OK {
+			t.Fatalf("SDK: %s", o.Message)
+		}
+	}
+	if !model.done {
+		t.Fatal("the model did not compress; the test needs a compressed conversation")
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream got %d requests, want 3 (Compress round, continuation, next turn)", len(reqs))
+	}
+	// The next turn keeps the marker on the question before it: four.
+	for i, want := range [][]string{{hour, hour, minutes}, {hour, hour, minutes, minutes}} {
+		q := reqs[i+1]
+		if got := breakpoints(t, q.Body); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("request %d: got breakpoints %v, want the client's %v (system, the moved tool result's, its questions')", i+2, got, want)
+		}
+		var b struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(q.Body, &b)
+		if !bytes.Contains(b.Messages[0], []byte(noa.SummaryHeader)) || fmt.Sprint(breakpoints(t, b.Messages[0])) != fmt.Sprint([]string{hour}) {
+			t.Errorf("request %d: the first message %.300s, want the summary carrying the tool result's breakpoint", i+2, b.Messages[0])
+		}
+	}
+	if !stablePrefix(t, reqs[1], reqs[2]) {
+		t.Errorf("the client's next request changed the continuation's cached prefix")
+	}
+}
