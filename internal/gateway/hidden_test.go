@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// nudged reports whether a forwarded request carries noa's nudge.
+func nudged(body []byte) bool { return bytes.Contains(body, []byte("[noa] Context at")) }
+
+// preambleModel writes text, then calls Compress over the request's refs,
+// the first time a request offers Compress with enough of them; every other
+// request gets a text answer. nudges records, per request, whether it
+// carried noa's nudge.
+type preambleModel struct {
+	mu     sync.Mutex
+	done   bool
+	nudges []bool
+}
+
+const preamble = "I will compress the early reads first."
+
+func (m *preambleModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nudges = append(m.nudges, nudged(r.Body))
+	tags := refs(r.Body)
+	if m.done || !hasTool(r.Body, noa.CompressToolName) || len(tags) < 4 {
+		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}}
+	}
+	m.done = true
+	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Earlier reads, each a long run of repeated text; nothing else of note."}]}`,
+		tags[0], tags[len(tags)-3])
+	return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text(preamble), gatewaytest.ToolCall("toolu_pre", noa.CompressToolName, args)}}
+}
+
+// openaiConversation is a tool-heavy Chat Completions conversation of n
+// lookups, each result size bytes.
+func openaiConversation(n, size int) []any {
+	msgs := []any{map[string]any{"role": "user", "content": "look things up"}}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function",
+			"function": map[string]any{"name": "lookup", "arguments": fmt.Sprintf(`{"i":%d}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("result %d: ", i) + strings.Repeat(fmt.Sprintf("text of result %d. ", i), size/18)})
+	}
+	return append(msgs, map[string]any{"role": "user", "content": "summarize"})
+}
+
+// visible is what the client can see of an SDK's final object: Anthropic's
+// content blocks (type, text, thinking, tool name) and stop reason, or
+// OpenAI's message text, tool calls and finish reason.
+func visible(t *testing.T, sdk gatewaytest.SDK, result json.RawMessage) any {
+	t.Helper()
+	if sdk == gatewaytest.Anthropic {
+		var m struct {
+			Content []struct {
+				Type, Text, Thinking, Name string
+			}
+			StopReason string `json:"stop_reason"`
+		}
+		if err := json.Unmarshal(result, &m); err != nil {
+			t.Fatalf("reading %s: %v", result, err)
+		}
+		return m
+	}
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content   *string
+				ToolCalls []struct {
+					Function struct{ Name string }
+				} `json:"tool_calls"`
+			}
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	if err := json.Unmarshal(result, &c); err != nil || len(c.Choices) == 0 {
+		t.Fatalf("reading %s: %v", result, err)
+	}
+	return c.Choices[0]
+}
+
+// TestHiddenRoundTextSameStreamedOrNot: when the model writes text before a
+// hidden Compress call, the streamed answer and the JSON one carry the same
+// client-visible content (issue 27: streams passed that text on, JSON
+// answers dropped it). Asked to compress (a nudge), the text belongs to the
+// hidden round and is dropped; unasked, streaming sent it at once, so both
+// deliver it before the final answer.
+func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sdk   gatewaytest.SDK
+		path  string
+		body  func() map[string]any
+		nudge bool
+	}{
+		{"anthropic asked", gatewaytest.Anthropic, "", func() map[string]any { return anthropicBody(conversation(20, 1200, "What was in file 7?")) }, true},
+		{"anthropic unasked", gatewaytest.Anthropic, "", func() map[string]any { return anthropicBody(conversation(8, 1200, "What was in file 7?")) }, false},
+		{"openai asked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
+			return map[string]any{"model": testModel, "messages": openaiConversation(20, 1200)}
+		}, true},
+		{"openai unasked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
+			return map[string]any{"model": testModel, "messages": openaiConversation(6, 1200)}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]any{}
+			for _, kind := range []string{"create", "stream"} {
+				model := &preambleModel{}
+				r := newRig(t, model.script, withHosts(&MemoryHosts{}))
+				o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: tc.sdk, BaseURL: r.url + tc.path, APIKey: "k", Kind: kind, Body: tc.body()})
+				if !o.OK {
+					t.Fatalf("%s: SDK: %s", kind, o.Message)
+				}
+				if len(model.nudges) != 2 || model.nudges[0] != tc.nudge {
+					t.Fatalf("%s: upstream got %d requests, nudged %v; want 2, the first nudged %v", kind, len(model.nudges), model.nudges, tc.nudge)
+				}
+				// The continuation shows the model its text when the client
+				// got it, so it carries on rather than writing it again.
+				if has := bytes.Contains(r.up.Requests()[1].Body, []byte(preamble)); has == tc.nudge {
+					t.Errorf("%s: the continuation carries the preamble: got %v, want %v", kind, has, !tc.nudge)
+				}
+				got[kind] = visible(t, tc.sdk, o.Result)
+				res := string(o.Result)
+				if strings.Contains(res, noa.CompressToolName) || !strings.Contains(res, "final answer") || strings.Contains(res, preamble) == tc.nudge {
+					t.Errorf("%s: client got %s; want the final answer, no Compress, and the preamble only if unasked", kind, res)
+				}
+			}
+			if diff := cmp.Diff(got["create"], got["stream"]); diff != "" {
+				t.Errorf("streamed and JSON answers differ (-json +stream):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHiddenRoundHeldStreamValid: a held round's stream, read as bytes,
+// is a valid stream with no block of the hidden round and indexes from 0.
+func TestHiddenRoundHeldStreamValid(t *testing.T) {
+	model := &preambleModel{}
+	r := newRig(t, model.script, withHosts(&MemoryHosts{}))
+	resp, b := r.do(t, context.Background(), http.MethodPost, "/v1/messages", streamBody(t, conversation(20, 1200, "q")), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, b)
+	}
+	if err := gatewaytest.CheckAnthropicStream(b); err != nil {
+		t.Fatalf("stream invalid: %v\n%s", err, b)
+	}
+	if s := string(b); strings.Contains(s, preamble) || strings.Contains(s, `"index":1`) || streamText(t, b) != "final answer" {
+		t.Errorf("stream %s: want the final answer alone, at index 0", s)
+	}
+
+	model = &preambleModel{}
+	r = newRig(t, model.script, withHosts(&MemoryHosts{}))
+	body := mustJSON(t, map[string]any{"model": testModel, "stream": true, "messages": openaiConversation(20, 1200)})
+	resp, b = r.do(t, context.Background(), http.MethodPost, "/openai/v1/chat/completions", string(body), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, b)
+	}
+	if err := gatewaytest.CheckOpenAIStream(b); err != nil {
+		t.Fatalf("stream invalid: %v\n%s", err, b)
+	}
+	if s := string(b); strings.Contains(s, "early reads") || strings.Contains(s, noa.CompressToolName) {
+		t.Errorf("stream leaks the hidden round:\n%s", s)
+	}
+}
