@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,4 +175,159 @@ func TestHiddenRoundHeldStreamValid(t *testing.T) {
 	if s := string(b); strings.Contains(s, "early reads") || strings.Contains(s, noa.CompressToolName) {
 		t.Errorf("stream leaks the hidden round:\n%s", s)
 	}
+}
+
+// retryingModel reads an archive under tool call id toolu_dup, then calls
+// Compress under the same id (the host cannot record it twice), and once
+// it reads that this call failed calls Compress again as toolu_ok; then it
+// answers. Under tool_choice none it says "forced answer".
+type retryingModel struct {
+	mu   sync.Mutex
+	args string
+	saw  bool // a request showed the model its failed call
+}
+
+const failedMark = "call failed and changed nothing"
+
+func (m *retryingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	body := string(r.Body)
+	if strings.Contains(body, `"tool_choice":{"type":"none"}`) || strings.Contains(body, `"tool_choice":"none"`) {
+		return gatewaytest.Say("forced answer")
+	}
+	// Not the example ref of noa's prompt, a system message in OpenAI's
+	// format.
+	tags := slices.DeleteFunc(refs(r.Body), func(ref string) bool {
+		return strings.Contains(noa.BuildSystemPrompt(noa.Sections{}), "["+ref+" ")
+	})
+	switch {
+	case !strings.Contains(body, `"toolu_dup"`):
+		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", ReadArchiveTool, fmt.Sprintf(`{"ref":%q}`, tags[0]))}}
+	case !strings.Contains(body, failedMark):
+		m.args = fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Read files 0 to 5 earlier; each held a long run of repeated lines naming its number."}]}`, tags[0], tags[len(tags)-3])
+		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", noa.CompressToolName, m.args)}}
+	case !strings.Contains(body, `"toolu_ok"`):
+		m.saw = true
+		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_ok", noa.CompressToolName, m.args)}}
+	}
+	return gatewaytest.Say("real answer")
+}
+
+// TestFailedHiddenCallRetried: a hidden call that fails is answered to the
+// model as a tool error saying how to call again, in a further hidden
+// round; the model retries and the client gets its real answer (issue 27:
+// the client got a 200 with empty content). With no round left for the
+// retry, the final round (tool_choice none) answers the client.
+func TestFailedHiddenCallRetried(t *testing.T) {
+	for _, api := range []string{"anthropic", "openai"} {
+		for _, stream := range []bool{false, true} {
+			for _, hostsName := range []string{"memory", "session"} {
+				for _, rounds := range []int{4, 2} {
+					t.Run(fmt.Sprintf("%s stream=%v %s rounds=%d", api, stream, hostsName, rounds), func(t *testing.T) {
+						testFailedHiddenCall(t, api, stream, hostsName, rounds)
+					})
+				}
+			}
+		}
+	}
+}
+
+func testFailedHiddenCall(t *testing.T, api string, stream bool, hostsName string, rounds int) {
+	var hosts Hosts = &MemoryHosts{}
+	if hostsName == "session" {
+		hosts = sessionHosts(t, t.TempDir())
+	}
+	model := &retryingModel{}
+	r := newRig(t, model.script, withAnyHosts(hosts), func(o *Options) { o.Config.MaxHiddenRounds = rounds })
+	body, path := anthropicBody(conversation(8, 1200, "What was in file 7?")), "/v1/messages"
+	if api == "openai" {
+		body, path = map[string]any{"model": testModel, "messages": openaiConversation(6, 1200)}, "/openai/v1/chat/completions"
+	}
+	body["stream"] = stream
+	resp, b := r.do(t, context.Background(), http.MethodPost, path, string(mustJSON(t, body)), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, b)
+	}
+	// Four rounds: the read, the failed Compress, its retry, the answer.
+	// Two: the read, the failed Compress, then the final round.
+	want, requests := "real answer", 4
+	if rounds == 2 {
+		want, requests = "forced answer", 3
+	}
+	if text := answerText(t, api, stream, b); text != want {
+		t.Errorf("client got %q, want %q", text, want)
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != requests {
+		t.Fatalf("upstream got %d requests, want %d", len(reqs), requests)
+	}
+	// The failed call is shown under an id of its own (the provider never
+	// sees one tool call id twice), with how to call again.
+	if failed := string(reqs[2].Body); !strings.Contains(failed, "toolu_dup_2") || !strings.Contains(failed, failedMark) || !strings.Contains(failed, "Call Compress again") {
+		t.Errorf("the round after the failure shows the model %s; want the failed call as toolu_dup_2, with how to call again", failed)
+	}
+	if rounds == 2 {
+		return
+	}
+	if !model.saw {
+		t.Error("no request showed the model that its call failed")
+	}
+	if n := strings.Count(string(reqs[3].Body), failedMark); n != 1 {
+		t.Errorf("the answering round shows %d failed calls, want 1: the retry succeeds", n)
+	}
+	if mh, ok := hosts.(*MemoryHosts); ok {
+		for _, h := range mh.hosts {
+			if n := len(noa.ActiveBlocks(h.st)); n != 1 {
+				t.Errorf("got %d blocks, want the retried Compress applied", n)
+			}
+		}
+	}
+}
+
+// answerText is the text of a gateway answer: a JSON one's or a stream's
+// (its framing checked), for api "anthropic" or "openai".
+func answerText(t *testing.T, api string, stream bool, b []byte) string {
+	t.Helper()
+	switch {
+	case api == "anthropic" && stream:
+		if err := gatewaytest.CheckAnthropicStream(b); err != nil {
+			t.Fatalf("stream invalid: %v\n%s", err, b)
+		}
+		return streamText(t, b)
+	case api == "anthropic":
+		var m struct{ Content []struct{ Type, Text string } }
+		_ = json.Unmarshal(b, &m)
+		var out strings.Builder
+		for _, c := range m.Content {
+			out.WriteString(c.Text)
+		}
+		return out.String()
+	case stream:
+		if err := gatewaytest.CheckOpenAIStream(b); err != nil {
+			t.Fatalf("stream invalid: %v\n%s", err, b)
+		}
+		events, err := gatewaytest.ParseSSE(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		for _, ev := range events {
+			var c struct {
+				Choices []struct{ Delta struct{ Content string } }
+			}
+			if json.Unmarshal([]byte(ev.Data), &c) == nil && len(c.Choices) > 0 {
+				out.WriteString(c.Choices[0].Delta.Content)
+			}
+		}
+		return out.String()
+	}
+	var c struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	_ = json.Unmarshal(b, &c)
+	if len(c.Choices) == 0 {
+		return ""
+	}
+	return c.Choices[0].Message.Content
 }
