@@ -307,20 +307,15 @@ func answerText(t *testing.T, api string, stream bool, b []byte) string {
 		if err := gatewaytest.CheckOpenAIStream(b); err != nil {
 			t.Fatalf("stream invalid: %v\n%s", err, b)
 		}
-		events, err := gatewaytest.ParseSSE(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		for _, ev := range events {
+		return joinEvents(t, b, func(data []byte) string {
 			var c struct {
 				Choices []struct{ Delta struct{ Content string } }
 			}
-			if json.Unmarshal([]byte(ev.Data), &c) == nil && len(c.Choices) > 0 {
-				out.WriteString(c.Choices[0].Delta.Content)
+			if json.Unmarshal(data, &c) == nil && len(c.Choices) > 0 {
+				return c.Choices[0].Delta.Content
 			}
-		}
-		return out.String()
+			return ""
+		})
 	}
 	var c struct {
 		Choices []struct{ Message struct{ Content string } }

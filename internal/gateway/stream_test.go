@@ -173,18 +173,27 @@ func TestStreamProjectedClientDisconnect(t *testing.T) {
 // streamText joins the text deltas of an Anthropic stream.
 func streamText(t *testing.T, b []byte) string {
 	t.Helper()
+	return joinEvents(t, b, func(data []byte) string {
+		var d struct {
+			Delta struct{ Type, Text string }
+		}
+		if json.Unmarshal(data, &d) == nil && d.Delta.Type == "text_delta" {
+			return d.Delta.Text
+		}
+		return ""
+	})
+}
+
+// joinEvents joins what text makes of each event's data in stream b.
+func joinEvents(t *testing.T, b []byte, text func(data []byte) string) string {
+	t.Helper()
 	events, err := gatewaytest.ParseSSE(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
 	for _, ev := range events {
-		var d struct {
-			Delta struct{ Type, Text string }
-		}
-		if json.Unmarshal([]byte(ev.Data), &d) == nil && d.Delta.Type == "text_delta" {
-			out.WriteString(d.Delta.Text)
-		}
+		out.WriteString(text([]byte(ev.Data)))
 	}
 	return out.String()
 }
