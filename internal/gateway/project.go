@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -411,45 +412,43 @@ func (g *Gateway) unprojected(w http.ResponseWriter, r *http.Request, p *provide
 // text the client was not given is dropped there too, or the model would
 // take it for said.
 func (x *exchange) keep(calls []hiddenCall, message json.RawMessage, delivered bool) {
-	if !delivered && !hasThinking(message) {
+	if len(calls) == 0 || !delivered && !hasThinking(message) {
 		return
 	}
-	m := object(message)
-	renamed := map[string]string{}
+	// recorded maps the model's id of each call to the id it was recorded
+	// under; a call not recorded at all is left out, or the continuation
+	// would hold a call with no result.
+	recorded := map[string]string{}
 	for _, c := range calls {
-		if c.was != "" {
-			renamed[c.was] = c.id
-		}
+		recorded[cmp.Or(c.was, c.id)] = c.id
 	}
-	if blocks, ok := splitArray(m["content"]); ok {
-		out := blocks[:0:0]
-		for _, b := range blocks {
-			blk := object(b)
+	m := object(message)
+	for _, key := range []string{"content", "tool_calls"} {
+		items, ok := splitArray(m[key])
+		if !ok {
+			continue
+		}
+		out := items[:0:0]
+		for _, it := range items {
+			obj := object(it)
 			var typ, id string
-			_ = json.Unmarshal(blk["type"], &typ)
-			_ = json.Unmarshal(blk["id"], &id)
+			_ = json.Unmarshal(obj["type"], &typ)
+			_ = json.Unmarshal(obj["id"], &id)
 			switch {
 			case typ == "text" && !delivered:
 				continue
-			case typ == "tool_use" && renamed[id] != "":
-				blk["id"] = rawString(renamed[id])
-				b = marshal(blk)
+			case typ == "tool_use" || key == "tool_calls":
+				if recorded[id] == "" {
+					continue
+				}
+				if recorded[id] != id {
+					obj["id"] = rawString(recorded[id])
+					it = marshal(obj)
+				}
 			}
-			out = append(out, b)
+			out = append(out, it)
 		}
-		m["content"] = joinArray(out)
-	}
-	if tcs, ok := splitArray(m["tool_calls"]); ok && len(renamed) > 0 {
-		for i, tc := range tcs {
-			c := object(tc)
-			var id string
-			_ = json.Unmarshal(c["id"], &id)
-			if renamed[id] != "" {
-				c["id"] = rawString(renamed[id])
-				tcs[i] = marshal(c)
-			}
-		}
-		m["tool_calls"] = joinArray(tcs)
+		m[key] = joinArray(out)
 	}
 	kept := marshal(m)
 	for i, c := range calls {
