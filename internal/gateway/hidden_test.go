@@ -267,6 +267,9 @@ func testFailedHiddenCall(t *testing.T, api string, stream bool, hostsName strin
 	if failed := string(reqs[2].Body); !strings.Contains(failed, "toolu_dup_2") || !strings.Contains(failed, failedMark) || !strings.Contains(failed, "Call Compress again") {
 		t.Errorf("the round after the failure shows the model %s; want the failed call as toolu_dup_2, with how to call again", failed)
 	}
+	if n := strings.Count(string(reqs[2].Body), `"is_error":true`); api == "anthropic" && n != 1 {
+		t.Errorf("the round after the failure has %d is_error results, want the failed call's", n)
+	}
 	if rounds == 2 {
 		return
 	}

@@ -500,7 +500,7 @@ func (x *exchange) run(calls []hiddenCall) ([]hiddenCall, error) {
 		m := noa.CoreMessage{ID: "gw_" + c.id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: c.name, ToolCallID: c.id, Text: c.args}
 		var err error
 		switch {
-		case x.h.Has(m.ID) || x.h.Has(resultID(m)):
+		case x.used(c.id):
 			err = fmt.Errorf("tool call id %q was already used in this conversation", c.id)
 		case c.name == noa.CompressToolName:
 			_, err = x.h.Compress(ctx, m)
@@ -530,20 +530,34 @@ func (x *exchange) run(calls []hiddenCall) ([]hiddenCall, error) {
 // model saying so. Its ids are made new when the conversation holds them
 // (a reused id), so the provider never sees one tool call id twice.
 func (x *exchange) failed(ctx context.Context, c hiddenCall, cause error) (hiddenCall, error) {
-	for n := 2; x.h.Has("gw_"+c.id) || x.h.Has("gw_"+c.id+"/result"); n++ {
+	for n := 2; x.used(c.id); n++ {
 		if c.was == "" {
 			c.was = c.id
 		}
 		c.id = fmt.Sprintf("%s_%d", c.was, n)
 	}
 	call := noa.CoreMessage{ID: "gw_" + c.id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: c.name, ToolCallID: c.id, Text: c.args}
-	res := noa.CoreMessage{ID: resultID(call), Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: c.name, ToolCallID: c.id,
+	res := noa.CoreMessage{ID: failedID(call), Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: c.name, ToolCallID: c.id,
 		Text: failedCallText(c.name, cause)}
 	if err := x.h.Record(ctx, call, res); err != nil {
 		return c, fmt.Errorf("recording the failed %s call of session %s: %w", c.name, x.conv, err)
 	}
 	return c, nil
 }
+
+// used reports whether the conversation holds a hidden call of tool call
+// id, or an answer to one.
+func (x *exchange) used(id string) bool {
+	call := noa.CoreMessage{ID: "gw_" + id}
+	return x.h.Has(call.ID) || x.h.Has(resultID(call)) || x.h.Has(failedID(call))
+}
+
+// failedID is the id of the gateway's answer to its own tool call that
+// failed: the dialects render it as an error (Anthropic's is_error), from
+// the id alone, since a result's text may start with anything.
+func failedID(call noa.CoreMessage) string { return call.ID + failedSuffix }
+
+const failedSuffix = "/failed"
 
 // failedCallText is what the model reads when its call of the gateway's
 // tool name failed with cause: that nothing changed, and how to call again.
