@@ -423,6 +423,11 @@ func (x *exchange) keep(calls []hiddenCall, message json.RawMessage, delivered b
 		recorded[cmp.Or(c.was, c.id)] = c.id
 	}
 	m := object(message)
+	if _, ok := m["tool_calls"]; ok {
+		// An OpenAI answer's message may hold fields (refusal, annotations)
+		// that a request's assistant message may not.
+		m = map[string]json.RawMessage{"role": m["role"], "content": m["content"], "tool_calls": m["tool_calls"]}
+	}
 	for _, key := range []string{"content", "tool_calls"} {
 		items, ok := splitArray(m[key])
 		if !ok {
@@ -511,7 +516,7 @@ func (x *exchange) run(calls []hiddenCall) ([]hiddenCall, error) {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
-			x.g.log.Warn("a hidden call failed; the model is told, to retry", zap.String("tool", c.name), zap.String("session_id", x.conv), zap.Error(err))
+			x.g.log.Warn("a hidden call failed; the model gets the error, to retry", zap.String("tool", c.name), zap.String("session_id", x.conv), zap.Error(err))
 			if c, err = x.failed(ctx, c, err); err != nil {
 				if ctx.Err() != nil {
 					return out, ctx.Err()
