@@ -25,9 +25,10 @@ func nudged(body []byte) bool { return bytes.Contains(body, []byte("[noa] Contex
 // request gets a text answer. nudges records, per request, whether it
 // carried noa's nudge.
 type preambleModel struct {
-	mu     sync.Mutex
-	done   bool
-	nudges []bool
+	mu       sync.Mutex
+	done     bool
+	nudges   []bool
+	thinking bool // think (signed) before the text
 }
 
 const preamble = "I will compress the early reads first."
@@ -43,7 +44,11 @@ func (m *preambleModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	m.done = true
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Earlier reads, each a long run of repeated text; nothing else of note."}]}`,
 		tags[0], tags[len(tags)-3])
-	return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text(preamble), gatewaytest.ToolCall("toolu_pre", noa.CompressToolName, args)}}
+	parts := []gatewaytest.Part{gatewaytest.Text(preamble), gatewaytest.ToolCall("toolu_pre", noa.CompressToolName, args)}
+	if m.thinking {
+		parts = append([]gatewaytest.Part{gatewaytest.Thinking("The reads are done; compress them.", "sig-p")}, parts...)
+	}
+	return gatewaytest.Reply{Parts: parts}
 }
 
 // openaiConversation is a tool-heavy Chat Completions conversation of n
@@ -100,26 +105,31 @@ func visible(t *testing.T, sdk gatewaytest.SDK, result json.RawMessage) any {
 // hidden round and is dropped; unasked, streaming sent it at once, so both
 // deliver it before the final answer.
 func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
+	asked := func() map[string]any { return anthropicBody(conversation(20, 1200, "What was in file 7?")) }
+	unasked := func() map[string]any { return anthropicBody(conversation(8, 1200, "What was in file 7?")) }
 	for _, tc := range []struct {
-		name  string
-		sdk   gatewaytest.SDK
-		path  string
-		body  func() map[string]any
-		nudge bool
+		name     string
+		sdk      gatewaytest.SDK
+		path     string
+		body     func() map[string]any
+		nudge    bool
+		thinking bool
 	}{
-		{"anthropic asked", gatewaytest.Anthropic, "", func() map[string]any { return anthropicBody(conversation(20, 1200, "What was in file 7?")) }, true},
-		{"anthropic unasked", gatewaytest.Anthropic, "", func() map[string]any { return anthropicBody(conversation(8, 1200, "What was in file 7?")) }, false},
+		{"anthropic asked", gatewaytest.Anthropic, "", asked, true, false},
+		{"anthropic unasked", gatewaytest.Anthropic, "", unasked, false, false},
+		{"anthropic asked thinking", gatewaytest.Anthropic, "", asked, true, true},
+		{"anthropic unasked thinking", gatewaytest.Anthropic, "", unasked, false, true},
 		{"openai asked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
 			return map[string]any{"model": testModel, "messages": openaiConversation(20, 1200)}
-		}, true},
+		}, true, false},
 		{"openai unasked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
 			return map[string]any{"model": testModel, "messages": openaiConversation(6, 1200)}
-		}, false},
+		}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]any{}
 			for _, kind := range []string{"create", "stream"} {
-				model := &preambleModel{}
+				model := &preambleModel{thinking: tc.thinking}
 				r := newRig(t, model.script, withHosts(&MemoryHosts{}))
 				o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: tc.sdk, BaseURL: r.url + tc.path, APIKey: "k", Kind: kind, Body: tc.body()})
 				if !o.OK {
@@ -129,9 +139,18 @@ func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
 					t.Fatalf("%s: upstream got %d requests, nudged %v; want 2, the first nudged %v", kind, len(model.nudges), model.nudges, tc.nudge)
 				}
 				// The continuation shows the model its text when the client
-				// got it, so it carries on rather than writing it again.
-				if has := bytes.Contains(r.up.Requests()[1].Body, []byte(preamble)); has == tc.nudge {
+				// got it, so it carries on rather than writing it again, and
+				// never text the client did not get, or the model would take
+				// it for said; thinking goes back signed either way.
+				cont := r.up.Requests()[1].Body
+				if has := bytes.Contains(cont, []byte(preamble)); has == tc.nudge {
 					t.Errorf("%s: the continuation carries the preamble: got %v, want %v", kind, has, !tc.nudge)
+				}
+				if tc.thinking && !bytes.Contains(cont, []byte(`"signature":"sig-p"`)) {
+					t.Errorf("%s: the continuation lacks the signed thinking", kind)
+				}
+				if res := string(o.Result); strings.Contains(res, "sig-p") == tc.nudge && tc.thinking {
+					t.Errorf("%s: client got %s; want the thinking only if unasked", kind, res)
 				}
 				got[kind] = visible(t, tc.sdk, o.Result)
 				res := string(o.Result)
