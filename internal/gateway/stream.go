@@ -122,6 +122,14 @@ func (s *streamWriter) raw(b []byte) {
 	}
 }
 
+// now writes b even while holding: an event that carries no content.
+func (s *streamWriter) now(b []byte) {
+	holding := s.holding
+	s.holding = false
+	s.raw(b)
+	s.holding = holding
+}
+
 // hold starts holding; firm: text does not end it (see runStream).
 func (s *streamWriter) hold(firm bool) { s.holding, s.firm = true, firm }
 
@@ -397,11 +405,7 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 				rd.usage[k] = v
 			}
 			if n == 0 {
-				// Not held: it carries no content, and starts the answer.
-				holding := sw.holding
-				sw.holding = false
-				sw.raw(ev.raw)
-				sw.holding = holding
+				sw.now(ev.raw) // it carries no content, and starts the answer
 			}
 		case "content_block_start":
 			if open || e.Block == nil {
@@ -479,7 +483,9 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 			sw.drop()
 			sw.raw(ev.raw)
 			return rd
-		default: // ping and events yet to come
+		case "ping":
+			sw.now(ev.raw) // keeps a held stream's connection alive
+		default: // events yet to come
 			sw.raw(ev.raw)
 		}
 	}
