@@ -231,13 +231,15 @@ type round struct {
 // client never sees a hidden round (issue 27), so each round but the final
 // one is held until it shows it is not hidden: a client tool call ends the
 // hold, and so does the first text of a round noa did not ask to compress
-// (no nudge), so an ordinary answer's text streams at once. A round asked
-// to compress is held until a client tool call or its end, since text there
-// most likely precedes a Compress call. A round that turns out hidden is
-// dropped if still held; one whose text was sent (read_archive mid-answer,
-// a Compress nobody asked for) stays delivered, and its continuation shows
-// the model that text (see keep). runJSON decides alike (delivers), so a
-// streamed answer and a JSON one carry the same content.
+// (no nudge), so an ordinary answer's text streams at once (thinking
+// before it waits for it: thinking does not show whether a hidden call
+// follows). A round asked to compress is held until a client tool call or
+// its end, since text there most likely precedes a Compress call. A round
+// that turns out hidden is dropped if still held; one whose text was sent
+// (read_archive mid-answer, a Compress nobody asked for) stays delivered,
+// and its continuation shows the model that text (see keep). runJSON
+// decides alike (see delivers), so a streamed answer and a JSON one carry
+// the same content.
 func (x *exchange) runStream() {
 	var sw *streamWriter
 	next := 0 // the client's next content block index (Anthropic) or tool call index (OpenAI)
