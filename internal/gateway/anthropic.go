@@ -228,8 +228,11 @@ func (anthropicDialect) call(c noa.CoreMessage) json.RawMessage {
 }
 
 func (anthropicDialect) result(r noa.CoreMessage) json.RawMessage {
-	return marshal(map[string]any{"role": "user", "content": []any{
-		map[string]any{"type": "tool_result", "tool_use_id": r.ToolCallID, "content": r.Text}}})
+	res := map[string]any{"type": "tool_result", "tool_use_id": r.ToolCallID, "content": r.Text}
+	if strings.HasSuffix(r.ID, failedSuffix) {
+		res["is_error"] = true // a call of the gateway's that failed (exchange.failed)
+	}
+	return marshal(map[string]any{"role": "user", "content": []any{res}})
 }
 
 // nudge goes at the end of the last user message (after its tool results,

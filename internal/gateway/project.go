@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,14 @@ type exchange struct {
 	usage usageSum
 	// clientIncludeUsage: the client asked for OpenAI's usage chunk.
 	clientIncludeUsage bool
+	// lastRound makes the next round the final one (run could not record
+	// a failed call, so the model cannot be shown it).
+	lastRound bool
+	// shown is what hidden rounds delivered to the client that a JSON
+	// answer must still carry (see runStream): Anthropic content blocks,
+	// or OpenAI message text.
+	shown     []json.RawMessage
+	shownText string
 }
 
 // project serves a model request through noa. Anything that fails before
@@ -401,20 +410,65 @@ func (g *Gateway) unprojected(w http.ResponseWriter, r *http.Request, p *provide
 	g.forward(w, r, p, path, body)
 }
 
-// keep remembers a hidden round's assistant message for the continuation
-// when it carries thinking: under its first hidden call's id, the others
-// marked as sent with it. Without thinking the continuation renders the
-// calls from the host's view (a Compress call's summaries stubbed), byte
-// for byte as the conversation's later requests will, so the prompt cache
-// keeps the continuation's prefix; text the model wrote beside its own
-// calls is dropped, as those requests drop it.
-func (x *exchange) keep(calls []hiddenCall, message json.RawMessage) {
-	if !hasThinking(message) {
+// keep remembers a hidden round's assistant message for the continuation,
+// under its first hidden call's id, the others marked as sent with it, when
+// the message must come back as the model wrote it: when it carries
+// thinking (an Anthropic model with thinking on must get its thinking back,
+// signed, with its tool call), or when the client was given its text
+// (delivered), so the model carries on from it instead of writing it again.
+// Otherwise the continuation renders the calls from the host's view (a
+// Compress call's summaries stubbed), byte for byte as the conversation's
+// later requests will, so the prompt cache keeps the continuation's prefix;
+// text the client was not given is dropped there too, or the model would
+// take it for said.
+func (x *exchange) keep(calls []hiddenCall, message json.RawMessage, delivered bool) {
+	if len(calls) == 0 || !delivered && !hasThinking(message) {
 		return
 	}
+	// recorded maps the model's id of each call to the id it was recorded
+	// under; a call not recorded at all is left out, or the continuation
+	// would hold a call with no result.
+	recorded := map[string]string{}
+	for _, c := range calls {
+		recorded[cmp.Or(c.was, c.id)] = c.id
+	}
+	m := object(message)
+	if _, ok := m["tool_calls"]; ok {
+		// An OpenAI answer's message may hold fields (refusal, annotations)
+		// that a request's assistant message may not.
+		m = map[string]json.RawMessage{"role": m["role"], "content": m["content"], "tool_calls": m["tool_calls"]}
+	}
+	for _, key := range []string{"content", "tool_calls"} {
+		items, ok := splitArray(m[key])
+		if !ok {
+			continue
+		}
+		out := items[:0:0]
+		for _, it := range items {
+			obj := object(it)
+			var typ, id string
+			_ = json.Unmarshal(obj["type"], &typ)
+			_ = json.Unmarshal(obj["id"], &id)
+			switch {
+			case typ == "text" && !delivered:
+				continue
+			case typ == "tool_use" || key == "tool_calls":
+				if recorded[id] == "" {
+					continue
+				}
+				if recorded[id] != id {
+					obj["id"] = rawString(recorded[id])
+					it = marshal(obj)
+				}
+			}
+			out = append(out, it)
+		}
+		m[key] = joinArray(out)
+	}
+	kept := marshal(m)
 	for i, c := range calls {
 		if i == 0 {
-			x.calls[c.id] = message
+			x.calls[c.id] = kept
 		} else {
 			x.calls[c.id] = nil
 		}
@@ -441,24 +495,94 @@ func hasThinking(message json.RawMessage) bool {
 // hiddenCall is a tool call of the model's that the gateway runs.
 type hiddenCall struct {
 	id, name, args string
+	// was is the id the model gave a call run under another (id), because
+	// the model reused one the conversation already holds.
+	was string
 }
 
 // run executes the hidden calls in order; the host records each call and
-// its result.
-func (x *exchange) run(calls []hiddenCall) error {
+// its result. A call that fails (the host returns an error, or the model
+// reused a tool call id) is recorded with a result telling the model what
+// failed and how to call again, so the next round shows it and the model
+// can retry (issue 27: a failed call used to answer the client with
+// nothing). It returns the calls as recorded, and an error only when the
+// client is gone. When even the failure cannot be recorded, the request's
+// next round is its final one: the model answers the client.
+func (x *exchange) run(calls []hiddenCall) ([]hiddenCall, error) {
+	ctx := x.r.Context()
+	out := make([]hiddenCall, 0, len(calls))
 	for _, c := range calls {
 		m := noa.CoreMessage{ID: "gw_" + c.id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: c.name, ToolCallID: c.id, Text: c.args}
 		var err error
-		if c.name == noa.CompressToolName {
-			_, err = x.h.Compress(x.r.Context(), m)
-		} else {
-			_, err = x.h.ReadArchive(x.r.Context(), m)
+		switch {
+		case x.used(c.id):
+			err = fmt.Errorf("tool call id %q was already used in this conversation", c.id)
+		case c.name == noa.CompressToolName:
+			_, err = x.h.Compress(ctx, m)
+		default:
+			_, err = x.h.ReadArchive(ctx, m)
 		}
 		if err != nil {
-			return fmt.Errorf("running %s for session %s: %w", c.name, x.conv, err)
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			x.g.log.Warn("a hidden call failed; the model gets the error, to retry", zap.String("tool", c.name), zap.String("session_id", x.conv), zap.Error(err))
+			if c, err = x.failed(ctx, c, err); err != nil {
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
+				x.g.log.Error("recording a failed hidden call; the model answers now", zap.String("tool", c.name), zap.String("session_id", x.conv), zap.Error(err))
+				x.lastRound = true
+				continue
+			}
 		}
+		out = append(out, c)
 	}
-	return nil
+	return out, nil
+}
+
+// failed records call c, which failed with cause, and a result for the
+// model saying so. Its ids are made new when the conversation holds them
+// (a reused id), so the provider never sees one tool call id twice.
+func (x *exchange) failed(ctx context.Context, c hiddenCall, cause error) (hiddenCall, error) {
+	for n := 2; x.used(c.id); n++ {
+		if c.was == "" {
+			c.was = c.id
+		}
+		c.id = fmt.Sprintf("%s_%d", c.was, n)
+	}
+	call := noa.CoreMessage{ID: "gw_" + c.id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: c.name, ToolCallID: c.id, Text: c.args}
+	res := noa.CoreMessage{ID: failedID(call), Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: c.name, ToolCallID: c.id,
+		Text: failedCallText(c.name, cause)}
+	if err := x.h.Record(ctx, call, res); err != nil {
+		return c, fmt.Errorf("recording the failed %s call of session %s: %w", c.name, x.conv, err)
+	}
+	return c, nil
+}
+
+// used reports whether the conversation holds a hidden call of tool call
+// id, or an answer to one.
+func (x *exchange) used(id string) bool {
+	call := noa.CoreMessage{ID: "gw_" + id}
+	return x.h.Has(call.ID) || x.h.Has(resultID(call)) || x.h.Has(failedID(call))
+}
+
+// failedID is the id of the gateway's answer to its own tool call that
+// failed: the dialects render it as an error (Anthropic's is_error), from
+// the id alone, since a result's text may start with anything.
+func failedID(call noa.CoreMessage) string { return call.ID + failedSuffix }
+
+const failedSuffix = "/failed"
+
+// failedCallText is what the model reads when its call of the gateway's
+// tool name failed with cause: that nothing changed, and how to call again.
+func failedCallText(name string, cause error) string {
+	how := `arguments shaped like {"content": [{"start": "m00012", "end": "m00040", "summary": "...", "topic": "..."}]}, ` +
+		"where start and end are refs (mNNNNN) or block ids (bN) from the latest range table"
+	if name != noa.CompressToolName {
+		how = `arguments such as {"block": "b3"} or {"ref": "m00042"}`
+	}
+	return fmt.Sprintf("the %s call failed and changed nothing (%v). Call %s again, as a new tool call, with %s.", name, cause, name, how)
 }
 
 // usageSum adds up the numeric usage fields of every round.
@@ -490,7 +614,10 @@ func (u usageSum) apply(raw json.RawMessage) json.RawMessage {
 	return marshal(m)
 }
 
-// runJSON serves a non-streaming request, running hidden rounds.
+// runJSON serves a non-streaming request, running hidden rounds. What a
+// hidden round wrote beside its calls reaches the client as runStream would
+// have streamed it: delivered before the final answer when the round wrote
+// text and was not asked to compress, dropped otherwise.
 func (x *exchange) runJSON() {
 	for round := 0; ; round++ {
 		t, err := x.h.Turn(x.r.Context())
@@ -498,7 +625,8 @@ func (x *exchange) runJSON() {
 			x.fallback(err)
 			return
 		}
-		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, round > 0 && round >= x.g.cfg.MaxHiddenRounds))
+		final := x.final(round)
+		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
 		if err != nil {
 			x.g.upstreamFailed(x.w, x.r, x.p, err)
 			return
@@ -528,16 +656,30 @@ func (x *exchange) runJSON() {
 		}
 		x.usage.add(a.usage)
 		if len(a.hidden) > 0 {
-			if err := x.run(a.hidden); err != nil {
-				x.g.log.Error("a hidden call failed; the answer goes back without it", zap.Error(err))
-			} else if !a.client && round < x.g.cfg.MaxHiddenRounds {
-				x.keep(a.hidden, a.message)
+			calls, err := x.run(a.hidden)
+			if err != nil {
+				return // the client is gone
+			}
+			if !a.client && !final {
+				delivered := delivers(t, a.wrote)
+				if delivered {
+					x.shown = append(x.shown, a.shown...)
+					x.shownText += a.text
+				}
+				x.keep(calls, a.message, delivered)
 				continue
 			}
 		}
-		writeBody(x.w, resp, a.final(x.usage))
+		writeBody(x.w, resp, a.final(x.usage, x.shown, x.shownText))
 		return
 	}
+}
+
+// final reports whether round (0 the first) is the request's last: past
+// gateway.max_hidden_rounds, or after a failure run could not record. It
+// goes with tool_choice none, so the model answers the client.
+func (x *exchange) final(round int) bool {
+	return round > 0 && (round >= x.g.cfg.MaxHiddenRounds || x.lastRound)
 }
 
 // writeBody answers with resp's status and headers and body b.
@@ -559,16 +701,22 @@ type answer struct {
 	client bool
 	usage  json.RawMessage
 	// message is the assistant message as the model wrote it, for the
-	// continuation; strip rebuilds the answer without the hidden calls.
+	// continuation; shown (Anthropic blocks) or text (OpenAI) what of it
+	// the client may see; strip rebuilds the answer without the hidden
+	// calls, after what earlier rounds delivered.
 	message json.RawMessage
-	strip   func(top map[string]json.RawMessage)
+	shown   []json.RawMessage
+	text    string
+	wrote   bool // the model wrote text (not only thinking or calls)
+	strip   func(top map[string]json.RawMessage, shown []json.RawMessage, text string)
 }
 
-// final is the answer for the client: the hidden calls removed and usage
-// summed over the rounds.
-func (a *answer) final(u usageSum) []byte {
-	if len(a.hidden) > 0 {
-		a.strip(a.top)
+// final is the answer for the client: what earlier hidden rounds delivered
+// (shown blocks, or text) first, the hidden calls removed and usage summed
+// over the rounds.
+func (a *answer) final(u usageSum, shown []json.RawMessage, text string) []byte {
+	if len(a.hidden) > 0 || len(shown) > 0 || text != "" {
+		a.strip(a.top, shown, text)
 	}
 	if len(a.usage) > 0 {
 		a.top["usage"] = u.apply(a.usage)
@@ -602,11 +750,16 @@ func (x *exchange) answer(b []byte) (*answer, error) {
 				continue
 			case blk.Type == "tool_use":
 				a.client = true
+			case blk.Type == "text":
+				a.wrote = true
 			}
 			keep = append(keep, c)
 		}
 		a.message = marshal(map[string]any{"role": "assistant", "content": content})
-		a.strip = func(top map[string]json.RawMessage) { top["content"] = marshal(keep) }
+		a.shown = keep
+		a.strip = func(top map[string]json.RawMessage, shown []json.RawMessage, _ string) {
+			top["content"] = marshal(append(append([]json.RawMessage{}, shown...), keep...))
+		}
 		return a, nil
 	}
 	var choices []map[string]json.RawMessage
@@ -627,10 +780,16 @@ func (x *exchange) answer(b []byte) (*answer, error) {
 		keep = append(keep, c)
 	}
 	a.message = choices[0]["message"]
-	a.strip = func(top map[string]json.RawMessage) {
-		if len(keep) > 0 {
+	_ = json.Unmarshal(msg["content"], &a.text)
+	a.wrote = a.text != ""
+	a.strip = func(top map[string]json.RawMessage, _ []json.RawMessage, shown string) {
+		if shown != "" {
+			msg["content"] = rawString(shown + a.text)
+		}
+		switch {
+		case len(keep) > 0:
 			msg["tool_calls"] = marshal(keep)
-		} else {
+		case len(a.hidden) > 0:
 			delete(msg, "tool_calls")
 			choices[0]["finish_reason"] = rawString("stop")
 		}

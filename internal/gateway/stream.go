@@ -90,11 +90,17 @@ func answerTooLarge(limit int64) *refusal {
 }
 
 // streamWriter writes events to the client, flushing each. After a failed
-// write (the client went away) it writes nothing more.
+// write (the client went away) it writes nothing more. While holding it
+// keeps what it is given instead, until release sends it or drop discards
+// it: a round that may turn out hidden is held (see runStream).
 type streamWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	err error
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	err     error
+	holding bool
+	// firm holding is released by a client tool call only, not by text.
+	firm bool
+	held [][]byte
 }
 
 func startStream(w http.ResponseWriter, resp *http.Response) *streamWriter {
@@ -104,6 +110,10 @@ func startStream(w http.ResponseWriter, resp *http.Response) *streamWriter {
 }
 
 func (s *streamWriter) raw(b []byte) {
+	if s.holding {
+		s.held = append(s.held, bytes.Clone(b))
+		return
+	}
 	if s.err != nil {
 		return
 	}
@@ -111,6 +121,37 @@ func (s *streamWriter) raw(b []byte) {
 		s.err = s.rc.Flush()
 	}
 }
+
+// now writes b even while holding: an event that carries no content.
+func (s *streamWriter) now(b []byte) {
+	holding := s.holding
+	s.holding = false
+	s.raw(b)
+	s.holding = holding
+}
+
+// hold starts holding; firm: text does not end it (see runStream).
+func (s *streamWriter) hold(firm bool) { s.holding, s.firm = true, firm }
+
+// text is the model starting to write text: it ends a hold that is not
+// firm.
+func (s *streamWriter) text() {
+	if !s.firm {
+		s.release()
+	}
+}
+
+// release sends what was held and stops holding.
+func (s *streamWriter) release() {
+	held := s.held
+	s.holding, s.firm, s.held = false, false, nil
+	for _, b := range held {
+		s.raw(b)
+	}
+}
+
+// drop discards what was held and stops holding.
+func (s *streamWriter) drop() { s.holding, s.firm, s.held = false, false, nil }
 
 func (s *streamWriter) event(name string, data []byte) {
 	var b bytes.Buffer
@@ -137,8 +178,10 @@ func (x *exchange) malformed(sw *streamWriter, what string) {
 	x.streamError(sw, "api_error", "mcproxy gateway: the upstream API sent a malformed stream: "+what)
 }
 
-// writeStreamError writes the error event of API a.
+// writeStreamError writes the error event of API a. What was held is
+// dropped: the round it belonged to never finished.
 func writeStreamError(sw *streamWriter, a api, typ, msg string) {
+	sw.drop()
 	if a == anthropicAPI {
 		sw.event("error", marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}))
 		return
@@ -183,6 +226,20 @@ type round struct {
 // nothing but those, they run and the next round's stream continues the same
 // client stream (one message_start, block indexes counting on), and the
 // closing event carries usage summed over the rounds.
+//
+// What a hidden round writes beside its calls belongs to it, and the
+// client never sees a hidden round (issue 27), so each round but the final
+// one is held until it shows it is not hidden: a client tool call ends the
+// hold, and so does the first text of a round noa did not ask to compress
+// (no nudge), so an ordinary answer's text streams at once (thinking
+// before it waits for it: thinking does not show whether a hidden call
+// follows). A round asked to compress is held until a client tool call or
+// its end, since text there most likely precedes a Compress call. A round
+// that turns out hidden is dropped if still held; one whose text was sent
+// (read_archive mid-answer, a Compress nobody asked for) stays delivered,
+// and its continuation shows the model that text (see keep). runJSON
+// decides alike (see delivers), so a streamed answer and a JSON one carry
+// the same content.
 func (x *exchange) runStream() {
 	var sw *streamWriter
 	next := 0 // the client's next content block index (Anthropic) or tool call index (OpenAI)
@@ -198,7 +255,7 @@ func (x *exchange) runStream() {
 			}
 			return
 		}
-		final := n > 0 && n >= x.g.cfg.MaxHiddenRounds
+		final := x.final(n)
 		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
 		if err != nil {
 			if sw == nil {
@@ -222,6 +279,10 @@ func (x *exchange) runStream() {
 		if sw == nil {
 			sw = startStream(x.w, resp)
 		}
+		if !final {
+			sw.hold(t.Nudge != "")
+		}
+		first := next // the round's first client index, restored if it is dropped
 		var rd round
 		if x.p.api == anthropicAPI {
 			rd = x.pumpAnthropic(sw, resp.Body, n, &next)
@@ -234,17 +295,30 @@ func (x *exchange) runStream() {
 		}
 		x.usage.add(marshal(rd.usage))
 		if len(rd.hidden) > 0 {
-			if err := x.run(rd.hidden); err != nil {
-				x.g.log.Error("a hidden call failed; the answer goes back without it", zap.Error(err))
-			} else if !rd.client && !final {
-				x.keep(rd.hidden, rd.message)
+			calls, err := x.run(rd.hidden)
+			if err != nil {
+				return // the client is gone
+			}
+			if !rd.client && !final {
+				delivered := !sw.holding
+				if !delivered {
+					sw.drop()
+					next = first
+				}
+				x.keep(calls, rd.message, delivered)
 				continue
 			}
 		}
+		sw.release()
 		x.close(sw, rd)
 		return
 	}
 }
+
+// delivers reports whether the client gets what a hidden round of turn t
+// wrote beside its calls, wrote reporting whether that holds text: only
+// when noa did not ask for a compression in it (see runStream).
+func delivers(t Turn, wrote bool) bool { return t.Nudge == "" && wrote }
 
 // providerError reads the type and message of a provider error body.
 func providerError(b []byte) (string, string) {
@@ -333,7 +407,7 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 				rd.usage[k] = v
 			}
 			if n == 0 {
-				sw.raw(ev.raw)
+				sw.now(ev.raw) // it carries no content, and starts the answer
 			}
 		case "content_block_start":
 			if open || e.Block == nil {
@@ -350,8 +424,12 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 				hidden[e.Index] = true
 				continue
 			}
-			if typ == "tool_use" {
+			switch typ {
+			case "tool_use":
 				rd.client = true
+				sw.release() // the round goes to the client
+			case "text":
+				sw.text()
 			}
 			clientIdx[e.Index] = *next
 			*next++
@@ -404,9 +482,12 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 			rd.ok = true
 			return rd
 		case "error":
+			sw.drop()
 			sw.raw(ev.raw)
 			return rd
-		default: // ping and events yet to come
+		case "ping":
+			sw.now(ev.raw) // keeps a held stream's connection alive
+		default: // events yet to come
 			sw.raw(ev.raw)
 		}
 	}
@@ -477,10 +558,12 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 			return rd
 		}
 		if len(c) == 0 || c["error"] != nil {
-			sw.raw(ev.raw)
 			if c["error"] != nil {
+				sw.drop()
+				sw.raw(ev.raw)
 				return rd
 			}
+			sw.raw(ev.raw)
 			continue
 		}
 		var id string
@@ -511,6 +594,9 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 		var s string
 		if json.Unmarshal(delta["content"], &s) == nil {
 			content.WriteString(s)
+			if s != "" {
+				sw.text()
+			}
 		}
 		if tcs := delta["tool_calls"]; len(tcs) > 0 {
 			var entries []map[string]json.RawMessage
@@ -535,6 +621,7 @@ func (x *exchange) pumpOpenAI(sw *streamWriter, body io.Reader, streamID *string
 						rd.client = true
 						acc.clientIx = *next
 						*next++
+						sw.release() // the round goes to the client
 					}
 				}
 				acc.args.WriteString(tc.Function.Arguments)
