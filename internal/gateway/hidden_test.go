@@ -51,9 +51,9 @@ func (m *preambleModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	return gatewaytest.Reply{Parts: parts}
 }
 
-// openaiConversation is a tool-heavy Chat Completions conversation of n
+// openaiToolConversation is a tool-heavy Chat Completions conversation of n
 // lookups, each result size bytes.
-func openaiConversation(n, size int) []any {
+func openaiToolConversation(n, size int) []any {
 	msgs := []any{map[string]any{"role": "user", "content": "look things up"}}
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("call_%d", i)
@@ -120,10 +120,10 @@ func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
 		{"anthropic asked thinking", gatewaytest.Anthropic, "", asked, true, true},
 		{"anthropic unasked thinking", gatewaytest.Anthropic, "", unasked, false, true},
 		{"openai asked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
-			return map[string]any{"model": testModel, "messages": openaiConversation(20, 1200)}
+			return map[string]any{"model": testModel, "messages": openaiToolConversation(20, 1200)}
 		}, true, false},
 		{"openai unasked", gatewaytest.OpenAI, "/openai/v1", func() map[string]any {
-			return map[string]any{"model": testModel, "messages": openaiConversation(6, 1200)}
+			return map[string]any{"model": testModel, "messages": openaiToolConversation(6, 1200)}
 		}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestHiddenRoundHeldStreamValid(t *testing.T) {
 
 	model = &preambleModel{}
 	r = newRig(t, model.script, withHosts(&MemoryHosts{}))
-	body := mustJSON(t, map[string]any{"model": testModel, "stream": true, "messages": openaiConversation(20, 1200)})
+	body := mustJSON(t, map[string]any{"model": testModel, "stream": true, "messages": openaiToolConversation(20, 1200)})
 	resp, b = r.do(t, context.Background(), http.MethodPost, "/openai/v1/chat/completions", string(body), nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("got %d %s", resp.StatusCode, b)
@@ -261,7 +261,7 @@ func testFailedHiddenCall(t *testing.T, api string, stream bool, hostsName strin
 	r := newRig(t, model.script, withAnyHosts(hosts), func(o *Options) { o.Config.MaxHiddenRounds = rounds })
 	body, path := anthropicBody(conversation(8, 1200, "What was in file 7?")), "/v1/messages"
 	if api == "openai" {
-		body, path = map[string]any{"model": testModel, "messages": openaiConversation(6, 1200)}, "/openai/v1/chat/completions"
+		body, path = map[string]any{"model": testModel, "messages": openaiToolConversation(6, 1200)}, "/openai/v1/chat/completions"
 	}
 	body["stream"] = stream
 	resp, b := r.do(t, context.Background(), http.MethodPost, path, string(mustJSON(t, body)), nil)
