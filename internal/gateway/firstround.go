@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcproxy/mcproxy/internal/noa"
+)
+
+// The first compression of a conversation (issue 27). Until a conversation
+// is engaged the gateway forwards it as the client sent it, and the
+// provider has cached that prefix. Offering Compress at that point would
+// change the tools, which come first in the provider's cache order, so the
+// round asking for the compression would be written to the cache whole
+// (1.25x the conversation) only to ask for a summary. The first round
+// instead re-sends the client's request as it came, its messages byte for
+// byte, plus one instruction after the last of them: reply with a summary
+// of the span the gateway names, between summary tags, calling no tool.
+// That round reads the client's prefix from the cache. The gateway applies
+// the summary as the model's Compress call over the span. A round that does
+// not give one (a tool call, no tags, a summary too short) is dropped, and
+// the conversation is engaged the usual way: noa's tools offered, the nudge
+// shown.
+
+// Tags around the summary the first round asks for.
+const (
+	summaryOpen  = "<summary>"
+	summaryClose = "</summary>"
+)
+
+// summaryRoundBody is the first round's request: the client's request q as
+// it came, instruction appended after its last message, not streamed. It
+// reports false when the request cannot take the instruction: its last
+// message is not the user's (or a tool's), or its tool_choice makes the
+// model call a tool.
+func summaryRoundBody(q *request, instruction string) ([]byte, bool) {
+	if len(q.msgs) == 0 || forcesTool(q) {
+		return nil, false
+	}
+	last := q.msgs[len(q.msgs)-1]
+	msgs := make([]json.RawMessage, 0, len(q.head)+len(q.msgs)+1)
+	msgs = append(msgs, q.head...)
+	for _, m := range q.msgs[:len(q.msgs)-1] {
+		msgs = append(msgs, m.raw)
+	}
+	switch {
+	case q.api == anthropicAPI && last.role == "user":
+		m := object(last.raw)
+		var s string
+		var blocks []json.RawMessage
+		switch {
+		case json.Unmarshal(m["content"], &s) == nil:
+			blocks = []json.RawMessage{textBlock(s)}
+		case json.Unmarshal(m["content"], &blocks) == nil:
+		default:
+			return nil, false
+		}
+		m["content"] = marshal(append(blocks, textBlock(instruction)))
+		msgs = append(msgs, marshal(m))
+	case q.api == openaiAPI && (last.role == "user" || last.role == "tool"):
+		msgs = append(msgs, last.raw, marshal(map[string]any{"role": "user", "content": instruction}))
+	default:
+		return nil, false
+	}
+	top := make(map[string]json.RawMessage, len(q.top))
+	for k, v := range q.top {
+		top[k] = v
+	}
+	top["messages"] = joinArray(msgs)
+	if _, ok := top["stream"]; ok {
+		top["stream"] = json.RawMessage("false")
+	}
+	delete(top, "stream_options")
+	return encodeTop(top, q.keys), true
+}
+
+// forcesTool reports whether q's tool_choice obliges the model to call a
+// tool, which the first round must not.
+func forcesTool(q *request) bool {
+	raw := q.top["tool_choice"]
+	if len(raw) == 0 {
+		return false
+	}
+	if s, ok := decodeString(raw); ok {
+		return s == "required" // OpenAI
+	}
+	var c struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &c)
+	switch c.Type {
+	case "any", "tool", "function":
+		return true
+	}
+	return false
+}
+
+// summaryRoundReply is the summary in the first round's answer b, an error
+// saying why there is none: the answer calls a tool, has no summary tags, or
+// the summary is shorter than minChars characters.
+func summaryRoundReply(p api, b []byte, minChars int) (string, error) {
+	var text strings.Builder
+	if p == anthropicAPI {
+		var a struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			return "", fmt.Errorf("reading the answer: %w", err)
+		}
+		for _, c := range a.Content {
+			switch c.Type {
+			case "tool_use", "server_tool_use":
+				return "", fmt.Errorf("the answer calls a tool")
+			case "text":
+				text.WriteString(c.Text)
+			}
+		}
+	} else {
+		var a struct {
+			Choices []struct {
+				Message struct {
+					Content   *string           `json:"content"`
+					ToolCalls []json.RawMessage `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			return "", fmt.Errorf("reading the answer: %w", err)
+		}
+		if len(a.Choices) == 0 {
+			return "", fmt.Errorf("the answer has no choices")
+		}
+		m := a.Choices[0].Message
+		if len(m.ToolCalls) > 0 {
+			return "", fmt.Errorf("the answer calls a tool")
+		}
+		if m.Content != nil {
+			text.WriteString(*m.Content)
+		}
+	}
+	s := text.String()
+	i := strings.Index(s, summaryOpen)
+	if i < 0 {
+		return "", fmt.Errorf("the answer has no %s", summaryOpen)
+	}
+	s = s[i+len(summaryOpen):]
+	if j := strings.LastIndex(s, summaryClose); j >= 0 {
+		s = s[:j]
+	}
+	s = strings.TrimSpace(s)
+	if n := utf8.RuneCountInString(s); n < minChars {
+		return "", fmt.Errorf("the summary has %d characters, fewer than the %d required", n, minChars)
+	}
+	return s, nil
+}
+
+// summaryInstruction asks for the first summary: of everything from the
+// message whose text starts with from to the one starting with to (each a
+// short excerpt; from empty: from the first message after the task), in at
+// most maxChars characters. The conversation is tokens of a window tokens.
+func summaryInstruction(tokens, window int, from, to string, maxChars int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[mcproxy] This conversation holds about %d tokens of your %d-token window. Before you continue, free room: ", tokens, window)
+	b.WriteString("write one summary of the earlier part of the conversation, ")
+	if from == "" {
+		b.WriteString("from the first message after the task ")
+	} else {
+		fmt.Fprintf(&b, "from the message that begins %q ", from)
+	}
+	fmt.Fprintf(&b, "up to and including the message that begins %q. ", to)
+	b.WriteString("That part will be replaced by your summary; its full text stays archived and can be read back later. ")
+	b.WriteString("The task and the latest messages stay as they are. ")
+	b.WriteString("Keep in the summary what the rest of the work needs: what was tried and found, decisions and their reasons, ")
+	b.WriteString("exact file paths, names, commands, values and error messages still relevant, and what remains to do. ")
+	fmt.Fprintf(&b, "Reply with only the summary between %s and %s, at most %d characters, and call no tool in this reply; ", summaryOpen, summaryClose, maxChars)
+	b.WriteString("the conversation then continues where it was.")
+	return b.String()
+}
+
+// excerpt is the start of text as the first round names a message by: its
+// first line, at most n runes.
+func excerpt(text string, n int) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if utf8.RuneCountInString(text) <= n {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:n])
+}
+
+// summaryCompressArgs are the Compress arguments that apply the first
+// round's summary over the span of refs start to end.
+func summaryCompressArgs(start, end, summary string) string {
+	return string(marshal(map[string]any{"content": []map[string]string{{"start": start, "end": end, "summary": summary, "topic": "earlier work"}}}))
+}
+
+// summaryCallName is the tool name the first round's Compress call is
+// recorded under: noa's own, so views stub it like any other.
+const summaryCallName = noa.CompressToolName

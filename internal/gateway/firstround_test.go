@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcproxy/mcproxy/internal/tokens"
+)
+
+// TestSummaryRoundBodyKeepsTheClientsPrefix checks that the first round
+// sends the client's messages byte for byte up to the last one, so the
+// provider reads them from its cache, and adds its instruction after them,
+// unstreamed; a request that cannot take it is refused.
+func TestSummaryRoundBodyKeepsTheClientsPrefix(t *testing.T) {
+	t.Parallel()
+	const instr = "[mcproxy] summarise"
+	cases := []struct {
+		name, body string
+		openai     bool
+		ok         bool
+	}{
+		{"anthropic tool result", `{"model":"m","max_tokens":100,"stream":true,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],` +
+			`"tools":[{"name":"bash","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"fix the bug"},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{"cmd":"ls"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.py","cache_control":{"type":"ephemeral"}}]}]}`, false, true},
+		{"anthropic string content", `{"model":"m","messages":[{"role":"user","content":"hello there"}]}`, false, true},
+		{"anthropic prefill", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure"}]}`, false, false},
+		{"anthropic forced tool", `{"model":"m","tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`, false, false},
+		{"openai tool message", `{"model":"gpt","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"sys"},` +
+			`{"role":"user","content":"fix it"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"a.py"}]}`, true, true},
+		{"openai required", `{"model":"gpt","tool_choice":"required","messages":[{"role":"user","content":"hi"}]}`, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parse := parseAnthropic
+			if tc.openai {
+				parse = parseOpenAI
+			}
+			q, err := parse(context.Background(), []byte(tc.body), 512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := summaryRoundBody(q, instr)
+			if ok != tc.ok {
+				t.Fatalf("ok: got %v, want %v (body %s)", ok, tc.ok, got)
+			}
+			if !ok {
+				return
+			}
+			var in, out struct {
+				Stream        *bool             `json:"stream"`
+				StreamOptions json.RawMessage   `json:"stream_options"`
+				Messages      []json.RawMessage `json:"messages"`
+			}
+			if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got, &out); err != nil {
+				t.Fatalf("the round's body is not JSON: %v\n%s", err, got)
+			}
+			keep := len(in.Messages) - 1
+			if tc.openai {
+				keep++ // the instruction is a message of its own
+			}
+			for i := 0; i < keep; i++ {
+				if !bytes.Equal(in.Messages[i], out.Messages[i]) {
+					t.Errorf("message %d: got %s, want the client's %s", i, out.Messages[i], in.Messages[i])
+				}
+			}
+			last := string(out.Messages[len(out.Messages)-1])
+			if !strings.Contains(last, instr) {
+				t.Errorf("last message: got %s, want the instruction in it", last)
+			}
+			if !tc.openai && !strings.Contains(last, `"cache_control"`) && strings.Contains(tc.body, `"content":"a.py","cache_control"`) {
+				t.Errorf("last message: got %s, want the client's cache_control kept", last)
+			}
+			if in.Stream != nil && (out.Stream == nil || *out.Stream) {
+				t.Errorf("stream: got %v, want false", out.Stream)
+			}
+			if len(out.StreamOptions) > 0 {
+				t.Errorf("stream_options: got %s, want none on an unstreamed round", out.StreamOptions)
+			}
+		})
+	}
+}
+
+func TestSummaryRoundReply(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("kept fact ", 10)
+	cases := []struct {
+		name, body string
+		openai     bool
+		want       string // "" means an error
+	}{
+		{"anthropic", `{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Here: <summary> ` + long + ` </summary>"}]}`, false, strings.TrimSpace(long)},
+		{"anthropic tool call", `{"content":[{"type":"text","text":"<summary>` + long + `</summary>"},{"type":"tool_use","id":"x","name":"bash","input":{}}]}`, false, ""},
+		{"anthropic no tags", `{"content":[{"type":"text","text":"` + long + `"}]}`, false, ""},
+		{"anthropic too short", `{"content":[{"type":"text","text":"<summary>short</summary>"}]}`, false, ""},
+		{"anthropic unclosed", `{"content":[{"type":"text","text":"<summary>` + long + `"}]}`, false, strings.TrimSpace(long)},
+		{"openai", `{"choices":[{"message":{"role":"assistant","content":"<summary>` + long + `</summary>"}}]}`, true, strings.TrimSpace(long)},
+		{"openai tool call", `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]}}]}`, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := anthropicAPI
+			if tc.openai {
+				p = openaiAPI
+			}
+			got, err := summaryRoundReply(p, []byte(tc.body), 50)
+			if tc.want == "" {
+				if err == nil {
+					t.Errorf("got summary %q, want an error", got)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSummaryInstructionIsShort bounds the first round's instruction: it
+// carries its rules itself (noa's system text is not in that request), and
+// must still cost little (issue 27: a nudge of at most about 400 tokens).
+func TestSummaryInstructionIsShort(t *testing.T) {
+	t.Parallel()
+	tk, err := tokens.New("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 500)
+	s := summaryInstruction(123456, 200000, excerpt(long, 80), excerpt("ran the tests\nmore", 80), 20000)
+	if n := tk.Count(s); n > 400 {
+		t.Errorf("instruction: got %d tokens, want at most 400:\n%s", n, s)
+	}
+	if !strings.Contains(s, `"ran the tests"`) || strings.Contains(s, "more") {
+		t.Errorf("instruction: got %q, want the end named by its first line only", s)
+	}
+}
