@@ -50,6 +50,12 @@ type GatewayConfig struct {
 	// going straight costs. Once reached, the conversation stays engaged
 	// for its whole life. Zero means DefaultCompressAt.
 	CompressAt float64 `json:"compress_at,omitempty"`
+	// SummaryRound, when true, makes a conversation's first compression a
+	// request for a summary sent as the client's own request plus one
+	// instruction, which the provider reads from its prompt cache; only
+	// when the model gives none are noa's tools offered with a nudge,
+	// which rewrites the cache whole. nil means true.
+	SummaryRound *bool `json:"summary_round,omitempty"`
 	// Limits bound what parsing one request or one model answer may cost
 	// (see GatewayLimits).
 	Limits GatewayLimits `json:"limits,omitzero"`
@@ -209,6 +215,10 @@ func matchModel[V any](table map[string]V, model string, window func(V) int) (in
 // ProjectEnabled reports whether requests are projected through noa
 // (project is absent or true).
 func (g GatewayConfig) ProjectEnabled() bool { return g.Project == nil || *g.Project }
+
+// SummaryRoundEnabled reports whether a conversation's first compression
+// is asked for as a summary (SummaryRound).
+func (g GatewayConfig) SummaryRoundEnabled() bool { return g.SummaryRound == nil || *g.SummaryRound }
 
 // ApplyDefaults fills the zero fields of an enabled gateway; a disabled one
 // stays as written.

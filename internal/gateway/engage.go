@@ -62,6 +62,6 @@ func (e engaging) Turn(ctx context.Context) (Turn, error) {
 	if err := e.Host.Engage(ctx); err != nil {
 		return Turn{}, fmt.Errorf("engaging noa in the conversation: %w", err)
 	}
-	t.Engaged = true
+	t.Engaged, t.Engaging = true, true
 	return t, nil
 }

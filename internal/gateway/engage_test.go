@@ -20,6 +20,13 @@ func compressAt(f float64) rigOption {
 	return func(o *Options) { o.Config.CompressAt = f }
 }
 
+// noSummaryRound turns the first round (firstround.go) off, for tests of
+// what noa's nudge round does.
+func noSummaryRound(o *Options) {
+	off := false
+	o.Config.SummaryRound = &off
+}
+
 // indented is v as the client below writes it: indented, so that a body
 // the gateway re-encoded would differ from it in its bytes.
 func indented(t *testing.T, v any) []byte {
@@ -134,7 +141,7 @@ func engagedBody(body []byte) bool {
 // prompt cache is rewritten once.
 func TestEngagesOnceAndStays(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts), compressAt(0.5))
+	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts), compressAt(0.5), noSummaryRound)
 	small := conversation(2, 200, "What was in file 1?")
 	large := reads(small, 0, 8, 2400, "What was in g7?")
 	more := append(append([]any(nil), large...), map[string]any{"role": "assistant", "content": "ok"},
@@ -232,7 +239,7 @@ func TestCountTokensAgreesWithEngagement(t *testing.T) {
 			return gatewaytest.Reply{}
 		}
 		return gatewaytest.Say("ok")
-	}, withHosts(hosts), compressAt(0.5))
+	}, withHosts(hosts), compressAt(0.5), noSummaryRound)
 	small := conversation(2, 200, "What was in file 1?")
 	large := reads(small, 0, 8, 2400, "What was in g7?")
 	for _, msgs := range [][]any{small, large} {

@@ -3,8 +3,12 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
@@ -160,9 +164,9 @@ func summaryRoundReply(p api, b []byte, minChars int) (string, error) {
 }
 
 // summaryInstruction asks for the first summary: of everything from the
-// message whose text starts with from to the one starting with to (each a
-// short excerpt; from empty: from the first message after the task), in at
-// most maxChars characters. The conversation is tokens of a window tokens.
+// message from describes to the one to describes (describe; from empty:
+// from the first message after the task), in at most maxChars characters.
+// The conversation is tokens of a window tokens.
 func summaryInstruction(tokens, window int, from, to string, maxChars int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[mcproxy] This conversation holds about %d tokens of your %d-token window. Before you continue, free room: ", tokens, window)
@@ -170,9 +174,9 @@ func summaryInstruction(tokens, window int, from, to string, maxChars int) strin
 	if from == "" {
 		b.WriteString("from the first message after the task ")
 	} else {
-		fmt.Fprintf(&b, "from the message that begins %q ", from)
+		fmt.Fprintf(&b, "from %s ", from)
 	}
-	fmt.Fprintf(&b, "up to and including the message that begins %q. ", to)
+	fmt.Fprintf(&b, "up to and including %s. ", to)
 	b.WriteString("That part will be replaced by your summary; its full text stays archived and can be read back later. ")
 	b.WriteString("The task and the latest messages stay as they are. ")
 	b.WriteString("Keep in the summary what the rest of the work needs: what was tried and found, decisions and their reasons, ")
@@ -202,6 +206,100 @@ func summaryCompressArgs(start, end, summary string) string {
 	return string(marshal(map[string]any{"content": []map[string]string{{"start": start, "end": end, "summary": summary, "topic": "earlier work"}}}))
 }
 
-// summaryCallName is the tool name the first round's Compress call is
-// recorded under: noa's own, so views stub it like any other.
-const summaryCallName = noa.CompressToolName
+// Bounds of the summary the first round asks for, in characters: a
+// twentieth of the span, within these.
+const (
+	minFirstSummary = 1500
+	maxFirstSummary = 8000
+)
+
+// turn is noa's Turn for round n of the exchange. On the round that
+// engages the conversation it first runs the summary round, and the turn
+// returned is the one after its summary was applied (or the engaging turn
+// as it was, when the round gave none).
+func (x *exchange) turn(n int) (Turn, error) {
+	t, err := x.h.Turn(x.r.Context())
+	if err != nil || n > 0 || !t.Engaging || len(t.Ranges) == 0 || !x.g.cfg.SummaryRoundEnabled() {
+		return t, err
+	}
+	if err := x.summaryRound(t); err != nil {
+		x.g.log.Info("the first compression round gave no summary; noa's nudge asks instead", zap.String("session_id", x.conv), zap.Error(err))
+		return t, nil
+	}
+	return x.h.Turn(x.r.Context())
+}
+
+// summaryRound asks the model for a summary of the largest of t's ranges,
+// in a request that is the client's own plus the instruction, and applies
+// it as a Compress call over that range.
+func (x *exchange) summaryRound(t Turn) error {
+	r := t.Ranges[0]
+	for _, c := range t.Ranges[1:] {
+		if c.Tokens > r.Tokens {
+			r = c
+		}
+	}
+	ids := make(map[string]string, len(t.Refs)) // ref -> message id
+	for id, ref := range t.Refs {
+		ids[ref.Ref] = id
+	}
+	var from, to string
+	for _, m := range t.View {
+		switch m.ID {
+		case ids[r.StartRef]:
+			from = describe(m)
+		case ids[r.EndRef]:
+			to = describe(m)
+		}
+	}
+	if to == "" {
+		return fmt.Errorf("range %s-%s is not in the view", r.StartRef, r.EndRef)
+	}
+	body, ok := summaryRoundBody(x.q, summaryInstruction(t.Tokens, t.Limit, from, to, min(max(r.Chars/20, minFirstSummary), maxFirstSummary)))
+	if !ok {
+		return fmt.Errorf("the request cannot take the instruction (its last message is not the user's, or it forces a tool call)")
+	}
+	resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, body)
+	if err != nil {
+		return fmt.Errorf("sending the round: %w", err)
+	}
+	defer resp.Body.Close()
+	limit := x.g.cfg.Limits.MaxAnswerBytes
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the answer: %w", err)
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("the model answered %s", resp.Status)
+	case int64(len(b)) > limit:
+		return answerTooLarge(limit)
+	}
+	if top, _, err := decodeTop(b); err == nil {
+		x.usage.add(top["usage"])
+	}
+	summary, err := summaryRoundReply(x.p.api, b, noa.DefaultConfig(t.Limit).Compress.MinSummaryLength)
+	if err != nil {
+		return err
+	}
+	id := "toolu_mcproxy_" + r.StartRef + "_" + r.EndRef
+	call := noa.CoreMessage{ID: "gw_" + id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName,
+		ToolCallID: id, Text: summaryCompressArgs(r.StartRef, r.EndRef, summary)}
+	if _, err := x.h.Compress(x.r.Context(), call); err != nil {
+		return fmt.Errorf("applying the summary: %w", err)
+	}
+	return nil
+}
+
+// describe names message m for the first round's instruction, by what the
+// model wrote or read there.
+func describe(m noa.CoreMessage) string {
+	switch {
+	case m.ContentType == noa.CTToolCall:
+		return fmt.Sprintf("your %s call %q", m.ToolName, excerpt(m.Text, 80))
+	case m.ContentType == noa.CTToolResult:
+		return fmt.Sprintf("the tool result that begins %q", excerpt(m.Text, 80))
+	case m.Role == noa.RoleAssistant:
+		return fmt.Sprintf("your message that begins %q", excerpt(m.Text, 80))
+	}
+	return fmt.Sprintf("the message that begins %q", excerpt(m.Text, 80))
+}

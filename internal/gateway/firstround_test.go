@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
@@ -134,11 +138,120 @@ func TestSummaryInstructionIsShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 500)
-	s := summaryInstruction(123456, 200000, excerpt(long, 80), excerpt("ran the tests\nmore", 80), 20000)
+	s := summaryInstruction(123456, 200000, describe(noa.CoreMessage{Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "bash", Text: long}),
+		describe(noa.CoreMessage{Role: noa.RoleTool, ContentType: noa.CTToolResult, Text: "ran the tests\nmore"}), 20000)
 	if n := tk.Count(s); n > 400 {
 		t.Errorf("instruction: got %d tokens, want at most 400:\n%s", n, s)
 	}
 	if !strings.Contains(s, `"ran the tests"`) || strings.Contains(s, "more") {
 		t.Errorf("instruction: got %q, want the end named by its first line only", s)
+	}
+}
+
+// summarising is a model that obeys the first round's instruction with a
+// summary naming what the conversation read, and otherwise answers "ok".
+func summarising(req *gatewaytest.Request) gatewaytest.Reply {
+	var body struct {
+		Messages []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(req.Body, &body)
+	last := ""
+	if n := len(body.Messages); n > 0 {
+		for _, c := range body.Messages[n-1].Content {
+			last += c.Text
+		}
+	}
+	if strings.Contains(last, "[mcproxy]") && strings.Contains(last, summaryOpen) {
+		return gatewaytest.Say(summaryOpen + "Read files f0, f1 and g0 to g7 for the user; each holds only repeated lines naming its file. Nothing else was found." + summaryClose)
+	}
+	return gatewaytest.Say("ok")
+}
+
+// TestFirstRoundReadsTheCache: the request that engages a conversation
+// first asks for a summary in the client's own request (its messages
+// byte for byte, noa's tools absent, so the provider reads the client's
+// prefix from its cache), applies it, and forwards the engaged
+// conversation with the summary in place of what it covers; the client
+// gets the model's answer.
+func TestFirstRoundReadsTheCache(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, summarising, withHosts(&MemoryHosts{}), compressAt(0.5))
+			small := conversation(2, 200, "What was in file 1?")
+			large := reads(small, 0, 8, 2400, "What was in g7?")
+			var answer string
+			for _, msgs := range [][]any{small, large} {
+				body := anthropicBody(msgs)
+				body["stream"] = stream
+				resp, a := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(indented(t, body)), map[string]string{"x-api-key": "k"})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("got %d %s", resp.StatusCode, a)
+				}
+				answer = string(a)
+			}
+			if !strings.Contains(answer, "ok") || strings.Contains(answer, summaryOpen) {
+				t.Errorf("the client's answer: got %s, want the model's answer and nothing of the summary round", answer)
+			}
+			reqs := r.up.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("upstream got %d requests, want 3 (the small conversation, the summary round, the engaged request)", len(reqs))
+			}
+			round, engaged := reqs[1].Body, reqs[2].Body
+			var client, sent struct {
+				Messages []json.RawMessage `json:"messages"`
+			}
+			if err := json.Unmarshal(indented(t, anthropicBody(large)), &client); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(round, &sent); err != nil {
+				t.Fatal(err)
+			}
+			if len(sent.Messages) != len(client.Messages) {
+				t.Fatalf("summary round: got %d messages, want the client's %d", len(sent.Messages), len(client.Messages))
+			}
+			for i := range len(client.Messages) - 1 {
+				if !bytes.Equal(sent.Messages[i], client.Messages[i]) {
+					t.Fatalf("summary round message %d: got %s, want the client's bytes %s", i, sent.Messages[i], client.Messages[i])
+				}
+			}
+			if hasTool(round, noa.CompressToolName) || len(refs(round)) > 0 {
+				t.Errorf("the summary round carries noa's tools or ref tags, which would rewrite the provider's cache:\n%s", round)
+			}
+			if !engagedBody(engaged) || !bytes.Contains(engaged, []byte("Nothing else was found.")) {
+				t.Errorf("the engaged request lacks noa's additions or the summary:\n%s", engaged)
+			}
+			if bytes.Contains(engaged, []byte("text of file g0.")) {
+				t.Errorf("the engaged request still carries what the summary covers:\n%s", engaged)
+			}
+		})
+	}
+}
+
+// TestFirstRoundDeclined: a model that answers the summary round with
+// anything but a summary loses nothing: the conversation engages the usual
+// way, noa's tools offered with its nudge, and the client gets the model's
+// answer to its own request.
+func TestFirstRoundDeclined(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(&MemoryHosts{}), compressAt(0.5))
+	small := conversation(2, 200, "What was in file 1?")
+	large := reads(small, 0, 8, 2400, "What was in g7?")
+	for _, msgs := range [][]any{small, large} {
+		if resp, a := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(indented(t, anthropicBody(msgs))), map[string]string{"x-api-key": "k"}); resp.StatusCode != http.StatusOK || !bytes.Contains(a, []byte("ok")) {
+			t.Fatalf("got %d %s, want 200 and the model's answer", resp.StatusCode, a)
+		}
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream got %d requests, want 3 (the small conversation, the declined round, the engaged request)", len(reqs))
+	}
+	if last := reqs[2].Body; !engagedBody(last) || !bytes.Contains(last, []byte("[noa]")) {
+		t.Errorf("after a declined summary round: got %s, want noa's tools and its nudge", last)
 	}
 }

@@ -130,7 +130,7 @@ func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
 			got := map[string]any{}
 			for _, kind := range []string{"create", "stream"} {
 				model := &preambleModel{thinking: tc.thinking}
-				r := newRig(t, model.script, withHosts(&MemoryHosts{}))
+				r := newRig(t, model.script, withHosts(&MemoryHosts{}), noSummaryRound)
 				o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: tc.sdk, BaseURL: r.url + tc.path, APIKey: "k", Kind: kind, Body: tc.body()})
 				if !o.OK {
 					t.Fatalf("%s: SDK: %s", kind, o.Message)

@@ -80,6 +80,12 @@ type Turn struct {
 	// when the turn was taken. A conversation that is not is forwarded as
 	// the client sent it.
 	Engaged bool
+	// Engaging reports that this turn engaged the conversation: the first
+	// compression of it is due (firstround.go).
+	Engaging bool
+	// Ranges are noa's recommended compressible ranges this turn, largest
+	// spans first as noa lists them; empty when it recommends none.
+	Ranges []noa.RangeInfo
 }
 
 // Ref is a message's ref and the token count its tag shows.

@@ -227,6 +227,9 @@ func (h *memHost) turn(msgs []noa.CoreMessage, st noa.CompressionState, cfg noa.
 		}
 	}
 	t.Projected = h.sum(t.View)
+	if r.Nudge != nil {
+		t.Ranges = r.Nudge.CompressibleRanges
+	}
 	return t, r.State
 }
 

@@ -620,7 +620,7 @@ func (u usageSum) apply(raw json.RawMessage) json.RawMessage {
 // text and was not asked to compress, dropped otherwise.
 func (x *exchange) runJSON() {
 	for round := 0; ; round++ {
-		t, err := x.h.Turn(x.r.Context())
+		t, err := x.turn(round)
 		if err != nil {
 			x.fallback(err)
 			return

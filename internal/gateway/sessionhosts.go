@@ -30,18 +30,28 @@ type SessionHosts struct {
 	Config func(window int) noa.Config
 	// Logger receives the idle sweep's reports (RunIdle); nil means none.
 	Logger *zap.Logger
+	// FirstNudgeAt holds noa's first nudge back until this share of the
+	// window (gateway.compress_at): before the conversation engages no
+	// nudge reaches the model, and one noa counted as shown would only
+	// delay the nudge the engaging turn needs (firstround.go). Zero
+	// leaves noa's own floor.
+	FirstNudgeAt float64
 
 	idle idleHosts
 }
 
 // config is noa's configuration paced against window tokens.
 func (s *SessionHosts) config(window int) noa.Config {
+	cfg := noa.DefaultConfig(window)
 	if s.Config != nil {
-		cfg := s.Config(window)
+		cfg = s.Config(window)
 		cfg.ModelContextLimit = window
-		return cfg
 	}
-	return noa.DefaultConfig(window)
+	n := &cfg.Nudge
+	n.MinContextLimitPct = max(n.MinContextLimitPct, s.FirstNudgeAt)
+	n.MaxContextLimitPct = max(n.MaxContextLimitPct, n.MinContextLimitPct)
+	n.EmergencyThresholdPct = max(n.EmergencyThresholdPct, n.MaxContextLimitPct)
+	return cfg
 }
 
 // hostOptions open a conversation's session paced by cfg, and only one
@@ -142,6 +152,9 @@ func (s sessionHost) Turn(ctx context.Context) (Turn, error) {
 func turnOf(s sessionHost, t session.Turn) Turn {
 	out := Turn{View: t.View, Nudge: t.Nudge, SystemPrompt: t.SystemPrompt, Refs: make(map[string]Ref, len(t.View)),
 		Tokens: t.Total, Projected: t.Projected, Limit: t.ContextLimit, Engaged: t.Engaged}
+	if t.NudgeDecision != nil {
+		out.Ranges = t.NudgeDecision.CompressibleRanges
+	}
 	for _, m := range t.View {
 		if r, ok := s.h.Ref(m.ID); ok {
 			out.Refs[m.ID] = Ref{Ref: r.Ref, Tokens: r.Tokens}

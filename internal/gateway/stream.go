@@ -245,7 +245,7 @@ func (x *exchange) runStream() {
 	next := 0 // the client's next content block index (Anthropic) or tool call index (OpenAI)
 	streamID := ""
 	for n := 0; ; n++ {
-		t, err := x.h.Turn(x.r.Context())
+		t, err := x.turn(n)
 		if err != nil {
 			if sw == nil {
 				x.fallback(err)
