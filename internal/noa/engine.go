@@ -107,6 +107,7 @@ type Engine struct {
 	// (checkpoints record how many were closed before them).
 	ranges []RangeInfo
 	prot   []ProtectedRange
+	breaks []int
 	cps    []checkpoint
 	margin int // checkpointMargin; tests lower it to stress the checkpoints
 
@@ -242,9 +243,9 @@ type categorySum struct{ n, tokens int }
 // only other soft-protected message) is still lastUser (-1: none before
 // pos).
 type checkpoint struct {
-	pos, lastUser  int
-	scan           rangeScan // ranges and prot nil; pcur owned
-	nRanges, nProt int
+	pos, lastUser           int
+	scan                    rangeScan // ranges, prot and breaks nil; pcur owned
+	nRanges, nProt, nBreaks int
 }
 
 // checkpointMargin: checkpoints are taken this many entries before the
@@ -417,7 +418,7 @@ func (e *Engine) Turn(tokenCount int) TurnResult {
 		p.Tools = append([]string(nil), p.Tools...)
 		prot = append(prot, p)
 	}
-	rec := recommend(ranges, prot, cfg)
+	rec := recommend(ranges, prot, sc.breaks, cfg)
 	d.CompressibleRanges = rec.CompressibleRanges
 	d.ProtectedRanges = rec.ProtectedRanges
 	d.ActiveBlockSpans = append([]BlockSpan(nil), e.spans...)
@@ -683,7 +684,7 @@ func (e *Engine) rebuild() {
 	e.spans = ActiveBlockSpans(e.st)
 	e.summary = used
 	e.projected = e.synced
-	e.ranges, e.prot, e.cps = e.ranges[:0], e.prot[:0], nil
+	e.ranges, e.prot, e.breaks, e.cps = e.ranges[:0], e.prot[:0], e.breaks[:0], nil
 	e.dirty, e.built = false, true
 }
 
@@ -834,10 +835,10 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 		e.work.resumed++
 		sc = from.resume()
 		start = from.pos
-		sc.ranges, sc.prot = e.ranges[:from.nRanges], e.prot[:from.nProt]
+		sc.ranges, sc.prot, sc.breaks = e.ranges[:from.nRanges], e.prot[:from.nProt], e.breaks[:from.nBreaks]
 	} else {
 		e.work.scannedFrom0++
-		sc.ranges, sc.prot = e.ranges[:0], e.prot[:0]
+		sc.ranges, sc.prot, sc.breaks = e.ranges[:0], e.prot[:0], e.breaks[:0]
 	}
 	e.work.scanned += n - start
 	// The valid checkpoints lie at or before the resume point; the others
@@ -888,14 +889,14 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	// turn's resume overwrites it.
 	sc.flush()
 	sc.pflush()
-	e.ranges, e.prot = sc.ranges, sc.prot
+	e.ranges, e.prot, e.breaks = sc.ranges, sc.prot, sc.breaks
 	return sc
 }
 
 // checkpoint copies the pass's state at pos.
 func (sc *rangeScan) checkpoint(pos, lastUser int) checkpoint {
-	c := checkpoint{pos: pos, lastUser: lastUser, scan: *sc, nRanges: len(sc.ranges), nProt: len(sc.prot)}
-	c.scan.ranges, c.scan.prot = nil, nil
+	c := checkpoint{pos: pos, lastUser: lastUser, scan: *sc, nRanges: len(sc.ranges), nProt: len(sc.prot), nBreaks: len(sc.breaks)}
+	c.scan.ranges, c.scan.prot, c.scan.breaks = nil, nil, nil
 	c.scan.pcur.Tools = append([]string(nil), sc.pcur.Tools...)
 	return c
 }
