@@ -90,7 +90,11 @@ type Engine struct {
 	vinfo     []viewFacts
 	total     int // the tokens of view
 	cats      [nCategories]categorySum
-	lastUser  int               // index in view of the latest user text, -1 if none
+	lastUser  int // index in view of the latest user text, -1 if none
+	// first is firstUserSpan of the view; firstOpen: the span ends the
+	// view, so the next entry may extend it.
+	first     [2]int
+	firstOpen bool
 	cover     map[string]string // message id -> active block covering it
 	// hiddenCalls: call ids of tool calls a block covers; calls: call ids of
 	// the tool calls left after pruning (before Compress calls are hidden);
@@ -244,6 +248,7 @@ type categorySum struct{ n, tokens int }
 // pos).
 type checkpoint struct {
 	pos, lastUser           int
+	first                   [2]int    // the first user message when it was taken
 	scan                    rangeScan // ranges, prot and breaks nil; pcur owned
 	nRanges, nProt, nBreaks int
 }
@@ -268,6 +273,7 @@ func NewEngine(in EngineInput) *Engine {
 		summary:     map[string]int{},
 		stubs:       map[int]stubbed{},
 		lastUser:    -1,
+		first:       [2]int{-1, -1},
 		margin:      checkpointMargin,
 	}
 	e.hinfo = make([]msgFacts, 0, len(in.Messages))
@@ -669,6 +675,7 @@ func (e *Engine) rebuild() {
 	e.view = make([]CoreMessage, 0, len(view)+len(view)/4+16)
 	e.vinfo = make([]viewFacts, 0, cap(e.view))
 	e.total, e.cats, e.lastUser = 0, [nCategories]categorySum{}, -1
+	e.first, e.firstOpen = [2]int{-1, -1}, false
 	for i, m := range view {
 		switch h := vsrc[i]; {
 		case h < 0:
@@ -747,8 +754,17 @@ func (e *Engine) add(m CoreMessage, f viewFacts) {
 	e.total += f.tokens
 	e.cats[f.cat].n++
 	e.cats[f.cat].tokens += f.tokens
-	if !f.synthetic && isUserText(m) {
-		e.lastUser = len(e.view) - 1
+	i, user := len(e.view)-1, !f.synthetic && isUserText(m)
+	if user {
+		e.lastUser = i
+	}
+	switch {
+	case e.first[0] < 0 && user:
+		e.first, e.firstOpen = [2]int{i, i + 1}, true
+	case e.firstOpen && user:
+		e.first[1] = i + 1
+	default:
+		e.firstOpen = false
 	}
 }
 
@@ -776,6 +792,7 @@ func (e *Engine) overrides(view []CoreMessage, cut []int) map[int]override {
 func (e *Engine) zone(view []CoreMessage, ov map[int]override) (map[string]bool, int) {
 	return softZone(view, e.cfg, zoneFacts{
 		lastUser: e.lastUser,
+		first:    e.first,
 		ref:      func(i int) string { return e.vinfo[i].ref },
 		snap: func(i int) int {
 			if o, ok := ov[i]; ok {
@@ -815,7 +832,7 @@ func (e *Engine) scanAll(view []CoreMessage, soft map[string]bool, ov map[int]ov
 func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	lu, n := e.lastUser, len(e.view)
 	valid := func(c checkpoint) bool {
-		if c.pos > zoneStart {
+		if c.pos > zoneStart || c.first != e.first {
 			return false
 		}
 		if lu >= 0 && lu < c.pos {
@@ -862,6 +879,7 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	}
 	take := func(pos, lastUser int) {
 		c := sc.checkpoint(pos, lastUser)
+		c.first = e.first
 		for i := range kept {
 			if (kept[i].lastUser < 0) == (lastUser < 0) {
 				kept[i] = c
