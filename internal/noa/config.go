@@ -47,9 +47,17 @@ type NudgeConfig struct {
 
 // TruncateConfig configures the fallback that needs no model cooperation.
 type TruncateConfig struct {
-	// Threshold: at this share of the window the biggest tool results get
+	// Threshold: at this share of the window (or sooner, when the view
+	// and its overhead would not fit the window) the biggest messages get
 	// shortened without asking the model. 0 turns it off.
 	Threshold float64
+	// RecallTool is the host tool a cut names for reading back what was
+	// cut; "" means DefaultRecallTool.
+	RecallTool string
+	// ReserveTokens is what the request spends beside the view that the
+	// window must hold too (the host's additions to the system prompt,
+	// the nudge); 0 means the default resident prompt plus NudgeMaxTokens.
+	ReserveTokens int
 }
 
 // CompressConfig limits what a Compress call may ask for.

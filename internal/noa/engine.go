@@ -42,7 +42,8 @@ import (
 //   - a turn that carries a nudge: its text lists every compressible range
 //     of the view (FormatRanges). Nudges are spaced by NudgeGrowthFloor
 //     and pause after MaxCompressAttempts, so these turns are rare;
-//   - a turn at or above Truncate.Threshold: emergency truncation copies
+//   - a turn at or above Truncate.Threshold, or whose view with its
+//     overhead would not fit the window: emergency truncation copies
 //     the view to cut it and the ranges are measured on the cut copy;
 //   - Compress (ApplyCompression itself is linear in the view) and State
 //     (a deep copy).
@@ -114,6 +115,8 @@ type Engine struct {
 	breaks []int
 	cps    []checkpoint
 	margin int // checkpointMargin; tests lower it to stress the checkpoints
+	// reserve is truncateReserve, taken at the first turn; -1 before.
+	reserve int
 
 	work engineWork
 }
@@ -154,7 +157,7 @@ type TurnResult struct {
 	// rendered text ("" when none), the message ProcessTurn appends.
 	Nudge     *NudgeDecision
 	NudgeText string
-	// TruncatedCount: tool results shortened by emergency truncation.
+	// TruncatedCount: messages shortened by emergency truncation.
 	TruncatedCount int
 	// Tokens is the context size the turn was judged by: the tokenCount
 	// given to Turn, or ProjectedTokens when that was not positive.
@@ -275,6 +278,7 @@ func NewEngine(in EngineInput) *Engine {
 		lastUser:    -1,
 		first:       [2]int{-1, -1},
 		margin:      checkpointMargin,
+		reserve:     -1,
 	}
 	e.hinfo = make([]msgFacts, 0, len(in.Messages))
 	e.learn()
@@ -388,13 +392,25 @@ func (e *Engine) Turn(tokenCount int) TurnResult {
 	tokens := res.Tokens
 	var cut []int
 	if cfg.ModelContextLimit > 0 {
-		var tr TruncateResult
-		tr, cut = truncateWith(res.View, tokens, cfg, e.count, func(i int) (int, bool) {
-			f := &e.vinfo[i]
-			return f.tokens, !f.hard && !f.marker
-		})
-		res.View, res.TruncatedCount = tr.Messages, tr.TruncatedCount
-		res.ViewTokens -= tr.SavedTokens
+		if e.reserve < 0 {
+			e.reserve = truncateReserve(cfg, e.count)
+		}
+		if truncateDue(n, tokens, e.reserve, cfg) {
+			view := res.View
+			soft, _ := e.zone(view, nil)
+			lo, hi := e.first[0], e.first[1]
+			tr, c := truncateWith(view, tokens, e.reserve, cfg, e.count, func(i int) cutFacts {
+				f := &e.vinfo[i]
+				h := f.ref
+				if h == "" {
+					h = view[i].ID
+				}
+				return cutFacts{tokens: f.tokens, handle: h, class: cutClass(view[i], f.hard, soft[f.ref], i >= lo && i < hi, f.marker)}
+			})
+			cut = c
+			res.View, res.TruncatedCount = tr.Messages, tr.TruncatedCount
+			res.ViewTokens -= tr.SavedTokens
+		}
 	}
 	if cfg.ModelContextLimit <= 0 {
 		return res
