@@ -103,17 +103,21 @@ var breakdownOrder = []string{"summaries", "tool", "system", "code", "text"}
 
 // FormatBreakdown prints window usage and the non-zero token categories.
 func FormatBreakdown(d NudgeDecision) string {
+	return fmt.Sprintf("Context: %.0f%% of the window", d.ContextUsage*100) + breakdownParts(d)
+}
+
+// breakdownParts is FormatBreakdown's list of categories, "" when empty.
+func breakdownParts(d NudgeDecision) string {
 	var parts []string
 	for _, k := range breakdownOrder {
 		if n := d.ContextBreakdown[k]; n > 0 {
 			parts = append(parts, k+" "+FormatTokens(n))
 		}
 	}
-	s := fmt.Sprintf("Context: %.0f%% of the window", d.ContextUsage*100)
-	if len(parts) > 0 {
-		s += " — " + strings.Join(parts, " · ")
+	if len(parts) == 0 {
+		return ""
 	}
-	return s
+	return " — " + strings.Join(parts, " · ")
 }
 
 // PanelInput feeds FormatPanel, the Compress tool's answer to the model.
@@ -263,7 +267,7 @@ func RenderNudgeText(d NudgeDecision, s NudgeSections) (NudgeVoice, string) {
 		head = section(s.EmergencyHeader, defaultEmergencyHeader)
 	}
 	var parts []string
-	title := "[noa] " + FormatBreakdown(d) + "."
+	title := fmt.Sprintf("[noa] Context at %.0f%% of the window", d.ContextUsage*100) + breakdownParts(d) + "."
 	if strings.TrimSpace(head) != "" {
 		title += " " + head
 	}
