@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -137,5 +141,54 @@ func TestEmergencyCutThroughTheGateway(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEmergencyCutsWholeImagesThroughTheGateway: twenty full-size images
+// (about 3,300 tokens each by the gateway's estimate) in one user turn do
+// not fit a 40K window; the model gets as many as fit, whole, and a note
+// in place of each image left out.
+func TestEmergencyCutsWholeImagesThroughTheGateway(t *testing.T) {
+	const window, n = 40000, 20
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1568, 1568))); err != nil {
+		t.Fatal(err)
+	}
+	img := map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": base64.StdEncoding.EncodeToString(buf.Bytes())}}
+	content := []any{map[string]any{"type": "text", "text": "Compare these screenshots."}}
+	for range n {
+		content = append(content, img)
+	}
+	per := imageTokens(1568, 1568)
+	for _, kind := range []string{"session", "memory"} {
+		t.Run(kind, func(t *testing.T) {
+			var hosts Hosts = &MemoryHosts{}
+			if kind == "session" {
+				hosts = sessionHosts(t, t.TempDir())
+			}
+			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("done") }, func(o *Options) {
+				o.Hosts = hosts
+				o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: window}}
+			})
+			msgs := []any{
+				map[string]any{"role": "user", "content": "Review my UI."},
+				map[string]any{"role": "assistant", "content": "Send the screenshots."},
+				map[string]any{"role": "user", "content": content},
+			}
+			body, _ := json.Marshal(anthropicBody(msgs))
+			resp, out := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(body), map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %d %s", resp.StatusCode, out)
+			}
+			reqs := r.up.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("upstream got %d requests, want 1", len(reqs))
+			}
+			sent := strings.Count(string(reqs[0].Body), `"type":"image"`)
+			notes := strings.Count(readTexts(t, reqs[0].Body), "an attachment of about")
+			if sent == 0 || sent+notes != n || sent*per >= window {
+				t.Errorf("got %d images (%d tokens) and %d notes, want the %d images split into whole ones under the %d window and notes", sent, sent*per, notes, n, window)
+			}
+		})
 	}
 }

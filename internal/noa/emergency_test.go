@@ -155,3 +155,50 @@ func TestEmergencyNeverOverTheWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestEmergencyCutsWholeImages: a conversation of many images, each
+// weighed at a fixed estimate, is brought under the window by leaving
+// whole images out (their note names the message), never by cutting into
+// a placeholder, and the Engine agrees with ProcessTurn.
+func TestEmergencyCutsWholeImages(t *testing.T) {
+	const image = "[opaque image: ~1600 tokens]"
+	count := func(s string) int {
+		if s == image {
+			return 1600
+		}
+		return DefaultCountTokens(s)
+	}
+	cfg := DefaultConfig(40000)
+	c := newConvo(4)
+	c.user(20)
+	for i := range 40 {
+		c.msgs = append(c.msgs, CoreMessage{ID: fmt.Sprintf("img%02d", i), Role: RoleUser, ContentType: CTText, Text: image})
+		c.assistant(15)
+	}
+	r := ProcessTurn(ProcessTurnInput{Messages: c.msgs, State: CreateInitialState("s", "/a"), Config: cfg, CountTokens: count})
+	view := r.Messages
+	if r.Nudge != nil {
+		view = view[:len(view)-1]
+	}
+	total, cut := 0, 0
+	for _, m := range view {
+		total += CountMessageTokens(m, count)
+		if strings.HasPrefix(m.ID, "img") && m.Text != image {
+			ref, _ := RefForRaw(r.State.MessageRefs, m.ID)
+			if !strings.HasPrefix(m.Text, TruncationMarker) || !strings.Contains(m.Text, image) || !strings.Contains(m.Text, fmt.Sprintf(`read_archive {"ref":%q}`, ref)) {
+				t.Fatalf("image %s was not cut whole with its note: %q", m.ID, m.Text)
+			}
+			cut++
+		}
+	}
+	if got := total + truncateReserve(cfg, count) + len(view)*MessageOverheadTokens; got > cfg.ModelContextLimit || cut == 0 || cut != r.TruncatedCount {
+		t.Fatalf("view with overhead %d tokens (window %d), %d images cut, TruncatedCount %d", got, cfg.ModelContextLimit, cut, r.TruncatedCount)
+	}
+	if view[0].Text != c.msgs[0].Text {
+		t.Fatalf("the task was cut")
+	}
+	e := NewEngine(EngineInput{Messages: c.msgs, State: CreateInitialState("s", "/a"), Config: cfg, CountTokens: count})
+	if diff := cmpDiff(view, e.Turn(0).View); diff != "" {
+		t.Fatalf("Engine view differs from ProcessTurn (-want +got):\n%.2000s", diff)
+	}
+}

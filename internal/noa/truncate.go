@@ -53,7 +53,8 @@ const (
 // (a 60K-token answer, a pasted document), outside protection first, then
 // inside the recent zone and hard-protected results, and the first user
 // message only when it alone exceeds the window. Reasoning and tool calls
-// must reach the provider as the model wrote them and are never cut.
+// must reach the provider as the model wrote them and are never cut. An
+// attachment (isAttachment: an image weighed at its estimate) is cut whole.
 func TruncateLargeToolOutputs(msgs []CoreMessage, tokenCount int, cfg Config, count TokenCountFn) TruncateResult {
 	res, _ := truncateView(msgs, CompressionState{}, tokenCount, cfg, count)
 	return res
@@ -155,7 +156,7 @@ func truncateWith(msgs []CoreMessage, tokenCount, reserve int, cfg Config, count
 		if f.class == cutTask {
 			task += f.tokens
 		}
-		if f.class != cutNever && f.tokens > truncateKeepTokens*2 {
+		if f.class != cutNever && (f.tokens > truncateKeepTokens*2 || isAttachment(msgs[i], f.tokens)) {
 			cands = append(cands, candidate{i, f})
 		}
 	}
@@ -184,9 +185,13 @@ func truncateWith(msgs []CoreMessage, tokenCount, reserve int, cfg Config, count
 		m := out[c.idx]
 		keep := max(truncateKeepTokens, c.f.tokens-need)
 		handle := c.f.handle
-		m.Text = CutMiddle(m.Text, c.f.tokens, keep, count, func(from, to, size int) string {
-			return truncationNote(from, to, size, tool, handle)
-		})
+		if isAttachment(m, c.f.tokens) {
+			m.Text = attachmentNote(m.Text, c.f.tokens, tool, handle)
+		} else {
+			m.Text = CutMiddle(m.Text, c.f.tokens, keep, count, func(from, to, size int) string {
+				return truncationNote(from, to, size, tool, handle)
+			})
+		}
 		saved := c.f.tokens - CountMessageTokens(m, count)
 		if saved <= 0 {
 			continue
@@ -232,6 +237,24 @@ func CutMiddle(text string, total, keep int, count TokenCountFn, note func(from,
 		kb = int(float64(kb) * float64(keep) / float64(got) * 0.95)
 	}
 	return out
+}
+
+// attachmentTokens: an attachment weighing more is worth cutting.
+const attachmentTokens = 100
+
+// isAttachment: m stands for an attachment (an image, a document) the
+// host weighs at an estimate above its text's size, so it can only be cut
+// whole. No tokenizer gives a text more tokens than bytes.
+func isAttachment(m CoreMessage, tokens int) bool {
+	return tokens > len(m.Text) && tokens > attachmentTokens
+}
+
+// attachmentNote replaces an attachment cut whole. The attachment is not
+// text, so read_archive cannot return it; the note says so.
+func attachmentNote(text string, tokens int, tool, handle string) string {
+	return fmt.Sprintf("%s: an attachment of about %d tokens was left out of this request so it fits the model's window. "+
+		"%s {\"ref\":%q} returns only its description (%s), not the attachment; ask for it again if you need it.]",
+		TruncationMarker, tokens, tool, handle, text)
 }
 
 // truncationNote tells the model what was cut and the call that returns it.
