@@ -191,6 +191,9 @@ func ValidateConfig(c Config) []string {
 	} else if c.Truncate.Threshold > 0 && c.Truncate.Threshold < n.MaxContextLimitPct {
 		add("Truncate.Threshold (%v) is below Nudge.MaxContextLimitPct (%v); tool output will be cut before the model is asked to compress", c.Truncate.Threshold, n.MaxContextLimitPct)
 	}
+	if c.Truncate.ReserveTokens < 0 {
+		add("Truncate.ReserveTokens is %d; it must not be negative (0 means the default reserve)", c.Truncate.ReserveTokens)
+	}
 	if c.Tiers.Enabled {
 		if c.Tiers.MaxTier != 2 && c.Tiers.MaxTier != 3 {
 			add("Tiers.MaxTier is %d; only 2 and 3 are supported", c.Tiers.MaxTier)

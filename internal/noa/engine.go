@@ -39,8 +39,8 @@ import (
 //     turn after a Compress call or its answer was appended (the Compress
 //     calls still shown may change anywhere in the view), or a tool call
 //     that reuses a call id or answers a result recorded before it;
-//   - a turn that carries a nudge: its text lists every compressible range
-//     of the view (FormatRanges). Nudges are spaced by NudgeGrowthFloor
+//   - a turn that carries a nudge: its ranges are merged from every
+//     compressible range of the view (recommend). Nudges are spaced by NudgeGrowthFloor
 //     and pause after MaxCompressAttempts, so these turns are rare;
 //   - a turn at or above Truncate.Threshold, or whose view with its
 //     overhead would not fit the window: emergency truncation copies
