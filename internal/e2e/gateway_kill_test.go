@@ -22,8 +22,8 @@ import (
 
 // killModel is the scripted model of the kill tests: while the request it
 // sees offers Compress and holds at least four ref tags, and it has not yet
-// been answered, it compresses everything from the first ref to the
-// third-to-last; every other request gets "final answer". stallCompress
+// been answered, it compresses everything from the second ref (the first
+// is the task, which is never compressed) to the third-to-last; every other request gets "final answer". stallCompress
 // holds that Compress answer part way through its stream; stallAfter holds
 // the request that follows it (the gateway's continuation).
 type killModel struct {
@@ -52,7 +52,7 @@ func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 		return reply
 	}
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"file reads","summary":"Read files 0 to 7; each repeats a line naming its number."}]}`,
-		tags[0], tags[len(tags)-3])
+		tags[1], tags[len(tags)-3])
 	reply := gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_c1", noa.CompressToolName, args)}}
 	if m.stallCompress {
 		m.stallCompress = false

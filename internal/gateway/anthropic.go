@@ -173,7 +173,9 @@ func (anthropicDialect) partial(q *request, m message, idx []int, text, tags map
 		if p.str {
 			raw = textBlock(q.core[i].Text)
 		}
-		if t, ok := text[i]; ok {
+		if t, ok := text[i]; ok && p.kind == kindOpaque {
+			raw = textBlock(t) // an attachment noa cut whole: its note
+		} else if ok {
 			raw = withText(raw, p.kind, t)
 		}
 		tag, tagged := tags[i]

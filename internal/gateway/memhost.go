@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
@@ -136,7 +137,8 @@ func (m *MemoryHosts) Tools() []ToolDef {
 		{Name: noa.CompressToolName, Description: noa.CompressToolDescription, Schema: schema},
 		{Name: ReadArchiveTool, Description: "Return archived originals verbatim: the text a compressed block replaced " +
 			`(block: its id, e.g. "b3") or one message's original (ref: e.g. "m00042").`,
-			Schema: json.RawMessage(`{"type":"object","properties":{"block":{"type":"string"},"ref":{"type":"string"}}}`)},
+			Schema: json.RawMessage(`{"type":"object","properties":{"block":{"type":"string"},"ref":{"type":"string"},` +
+				`"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1,"description":"Bytes"}}}`)},
 	}
 }
 
@@ -287,30 +289,54 @@ func (h *memHost) Compress(_ context.Context, call noa.CoreMessage) (noa.CoreMes
 	return res, nil
 }
 
+// page is bytes [offset, offset+limit) of text (limit 0: to the end),
+// moved onto character boundaries: what a cut's read_archive call names.
+func page(text string, offset, limit int) string {
+	start := min(offset, len(text))
+	for start > 0 && start < len(text) && !utf8.RuneStart(text[start]) {
+		start--
+	}
+	end := len(text)
+	if limit > 0 {
+		end = min(end, start+limit)
+	}
+	for end < len(text) && end > start && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return text[start:end]
+}
+
 func (h *memHost) ReadArchive(_ context.Context, call noa.CoreMessage) (noa.CoreMessage, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var args struct {
-		Block string `json:"block"`
-		Ref   string `json:"ref"`
+		Block  string `json:"block"`
+		Ref    string `json:"ref"`
+		Offset int    `json:"offset"`
+		Limit  int    `json:"limit"`
 	}
 	text := ""
-	if err := json.Unmarshal([]byte(call.Text), &args); err != nil {
-		text = `read_archive's arguments must be a JSON object such as {"block": "b3"} or {"ref": "m00042"}`
+	if err := json.Unmarshal([]byte(call.Text), &args); err != nil || args.Offset < 0 || args.Limit < 0 {
+		text = `read_archive's arguments must be a JSON object such as {"block": "b3"} or {"ref": "m00042", "offset": 0, "limit": 4000}`
 	} else if args.Block != "" {
 		if b := noa.FindBlock(&h.st, args.Block); b != nil {
-			text = string(h.arch[b.ArchivePath])
+			text = page(string(h.arch[b.ArchivePath]), args.Offset, args.Limit)
 		} else {
 			text = fmt.Sprintf("no block %q: name one from a summary's archive line, e.g. \"b3\"", args.Block)
 		}
-	} else if raw, ok := noa.RawForRef(h.st.MessageRefs, strings.TrimSpace(args.Ref)); ok {
+	} else {
+		// A ref, or the id a cut of a message without a ref names.
+		ref := strings.TrimSpace(args.Ref)
+		raw, ok := noa.RawForRef(h.st.MessageRefs, ref)
+		if !ok && h.has[ref] {
+			raw, ok = ref, true
+		}
+		text = fmt.Sprintf("no message %q: give a block (\"b3\") or a ref (\"m00042\")", args.Ref)
 		for _, m := range h.msgs {
-			if m.ID == raw {
-				text = m.Text
+			if ok && m.ID == raw {
+				text = page(m.Text, args.Offset, args.Limit)
 			}
 		}
-	} else {
-		text = fmt.Sprintf("no message %q: give a block (\"b3\") or a ref (\"m00042\")", args.Ref)
 	}
 	res := resultOf(call, text)
 	for _, m := range []noa.CoreMessage{call, res} {

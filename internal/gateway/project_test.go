@@ -119,8 +119,9 @@ func TestProjectionAddsNoaAndKeepsTheRest(t *testing.T) {
 }
 
 // compressingModel answers the first request it sees with a tool list
-// holding Compress by compressing everything from the first ref to the
-// third-to-last; every other request gets a text answer.
+// holding Compress by compressing everything from the second ref (the
+// first is the task, which is never compressed) to the third-to-last;
+// every other request gets a text answer.
 type compressingModel struct {
 	mu       sync.Mutex
 	done     bool
@@ -139,7 +140,7 @@ func (m *compressingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	}
 	m.done = true
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"file reads","summary":"Read files 0 to %d; each holds repeated lines naming its number. Nothing else of note."}]}`,
-		tags[0], tags[len(tags)-3], len(tags))
+		tags[1], tags[len(tags)-3], len(tags))
 	parts := []gatewaytest.Part{gatewaytest.Thinking("I should compress first.", "sig-c"), gatewaytest.ToolCall("toolu_c1", noa.CompressToolName, args)}
 	if m.withTool != "" {
 		parts = append(parts, gatewaytest.ToolCall("toolu_client", m.withTool, `{"path":"/next"}`))

@@ -105,7 +105,7 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 				shown, shownOut, gapSummary = i, curOut, -1
 			}
 			idx = append(idx, i)
-			if v.Text != q.core[i].Text && (pt.kind == kindText || pt.kind == kindToolResult) {
+			if v.Text != q.core[i].Text && (pt.kind == kindText || pt.kind == kindToolResult || pt.kind == kindOpaque) {
 				text[i] = v.Text
 			}
 			if r, ok := p.Refs[v.ID]; ok && r.Ref != "" && r.Ref != noa.BlockedRef && taggable(q.core[i], pt) {

@@ -110,6 +110,7 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 	rv := newResolver(in.Messages, st)
 	hard := hardProtectedIDs(in.Messages, cfg)
 	soft := ComputeProtectedRefs(in.Messages, st, cfg)
+	task, afterTask := taskIDs(in.Messages, st)
 	claimedMsgs := map[string]int{}
 	claimedBlocks := map[string]int{}
 	var plans []*plannedRange
@@ -133,6 +134,16 @@ func ApplyCompression(in ApplyInput) ApplyResult {
 		if nf != nil {
 			st.Stats.DeadRanges[key]++
 			res.Errors = append(res.Errors, label+": "+nf.Msg)
+			continue
+		}
+		if id, ok := firstIn(rr.MessageIDs, task); ok {
+			ref, _ := RefForRaw(st.MessageRefs, id)
+			fix := "Start the range after it"
+			if afterTask != "" {
+				fix += ", at " + afterTask + " or later,"
+			}
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %s is the conversation's first user message (the task), which stays in view verbatim and is never compressed. %s and call again.",
+				label, ref, fix))
 			continue
 		}
 		d := decideTier(rr, st, cfg, covered)
@@ -479,6 +490,35 @@ func repairPairs(msgs []CoreMessage, start, end int, folded map[string]bool) (ma
 		}
 	}
 	return folded, before - len(folded)
+}
+
+// taskIDs are the ids of the first user message in view (firstUserSpan),
+// which no range may hold, and the first ref after it ("" when none).
+func taskIDs(view []CoreMessage, st CompressionState) (map[string]bool, string) {
+	lo, hi := firstUserSpan(view)
+	if lo < 0 {
+		return nil, ""
+	}
+	ids := map[string]bool{}
+	for _, m := range view[lo:hi] {
+		ids[m.ID] = true
+	}
+	for _, m := range view[hi:] {
+		if ref, ok := RefForRaw(st.MessageRefs, m.ID); ok && !isSynthetic(m) {
+			return ids, ref
+		}
+	}
+	return ids, ""
+}
+
+// firstIn is the first of ids in set.
+func firstIn(ids []string, set map[string]bool) (string, bool) {
+	for _, id := range ids {
+		if set[id] {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 func checkSummary(r CompressRange, cfg Config) string {

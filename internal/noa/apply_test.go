@@ -7,18 +7,18 @@ import (
 
 func applyView() []CoreMessage {
 	return []CoreMessage{
-		txt("u1", RoleUser, "please investigate "+long("timeout", 30)), // m00001
-		think("r1", "plan "+long("think", 10)),                         // m00002
-		call("c1", "k1", "fetch"),                                      // m00003
-		result("t1", "k1", "fetch", "page one "+long("alpha", 60)),     // m00004
-		txt("a1", RoleAssistant, "found "+long("beta", 20)),            // m00005
-		call("c2", "k2", "fetch"),                                      // m00006
-		result("t2", "k2", "fetch", "page two "+long("gamma", 60)),     // m00007
-		txt("u2", RoleUser, "now fix it"),                              // m00008
-		call("c3", "k3", "fetch"),                                      // m00009
-		result("t3", "k3", "fetch", "page three "+long("delta", 60)),   // m00010
-		txt("a2", RoleAssistant, "fixed"),                              // m00011
-		txt("u3", RoleUser, "thanks"),                                  // m00012
+		txt("u1", RoleSystem, "please investigate "+long("timeout", 30)), // m00001 (a system text: the first user message, the task, is never compressed)
+		think("r1", "plan "+long("think", 10)),                           // m00002
+		call("c1", "k1", "fetch"),                                        // m00003
+		result("t1", "k1", "fetch", "page one "+long("alpha", 60)),       // m00004
+		txt("a1", RoleAssistant, "found "+long("beta", 20)),              // m00005
+		call("c2", "k2", "fetch"),                                        // m00006
+		result("t2", "k2", "fetch", "page two "+long("gamma", 60)),       // m00007
+		txt("u2", RoleUser, "now fix it"),                                // m00008
+		call("c3", "k3", "fetch"),                                        // m00009
+		result("t3", "k3", "fetch", "page three "+long("delta", 60)),     // m00010
+		txt("a2", RoleAssistant, "fixed"),                                // m00011
+		txt("u3", RoleUser, "thanks"),                                    // m00012
 	}
 }
 
@@ -101,7 +101,7 @@ func TestApplyCompressionProtection(t *testing.T) {
 	msgs[5].ToolName, msgs[6].ToolName = "memory:store", "memory:store"
 	cfg := testConfig()
 	cfg.ProtectedTools = []string{"memory:*"}
-	in2 := ApplyInput{Ranges: []CompressRange{rng("m00001", "m00006")}, Messages: msgs, State: stateFor(msgs, cfg), Config: cfg, Archiver: newMemArchiver()}
+	in2 := ApplyInput{Ranges: []CompressRange{rng("m00001", "m00005")}, Messages: msgs, State: stateFor(msgs, cfg), Config: cfg, Archiver: newMemArchiver()}
 	if in2.State.MessageRefs.ByRaw["c2"] != BlockedRef || in2.State.MessageRefs.ByRaw["t2"] != BlockedRef {
 		t.Fatalf("protected exchange got refs")
 	}
@@ -109,7 +109,7 @@ func TestApplyCompressionProtection(t *testing.T) {
 	if len(res.BlocksCreated) != 1 {
 		t.Fatalf("errors %v", res.Errors)
 	}
-	if diff := cmpDiff([]string{"u1", "r1", "c1", "t1", "a1", "u2"}, res.BlocksCreated[0].DirectMessageIDs); diff != "" {
+	if diff := cmpDiff([]string{"u1", "r1", "c1", "t1", "a1"}, res.BlocksCreated[0].DirectMessageIDs); diff != "" {
 		t.Errorf("direct (-want +got):\n%s", diff)
 	}
 	if view := prune(msgs, res.State); view[1].ID != "c2" || view[2].ID != "t2" {
@@ -264,7 +264,7 @@ func TestApplyCompressionEdgeCases(t *testing.T) {
 }
 
 func TestApplyCompressionTiers(t *testing.T) {
-	in, arch := applyIn(t, rng("m00001", "m00005"), rng("m00006", "m00008"))
+	in, arch := applyIn(t, rng("m00001", "m00005"), rng("m00006", "m00007"))
 	first := ApplyCompression(in)
 	if len(first.BlocksCreated) != 2 {
 		t.Fatalf("setup: %q", first.Errors)
@@ -284,7 +284,7 @@ func TestApplyCompressionTiers(t *testing.T) {
 	if diff := cmpDiff([]string{"b1", "b2"}, b.DirectBlockIDs); diff != "" {
 		t.Errorf("absorbed (-want +got):\n%s", diff)
 	}
-	if len(b.EffectiveMessageIDs) != 8 || b.StartRef != "m00001" || b.EndRef != "m00008" {
+	if len(b.EffectiveMessageIDs) != 7 || b.StartRef != "m00001" || b.EndRef != "m00007" {
 		t.Errorf("effective %v span %s..%s", b.EffectiveMessageIDs, b.StartRef, b.EndRef)
 	}
 	for _, id := range []string{"b1", "b2"} {
@@ -366,7 +366,7 @@ func TestDecideTier(t *testing.T) {
 }
 
 func TestApplyCompressionTerminalRewrite(t *testing.T) {
-	in, _ := applyIn(t, rng("m00001", "m00005"), rng("m00006", "m00008"))
+	in, _ := applyIn(t, rng("m00001", "m00005"), rng("m00006", "m00007"))
 	in.Config.Tiers.MaxTier = 2
 	first := ApplyCompression(in)
 	view := prune(in.Messages, first.State)

@@ -64,14 +64,14 @@ func TestFormatEmptyInputs(t *testing.T) {
 
 func TestBuildSystemPrompt(t *testing.T) {
 	got := BuildSystemPrompt(Sections{})
-	for _, want := range []string{"# " + SystemPromptHeader, CompressPhilosophy, "MESSAGE REFS", "SUMMARIES IN CONTEXT", "ARCHIVE", CompressToolName} {
+	for _, want := range []string{"# " + SystemPromptHeader, CompressPhilosophy, "MESSAGE REFS", "SUMMARIES IN CONTEXT", "ARCHIVE", CompressToolName, HowToCompressRules, Tier2Rules, Tier3Rules} {
 		if !strings.Contains(got, want) {
 			t.Errorf("prompt lacks %q", want)
 		}
 	}
 	empty, repl := "", "REPLACED SECTION"
 	got = BuildSystemPrompt(Sections{SummariesInContext: &repl, Archive: &empty})
-	if strings.Contains(got, "SUMMARIES IN CONTEXT") || !strings.Contains(got, repl) || strings.Contains(got, "read_archive") {
+	if strings.Contains(got, "SUMMARIES IN CONTEXT") || !strings.Contains(got, repl) || strings.Contains(got, defaultArchive) {
 		t.Errorf("overrides not applied:\n%s", got)
 	}
 }

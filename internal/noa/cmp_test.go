@@ -2,4 +2,6 @@ package noa
 
 import "github.com/google/go-cmp/cmp"
 
-func cmpDiff(a, b any) string { return cmp.Diff(a, b, cmp.AllowUnexported(ProtectedRange{})) }
+func cmpDiff(a, b any) string {
+	return cmp.Diff(a, b, cmp.AllowUnexported(ProtectedRange{}))
+}

@@ -47,9 +47,17 @@ type NudgeConfig struct {
 
 // TruncateConfig configures the fallback that needs no model cooperation.
 type TruncateConfig struct {
-	// Threshold: at this share of the window the biggest tool results get
+	// Threshold: at this share of the window (or sooner, when the view
+	// and its overhead would not fit the window) the biggest messages get
 	// shortened without asking the model. 0 turns it off.
 	Threshold float64
+	// RecallTool is the host tool a cut names for reading back what was
+	// cut; "" means DefaultRecallTool.
+	RecallTool string
+	// ReserveTokens is what the request spends beside the view that the
+	// window must hold too (the host's additions to the system prompt,
+	// the nudge); 0 means the default resident prompt plus NudgeMaxTokens.
+	ReserveTokens int
 }
 
 // CompressConfig limits what a Compress call may ask for.
@@ -182,6 +190,9 @@ func ValidateConfig(c Config) []string {
 		add("Truncate.Threshold is %v; it should be in (0, 1] (0 disables truncation)", c.Truncate.Threshold)
 	} else if c.Truncate.Threshold > 0 && c.Truncate.Threshold < n.MaxContextLimitPct {
 		add("Truncate.Threshold (%v) is below Nudge.MaxContextLimitPct (%v); tool output will be cut before the model is asked to compress", c.Truncate.Threshold, n.MaxContextLimitPct)
+	}
+	if c.Truncate.ReserveTokens < 0 {
+		add("Truncate.ReserveTokens is %d; it must not be negative (0 means the default reserve)", c.Truncate.ReserveTokens)
 	}
 	if c.Tiers.Enabled {
 		if c.Tiers.MaxTier != 2 && c.Tiers.MaxTier != 3 {

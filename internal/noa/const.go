@@ -54,6 +54,11 @@ const (
 // everywhere so prompts, protection and parsing cannot disagree.
 const CompressToolName = "Compress"
 
+// DefaultRecallTool is the host tool a cut names for reading back what was
+// cut (internal/session's read_archive), unless Truncate.RecallTool says
+// otherwise.
+const DefaultRecallTool = "read_archive"
+
 // NoRangesMessage answers a Compress call that listed no ranges. Such a call
 // is not an attempt at all: it neither resets nor feeds MaxCompressAttempts.
 const NoRangesMessage = "No ranges provided."

@@ -20,5 +20,20 @@
 //
 // The behaviour follows the project's noa specification (seeds/noa-package.txt,
 // kept beside the repository, not in it); comments citing
-// "spec" refer to that document.
+// "spec" refer to that document. Issue 27 changed four behaviours, keeping
+// the spec's names:
+//   - a nudge names at most MaxRecommendedRanges large ranges, merged
+//     across everything but the soft zone and summaries, for one Compress
+//     call (each call rewrites the provider's prompt cache), and stays
+//     under NudgeMaxTokens; the rules it carried are resident in
+//     BuildSystemPrompt;
+//   - the first user message, the task, is soft-protected: never in a
+//     recommended range, and a Compress range holding it is refused;
+//   - emergency truncation cuts whatever makes the view too large (text as
+//     well as tool results, in the recent zone when nothing else frees
+//     enough, the task only when it alone exceeds the window) until the view
+//     with its overhead fits the window, and each cut names the
+//     read_archive call that returns its bytes;
+//   - Recommendation.ReclaimableTokens carries what the pacing weighs, now
+//     that the ranges listed are fewer than the viable ones.
 package noa

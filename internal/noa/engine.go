@@ -39,10 +39,11 @@ import (
 //     turn after a Compress call or its answer was appended (the Compress
 //     calls still shown may change anywhere in the view), or a tool call
 //     that reuses a call id or answers a result recorded before it;
-//   - a turn that carries a nudge: its text lists every compressible range
-//     of the view (FormatRanges). Nudges are spaced by NudgeGrowthFloor
+//   - a turn that carries a nudge: its ranges are merged from every
+//     compressible range of the view (recommend). Nudges are spaced by NudgeGrowthFloor
 //     and pause after MaxCompressAttempts, so these turns are rare;
-//   - a turn at or above Truncate.Threshold: emergency truncation copies
+//   - a turn at or above Truncate.Threshold, or whose view with its
+//     overhead would not fit the window: emergency truncation copies
 //     the view to cut it and the ranges are measured on the cut copy;
 //   - Compress (ApplyCompression itself is linear in the view) and State
 //     (a deep copy).
@@ -90,7 +91,11 @@ type Engine struct {
 	vinfo     []viewFacts
 	total     int // the tokens of view
 	cats      [nCategories]categorySum
-	lastUser  int               // index in view of the latest user text, -1 if none
+	lastUser  int // index in view of the latest user text, -1 if none
+	// first is firstUserSpan of the view; firstOpen: the span ends the
+	// view, so the next entry may extend it.
+	first     [2]int
+	firstOpen bool
 	cover     map[string]string // message id -> active block covering it
 	// hiddenCalls: call ids of tool calls a block covers; calls: call ids of
 	// the tool calls left after pruning (before Compress calls are hidden);
@@ -107,8 +112,11 @@ type Engine struct {
 	// (checkpoints record how many were closed before them).
 	ranges []RangeInfo
 	prot   []ProtectedRange
+	breaks []int
 	cps    []checkpoint
 	margin int // checkpointMargin; tests lower it to stress the checkpoints
+	// reserve is truncateReserve, taken at the first turn; -1 before.
+	reserve int
 
 	work engineWork
 }
@@ -149,7 +157,7 @@ type TurnResult struct {
 	// rendered text ("" when none), the message ProcessTurn appends.
 	Nudge     *NudgeDecision
 	NudgeText string
-	// TruncatedCount: tool results shortened by emergency truncation.
+	// TruncatedCount: messages shortened by emergency truncation.
 	TruncatedCount int
 	// Tokens is the context size the turn was judged by: the tokenCount
 	// given to Turn, or ProjectedTokens when that was not positive.
@@ -242,9 +250,10 @@ type categorySum struct{ n, tokens int }
 // only other soft-protected message) is still lastUser (-1: none before
 // pos).
 type checkpoint struct {
-	pos, lastUser  int
-	scan           rangeScan // ranges and prot nil; pcur owned
-	nRanges, nProt int
+	pos, lastUser           int
+	first                   [2]int    // the first user message when it was taken
+	scan                    rangeScan // ranges, prot and breaks nil; pcur owned
+	nRanges, nProt, nBreaks int
 }
 
 // checkpointMargin: checkpoints are taken this many entries before the
@@ -267,7 +276,9 @@ func NewEngine(in EngineInput) *Engine {
 		summary:     map[string]int{},
 		stubs:       map[int]stubbed{},
 		lastUser:    -1,
+		first:       [2]int{-1, -1},
 		margin:      checkpointMargin,
+		reserve:     -1,
 	}
 	e.hinfo = make([]msgFacts, 0, len(in.Messages))
 	e.learn()
@@ -381,13 +392,25 @@ func (e *Engine) Turn(tokenCount int) TurnResult {
 	tokens := res.Tokens
 	var cut []int
 	if cfg.ModelContextLimit > 0 {
-		var tr TruncateResult
-		tr, cut = truncateWith(res.View, tokens, cfg, e.count, func(i int) (int, bool) {
-			f := &e.vinfo[i]
-			return f.tokens, !f.hard && !f.marker
-		})
-		res.View, res.TruncatedCount = tr.Messages, tr.TruncatedCount
-		res.ViewTokens -= tr.SavedTokens
+		if e.reserve < 0 {
+			e.reserve = truncateReserve(cfg, e.count)
+		}
+		if truncateDue(n, tokens, e.reserve, cfg) {
+			view := res.View
+			soft, _ := e.zone(view, nil)
+			lo, hi := e.first[0], e.first[1]
+			tr, c := truncateWith(view, tokens, e.reserve, cfg, e.count, func(i int) cutFacts {
+				f := &e.vinfo[i]
+				h := f.ref
+				if h == "" {
+					h = view[i].ID
+				}
+				return cutFacts{tokens: f.tokens, handle: h, class: cutClass(view[i], f.hard, soft[f.ref], i >= lo && i < hi, f.marker)}
+			})
+			cut = c
+			res.View, res.TruncatedCount = tr.Messages, tr.TruncatedCount
+			res.ViewTokens -= tr.SavedTokens
+		}
 	}
 	if cfg.ModelContextLimit <= 0 {
 		return res
@@ -417,7 +440,7 @@ func (e *Engine) Turn(tokenCount int) TurnResult {
 		p.Tools = append([]string(nil), p.Tools...)
 		prot = append(prot, p)
 	}
-	rec := recommend(ranges, prot, cfg)
+	rec := recommend(ranges, prot, sc.breaks, cfg)
 	d.CompressibleRanges = rec.CompressibleRanges
 	d.ProtectedRanges = rec.ProtectedRanges
 	d.ActiveBlockSpans = append([]BlockSpan(nil), e.spans...)
@@ -668,6 +691,7 @@ func (e *Engine) rebuild() {
 	e.view = make([]CoreMessage, 0, len(view)+len(view)/4+16)
 	e.vinfo = make([]viewFacts, 0, cap(e.view))
 	e.total, e.cats, e.lastUser = 0, [nCategories]categorySum{}, -1
+	e.first, e.firstOpen = [2]int{-1, -1}, false
 	for i, m := range view {
 		switch h := vsrc[i]; {
 		case h < 0:
@@ -683,7 +707,7 @@ func (e *Engine) rebuild() {
 	e.spans = ActiveBlockSpans(e.st)
 	e.summary = used
 	e.projected = e.synced
-	e.ranges, e.prot, e.cps = e.ranges[:0], e.prot[:0], nil
+	e.ranges, e.prot, e.breaks, e.cps = e.ranges[:0], e.prot[:0], e.breaks[:0], nil
 	e.dirty, e.built = false, true
 }
 
@@ -746,8 +770,17 @@ func (e *Engine) add(m CoreMessage, f viewFacts) {
 	e.total += f.tokens
 	e.cats[f.cat].n++
 	e.cats[f.cat].tokens += f.tokens
-	if !f.synthetic && isUserText(m) {
-		e.lastUser = len(e.view) - 1
+	i, user := len(e.view)-1, !f.synthetic && isUserText(m)
+	if user {
+		e.lastUser = i
+	}
+	switch {
+	case e.first[0] < 0 && user:
+		e.first, e.firstOpen = [2]int{i, i + 1}, true
+	case e.firstOpen && user:
+		e.first[1] = i + 1
+	default:
+		e.firstOpen = false
 	}
 }
 
@@ -775,6 +808,7 @@ func (e *Engine) overrides(view []CoreMessage, cut []int) map[int]override {
 func (e *Engine) zone(view []CoreMessage, ov map[int]override) (map[string]bool, int) {
 	return softZone(view, e.cfg, zoneFacts{
 		lastUser: e.lastUser,
+		first:    e.first,
 		ref:      func(i int) string { return e.vinfo[i].ref },
 		snap: func(i int) int {
 			if o, ok := ov[i]; ok {
@@ -814,7 +848,7 @@ func (e *Engine) scanAll(view []CoreMessage, soft map[string]bool, ov map[int]ov
 func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	lu, n := e.lastUser, len(e.view)
 	valid := func(c checkpoint) bool {
-		if c.pos > zoneStart {
+		if c.pos > zoneStart || c.first != e.first {
 			return false
 		}
 		if lu >= 0 && lu < c.pos {
@@ -834,10 +868,10 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 		e.work.resumed++
 		sc = from.resume()
 		start = from.pos
-		sc.ranges, sc.prot = e.ranges[:from.nRanges], e.prot[:from.nProt]
+		sc.ranges, sc.prot, sc.breaks = e.ranges[:from.nRanges], e.prot[:from.nProt], e.breaks[:from.nBreaks]
 	} else {
 		e.work.scannedFrom0++
-		sc.ranges, sc.prot = e.ranges[:0], e.prot[:0]
+		sc.ranges, sc.prot, sc.breaks = e.ranges[:0], e.prot[:0], e.breaks[:0]
 	}
 	e.work.scanned += n - start
 	// The valid checkpoints lie at or before the resume point; the others
@@ -861,6 +895,7 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	}
 	take := func(pos, lastUser int) {
 		c := sc.checkpoint(pos, lastUser)
+		c.first = e.first
 		for i := range kept {
 			if (kept[i].lastUser < 0) == (lastUser < 0) {
 				kept[i] = c
@@ -888,14 +923,14 @@ func (e *Engine) scan(soft map[string]bool, zoneStart int) rangeScan {
 	// turn's resume overwrites it.
 	sc.flush()
 	sc.pflush()
-	e.ranges, e.prot = sc.ranges, sc.prot
+	e.ranges, e.prot, e.breaks = sc.ranges, sc.prot, sc.breaks
 	return sc
 }
 
 // checkpoint copies the pass's state at pos.
 func (sc *rangeScan) checkpoint(pos, lastUser int) checkpoint {
-	c := checkpoint{pos: pos, lastUser: lastUser, scan: *sc, nRanges: len(sc.ranges), nProt: len(sc.prot)}
-	c.scan.ranges, c.scan.prot = nil, nil
+	c := checkpoint{pos: pos, lastUser: lastUser, scan: *sc, nRanges: len(sc.ranges), nProt: len(sc.prot), nBreaks: len(sc.breaks)}
+	c.scan.ranges, c.scan.prot, c.scan.breaks = nil, nil, nil
 	c.scan.pcur.Tools = append([]string(nil), sc.pcur.Tools...)
 	return c
 }

@@ -155,8 +155,12 @@ func (tw *twin) grow() {
 	case k < 36: // a call and result without ids
 		c.msgs = append(c.msgs, CoreMessage{ID: c.id("tc"), Role: RoleAssistant, ContentType: CTToolCall, ToolName: "Bash", Text: `{"cmd":"ls"}`},
 			CoreMessage{ID: c.id("tr"), Role: RoleTool, ContentType: CTToolResult, ToolName: "Bash", Text: c.text(30)})
-	case k < 42: // a big output, for emergency truncation
+	case k < 40: // a big output, for emergency truncation
 		c.tool("fetch", 1500+r.Intn(1500))
+	case k < 41: // a huge answer, cut even in the recent zone (issue 27)
+		c.msgs = append(c.msgs, CoreMessage{ID: c.id("a"), Role: RoleAssistant, ContentType: CTText, Text: c.text(4000 + r.Intn(8000))})
+	case k < 42: // a pasted document in a user turn
+		c.user(4000 + r.Intn(8000))
 	default:
 		c.tool("Bash", 20+r.Intn(100))
 	}

@@ -103,17 +103,21 @@ var breakdownOrder = []string{"summaries", "tool", "system", "code", "text"}
 
 // FormatBreakdown prints window usage and the non-zero token categories.
 func FormatBreakdown(d NudgeDecision) string {
+	return fmt.Sprintf("Context: %.0f%% of the window", d.ContextUsage*100) + breakdownParts(d)
+}
+
+// breakdownParts is FormatBreakdown's list of categories, "" when empty.
+func breakdownParts(d NudgeDecision) string {
 	var parts []string
 	for _, k := range breakdownOrder {
 		if n := d.ContextBreakdown[k]; n > 0 {
 			parts = append(parts, k+" "+FormatTokens(n))
 		}
 	}
-	s := fmt.Sprintf("Context: %.0f%% of the window", d.ContextUsage*100)
-	if len(parts) > 0 {
-		s += " — " + strings.Join(parts, " · ")
+	if len(parts) == 0 {
+		return ""
 	}
-	return s
+	return " — " + strings.Join(parts, " · ")
 }
 
 // PanelInput feeds FormatPanel, the Compress tool's answer to the model.
@@ -228,14 +232,33 @@ type NudgeSections struct {
 }
 
 const (
-	defaultEfficiencyNote  = "Some older parts of this conversation are finished and can be compressed. Doing it now keeps later requests fast and cheap; it is a suggestion, so finish the step you are on first if it needs the material."
-	defaultEmergencyHeader = "URGENT: the context is almost full. Compress now, before any other work. If the window overflows, the largest tool outputs will be cut mechanically and the request may be rejected."
-	defaultT2Guidance      = "Several tier-1 summaries have piled up. Distil them into one tier-2 block: call Compress with a single range from the first to the last block listed (block ids as endpoints) and write the summary by the TIER 2 rules."
-	defaultT3Guidance      = "Several tier-2 blocks have piled up. Condense them into one tier-3 block: call Compress with a single range from the first to the last block listed (block ids as endpoints) and write the summary by the TIER 3 rules."
+	defaultEfficiencyNote  = "Older, finished work can be compressed now, which keeps later requests small. Finish the step you are on first if it needs that material."
+	defaultEmergencyHeader = "URGENT: the context is almost full. Compress now, before any other work; otherwise the largest messages are cut mechanically."
+	defaultT2Guidance      = "Several tier-1 summaries have piled up. Distil them into one tier-2 block: one Compress call, one range from the first to the last block listed (block ids as endpoints)."
+	defaultT3Guidance      = "Several tier-2 blocks have piled up. Condense them into one tier-3 block: one Compress call, one range from the first to the last block listed (block ids as endpoints)."
+)
+
+// NudgeMaxTokens bounds a nudge rendered with the default sections (issue
+// 27: a nudge listing every small range reached ~8,000 characters). The
+// rules live in the resident prompt (BuildSystemPrompt); a nudge only says
+// what to compress now, naming at most MaxRecommendedRanges ranges or
+// maxNudgeBlocks blocks.
+const NudgeMaxTokens = 400
+
+// maxNudgeBlocks, maxNudgeTools and maxNudgeTopic bound the lists and
+// model-written topics a nudge repeats.
+const (
+	maxNudgeBlocks = 6
+	maxNudgeTools  = 4
+	maxNudgeTopic  = 40
 )
 
 // RenderNudgeText writes the nudge for d. It switches to the urgent voice
 // from EmergencyThresholdPct on and is calm below that.
+//
+// Unlike the spec's nudge it carries no rules and no full range table: it
+// names the few large ranges to compress in one call and points at the
+// rules in the resident prompt, so it stays under NudgeMaxTokens (issue 27).
 func RenderNudgeText(d NudgeDecision, s NudgeSections) (NudgeVoice, string) {
 	voice := VoiceGentle
 	head := section(s.EfficiencyNote, defaultEfficiencyNote)
@@ -244,37 +267,147 @@ func RenderNudgeText(d NudgeDecision, s NudgeSections) (NudgeVoice, string) {
 		head = section(s.EmergencyHeader, defaultEmergencyHeader)
 	}
 	var parts []string
-	title := fmt.Sprintf("[noa] Context at %.0f%% of the window.", d.ContextUsage*100)
+	title := fmt.Sprintf("[noa] Context at %.0f%% of the window", d.ContextUsage*100) + breakdownParts(d) + "."
 	if strings.TrimSpace(head) != "" {
 		title += " " + head
 	}
 	parts = append(parts, title)
 	if d.TruncatedCount > 0 {
-		parts = append(parts, fmt.Sprintf("%d tool result(s) in this request were shortened for space (look for %q). "+
-			"The full outputs are still recorded; do not run those tools again just to see them.", d.TruncatedCount, TruncationMarker+"]"))
+		parts = append(parts, fmt.Sprintf("%d message(s) in this request were cut for space (look for %q); each cut says how to read the rest with %s. Do not re-run tools just to see them.",
+			d.TruncatedCount, TruncationMarker+"]", DefaultRecallTool))
 	}
-	parts = append(parts, FormatBreakdown(d))
+	rules := "HOW TO COMPRESS"
 	switch d.Tier {
 	case 2, 3:
 		guide := section(s.T2Guidance, defaultT2Guidance)
-		rules := Tier2Rules
+		rules = "TIER 2"
 		if d.Tier == 3 {
 			guide = section(s.T3Guidance, defaultT3Guidance)
-			rules = Tier3Rules
+			rules = "TIER 3"
 		}
 		if strings.TrimSpace(guide) != "" {
 			parts = append(parts, guide)
 		}
-		parts = append(parts, "Blocks to consolidate:\n"+FormatTierTargetBlocks(d.TierTargetBlocks))
-		parts = append(parts, rules, HowToCompressRules)
+		parts = append(parts, "Blocks to consolidate:\n"+formatTierTargets(d.TierTargetBlocks))
 	default:
-		parts = append(parts, "Compress these ranges, oldest first; several ranges can go in one Compress call. Use the refs exactly as listed:\n"+
-			FormatRanges(d.CompressibleRanges, d.ProtectedRanges))
-		if len(d.ActiveBlockSpans) > 0 {
-			parts = append(parts, "Existing blocks (leave them alone unless asked):\n"+FormatBlockMap(d.ActiveBlockSpans))
+		parts = append(parts, "Compress these ranges in ONE call (one entry each, refs exactly as listed):\n"+
+			formatRecommended(d.CompressibleRanges))
+		if keep := formatKept(d.CompressibleRanges, d.ProtectedRanges); keep != "" {
+			parts = append(parts, keep)
 		}
-		parts = append(parts, HowToCompressRules)
 	}
-	parts = append(parts, "These rules are also summarised under \""+SystemPromptHeader+"\" in your instructions.")
-	return voice, strings.Join(parts, "\n\n")
+	parts = append(parts, NudgeRulesPointer(rules))
+	return voice, strings.Join(parts, "\n")
+}
+
+// NudgeRulesPointer is a nudge's last line: where the rules of the named
+// section ("HOW TO COMPRESS", "TIER 2", "TIER 3") are. A host that does not
+// send the resident prompt replaces it with the rules themselves.
+func NudgeRulesPointer(section string) string {
+	return "Write each summary by the " + section + " rules under \"" + SystemPromptHeader + "\" in your instructions."
+}
+
+// formatRecommended lists the ranges a tier-1 nudge names, one line each.
+func formatRecommended(rs []RangeInfo) string {
+	if len(rs) == 0 {
+		return "  (no ranges)"
+	}
+	lines := make([]string, 0, len(rs))
+	for _, r := range rs {
+		t := fmt.Sprintf("  %s–%s  compressible  %s tok  %d msgs", r.StartRef, r.EndRef, FormatTokens(r.Tokens), r.Count)
+		if r.Dangerous {
+			t += "  (ends at recent user turns: keep their intent)"
+		}
+		lines = append(lines, t)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// formatKept says in one line what no range may take: the user messages
+// kept in view between the ranges, the recent zone (everything soft after
+// the last range named), and the protected tools whose messages stay
+// visible even inside a range.
+func formatKept(rs []RangeInfo, prot []ProtectedRange) string {
+	last := 0
+	if n := len(rs); n > 0 {
+		last, _ = RefToIndex(rs[n-1].EndRef)
+	}
+	var kept, tools []string
+	recent := ""
+	for _, p := range prot {
+		if len(p.Tools) > 0 || p.StartRef == "" {
+			for _, t := range p.Tools {
+				if !containsStr(tools, t) {
+					tools = append(tools, t)
+				}
+			}
+			continue
+		}
+		if at, _ := RefToIndex(p.StartRef); at > last {
+			if recent == "" {
+				recent = p.StartRef + " onward (recent work)"
+			}
+			continue
+		}
+		span := p.StartRef
+		if p.EndRef != p.StartRef {
+			span += "–" + p.EndRef
+		}
+		if len(kept) < 2 {
+			kept = append(kept, span+" (user message)")
+		}
+	}
+	if recent != "" {
+		kept = append(kept, recent)
+	}
+	var out []string
+	if len(kept) > 0 {
+		out = append(out, "Never compress "+strings.Join(kept, ", ")+".")
+	}
+	if len(tools) > 0 {
+		sort.Strings(tools)
+		more := ""
+		if len(tools) > maxNudgeTools {
+			more = fmt.Sprintf(" and %d more", len(tools)-maxNudgeTools)
+			tools = tools[:maxNudgeTools]
+		}
+		for i, t := range tools {
+			tools[i] = clip(t, maxNudgeTopic)
+		}
+		out = append(out, "Protected tools stay in view even inside a range: "+strings.Join(tools, ", ")+more+".")
+	}
+	return strings.Join(out, " ")
+}
+
+// formatTierTargets is FormatTierTargetBlocks bounded for a nudge: at most
+// maxNudgeBlocks lines, topics clipped, and the covering range.
+func formatTierTargets(blocks []CompressionBlock) string {
+	if len(blocks) == 0 {
+		return "  (no blocks)"
+	}
+	lines := make([]string, 0, maxNudgeBlocks+2)
+	for i, b := range blocks {
+		if i == maxNudgeBlocks {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(blocks)-maxNudgeBlocks))
+			break
+		}
+		t := fmt.Sprintf("  %s  %s–%s  %s→%s tok", blockLabel(b), b.StartRef, b.EndRef,
+			FormatTokens(b.CompressedTokens), FormatTokens(DefaultCountTokens(RenderSummaryMessage(b).Text)))
+		if b.Topic != "" {
+			t += "  " + clip(b.Topic, maxNudgeTopic)
+		}
+		lines = append(lines, t)
+	}
+	lines = append(lines, fmt.Sprintf("  Range covering all of them: start=%s end=%s", blocks[0].BlockID, blocks[len(blocks)-1].BlockID))
+	return strings.Join(lines, "\n")
+}
+
+// clip shortens s to n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

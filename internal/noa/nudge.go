@@ -76,7 +76,10 @@ func DecideNudge(in DecideNudgeInput) NudgeDecision {
 	count := countFn(in.CountTokens)
 	rec := in.Recommendation
 	f := tierFactsOf(in.State, count)
-	f.pendingT1 = viableTokens(rec.CompressibleRanges)
+	f.pendingT1 = rec.ReclaimableTokens
+	if f.pendingT1 == 0 {
+		f.pendingT1 = viableTokens(rec.CompressibleRanges)
+	}
 	f.nothingToCompress = rec.NothingToCompress
 	d := decideNudge(in.Config, in.State, in.TokenCount, f)
 	d.CompressibleRanges = rec.CompressibleRanges

@@ -89,12 +89,12 @@ func TestRenderNudgeText(t *testing.T) {
 		ContextBreakdown:   map[string]int{"tool": 30000, "text": 20000}}
 	voice, text := RenderNudgeText(d, NudgeSections{})
 	if voice != VoiceGentle || !strings.Contains(text, defaultEfficiencyNote) || !strings.Contains(text, "m00001–m00040") ||
-		!strings.Contains(text, HowToCompressRules) || strings.Contains(text, "URGENT") {
+		!strings.Contains(text, "HOW TO COMPRESS rules") || strings.Contains(text, HowToCompressRules) || strings.Contains(text, "URGENT") {
 		t.Errorf("gentle nudge:\n%s", text)
 	}
 	d.Breakdown.Emergency, d.ContextUsage, d.TruncatedCount = true, 0.93, 2
 	voice, text = RenderNudgeText(d, NudgeSections{})
-	if voice != VoiceEmergency || !strings.Contains(text, "URGENT") || !strings.Contains(text, "2 tool result(s)") {
+	if voice != VoiceEmergency || !strings.Contains(text, "URGENT") || !strings.Contains(text, "2 message(s)") {
 		t.Errorf("emergency nudge:\n%s", text)
 	}
 	custom, empty := "Custom header.", ""
@@ -109,12 +109,12 @@ func TestRenderNudgeText(t *testing.T) {
 	}
 	d.Tier, d.TierTargetBlocks = 2, tierBlocks(1, 3, 1)
 	_, text = RenderNudgeText(d, NudgeSections{})
-	if !strings.Contains(text, Tier2Rules) || !strings.Contains(text, HowToCompressRules) || !strings.Contains(text, "start=b1 end=b3") {
+	if !strings.Contains(text, "TIER 2 rules") || strings.Contains(text, Tier2Rules) || !strings.Contains(text, "start=b1 end=b3") {
 		t.Errorf("tier-2 nudge:\n%s", text)
 	}
 	d.Tier = 3
 	_, text = RenderNudgeText(d, NudgeSections{T3Guidance: &custom})
-	if !strings.Contains(text, Tier3Rules) || !strings.Contains(text, custom) {
+	if !strings.Contains(text, "TIER 3 rules") || strings.Contains(text, Tier3Rules) || !strings.Contains(text, custom) {
 		t.Errorf("tier-3 nudge:\n%s", text)
 	}
 }

@@ -63,7 +63,7 @@ type ProcessTurnResult struct {
 	State    CompressionState
 	// Nudge: the nudge added this turn, or nil.
 	Nudge *NudgeDecision
-	// TruncatedCount: tool results shortened by emergency truncation.
+	// TruncatedCount: messages shortened by emergency truncation.
 	TruncatedCount int
 }
 
@@ -167,11 +167,10 @@ type truncateNode struct{}
 func (truncateNode) Name() string { return "emergency-truncate" }
 func (truncateNode) Enabled(_ NodeIO, ctx PipelineContext) bool {
 	c := ctx.Config
-	return c.ModelContextLimit > 0 && c.Truncate.Threshold > 0 &&
-		float64(ctx.TokenCount) >= c.Truncate.Threshold*float64(c.ModelContextLimit)
+	return c.ModelContextLimit > 0 && c.Truncate.Threshold > 0
 }
 func (truncateNode) Run(io NodeIO, ctx PipelineContext) NodeIO {
-	r := TruncateLargeToolOutputs(io.Messages, ctx.TokenCount, ctx.Config, ctx.CountTokens)
+	r, _ := truncateView(io.Messages, io.State, ctx.TokenCount, ctx.Config, ctx.CountTokens)
 	io.Messages = r.Messages
 	io.TruncatedCount = r.TruncatedCount
 	return io

@@ -127,7 +127,7 @@ func TestProcessTurnNudgeAndSuppression(t *testing.T) {
 		t.Fatalf("no tier-1 nudge under pressure: %+v", r.Nudge)
 	}
 	last := r.Messages[len(r.Messages)-1]
-	if last.ID != NudgeMessageID || last.Role != RoleUser || !strings.Contains(last.Text, HowToCompressRules) {
+	if last.ID != NudgeMessageID || last.Role != RoleUser || !strings.Contains(last.Text, "HOW TO COMPRESS rules") || strings.Contains(last.Text, HowToCompressRules) {
 		t.Errorf("nudge message: %+v", last.ID)
 	}
 	if _, ok := r.State.MessageRefs.ByRaw[NudgeMessageID]; ok {

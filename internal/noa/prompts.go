@@ -148,8 +148,12 @@ func section(o SectionOverride, def string) string {
 }
 
 // BuildSystemPrompt assembles the resident prompt: the header, the
-// philosophy, and the three adjustable sections. The compression rules
-// themselves travel with each nudge.
+// philosophy, the three adjustable sections, and the rules a summary is
+// written by (HowToCompressRules, Tier2Rules, Tier3Rules).
+//
+// The spec sends the rules with every nudge instead. Resident, they are
+// part of the cached prefix and paid for once, and a nudge shrinks to the
+// ranges it names (issue 27).
 func BuildSystemPrompt(s Sections) string {
 	parts := []string{"# " + SystemPromptHeader, CompressPhilosophy}
 	for _, p := range []string{
@@ -161,6 +165,9 @@ func BuildSystemPrompt(s Sections) string {
 			parts = append(parts, p)
 		}
 	}
-	parts = append(parts, "When noa asks you to compress, call `"+CompressToolName+"` with the ranges it lists and follow the rules that come with the request.")
+	parts = append(parts, "When noa asks you to compress, make ONE `"+CompressToolName+"` call with every range it lists (one entry per range) "+
+		"and write each summary by the rules below: HOW TO COMPRESS for message ranges, TIER 2 or TIER 3 when it asks to consolidate blocks. "+
+		"The first user message (the task) is never compressed.",
+		HowToCompressRules, Tier2Rules, Tier3Rules)
 	return strings.Join(parts, "\n\n")
 }

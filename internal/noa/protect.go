@@ -98,7 +98,8 @@ func isSynthetic(m CoreMessage) bool {
 
 // ComputeProtectedRefs returns the soft-protected refs: the newest part of
 // the view, which the work in progress most likely still reads, and the
-// latest user message. From the end backwards it protects messages until both
+// latest user message, and the first user message (firstUserSpan). From
+// the end backwards it protects messages until both
 // PreserveRecentMessages slots and PreserveRecentTokens are filled; messages
 // of NeverPreserveRecentTools take no slot and stay compressible (unless they
 // belong to a reasoning turn inside the zone). The start of the zone moves
@@ -112,8 +113,10 @@ func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config
 		r, _ := RefForRaw(state.MessageRefs, msgs[i].ID)
 		return r
 	}
+	lo, hi := firstUserSpan(msgs)
 	out, _ := softZone(msgs, cfg, zoneFacts{
 		lastUser:      lastUserText(msgs),
+		first:         [2]int{lo, hi},
 		ref:           refOf,
 		snap:          func(i int) int { return snapshotTokens(state, msgs[i]) },
 		synthetic:     func(i int) bool { return isSynthetic(msgs[i]) },
@@ -126,11 +129,35 @@ func ComputeProtectedRefs(msgs []CoreMessage, state CompressionState, cfg Config
 // Engine can answer from what it cached instead of recomputing them.
 type zoneFacts struct {
 	// lastUser: index of the latest user text message, -1 if none.
-	lastUser      int
+	lastUser int
+	// first: the first user message, [lo, hi) (firstUserSpan); lo < 0
+	// when there is none.
+	first         [2]int
 	ref           func(i int) string // "" for synthetic or unaddressable messages
 	snap          func(i int) int    // snapshotTokens
 	synthetic     func(i int) bool
 	neverPreserve func(i int) bool
+}
+
+// firstUserSpan locates the conversation's first user message, the task,
+// in msgs: the run [lo, hi) of user text messages that starts at the first
+// one (a host splits a message into one CoreMessage per part, so a task
+// sent as several text parts stays whole). lo is -1 when there is none.
+//
+// The spec protects only the recent zone and the latest user message; the
+// task is protected too, so it stays in view verbatim however long the
+// session grows (issue 27).
+func firstUserSpan(msgs []CoreMessage) (lo, hi int) {
+	for i, m := range msgs {
+		if isUserText(m) {
+			hi = i + 1
+			for hi < len(msgs) && isUserText(msgs[hi]) {
+				hi++
+			}
+			return i, hi
+		}
+	}
+	return -1, -1
 }
 
 // lastUserText is the index of the latest user text message in msgs, or -1.
@@ -199,6 +226,11 @@ func softZone(msgs []CoreMessage, cfg Config, f zoneFacts) (map[string]bool, int
 	}
 	if f.lastUser >= 0 {
 		if r := f.ref(f.lastUser); r != "" {
+			out[r] = true
+		}
+	}
+	for i := max(f.first[0], 0); i < f.first[1]; i++ {
+		if r := f.ref(i); r != "" {
 			out[r] = true
 		}
 	}

@@ -90,6 +90,12 @@ func ActiveBlockSpans(state CompressionState) []BlockSpan {
 // (reported as a ProtectedRange naming its tools), or the soft zone (reported
 // as a ProtectedRange without tools).
 func BuildCompressibleRanges(msgs []CoreMessage, state CompressionState, cfg Config, protectedRefs map[string]bool, count TokenCountFn) ([]RangeInfo, []ProtectedRange) {
+	sc := scanRanges(msgs, state, cfg, protectedRefs, count)
+	return sc.ranges, sc.prot
+}
+
+// scanRanges is BuildCompressibleRanges' pass, returned whole.
+func scanRanges(msgs []CoreMessage, state CompressionState, cfg Config, protectedRefs map[string]bool, count TokenCountFn) rangeScan {
 	count = countFn(count)
 	hard := hardProtectedIDs(msgs, cfg)
 	var sc rangeScan
@@ -101,7 +107,8 @@ func BuildCompressibleRanges(msgs []CoreMessage, state CompressionState, cfg Con
 		ref, _ := RefForRaw(state.MessageRefs, m.ID)
 		sc.step(m, hard[m.ID], ref, protectedRefs[ref], CountMessageTokens(m, count), -1)
 	}
-	return sc.finish(protectedRefs)
+	sc.finish(protectedRefs)
+	return sc
 }
 
 // rangeScan is the state of BuildCompressibleRanges' pass. The Engine keeps
@@ -118,6 +125,11 @@ type rangeScan struct {
 	pcur             ProtectedRange
 	hasPcur          bool
 	lastRef          string
+	// breaks are the indexes in ranges of the runs a block's summary
+	// precedes: recommended ranges are not merged across a summary.
+	// summary: a summary was passed since the last run started.
+	breaks  []int
+	summary bool
 
 	// viableTokens and viableCount sum the closed ranges that
 	// ViableRanges keeps: what a nudge decision needs without the list.
@@ -154,6 +166,7 @@ func (sc *rangeScan) pflush() {
 func (sc *rangeScan) boundary() {
 	sc.flush()
 	sc.pflush()
+	sc.summary = true
 }
 
 // step adds one non-synthetic message. ref is "" when it has none; soft
@@ -203,6 +216,10 @@ func (sc *rangeScan) step(m CoreMessage, hard bool, ref string, soft bool, token
 	sc.pflush()
 	if !sc.hasCur {
 		sc.cur, sc.hasCur = RangeInfo{StartRef: ref}, true
+		if sc.summary {
+			sc.breaks = append(sc.breaks, len(sc.ranges))
+			sc.summary = false
+		}
 	}
 	if chars < 0 {
 		chars = utf8.RuneCountInString(m.Text)
@@ -293,12 +310,7 @@ func MergeRangesToThreshold(ranges []RangeInfo, minChars int) []RangeInfo {
 			text = float64(r.TextPct) * float64(r.Tokens) / 100
 			return
 		}
-		cur.EndRef = r.EndRef
-		cur.Count += r.Count
-		cur.Tokens += r.Tokens
-		cur.Chars += r.Chars
-		cur.UserMsgs += r.UserMsgs
-		cur.Dangerous = cur.Dangerous || r.Dangerous
+		extendRange(cur, r)
 		tool += float64(r.ToolPct) * float64(r.Tokens) / 100
 		text += float64(r.TextPct) * float64(r.Tokens) / 100
 	}
@@ -330,38 +342,122 @@ type Recommendation struct {
 	CompressibleRanges []RangeInfo
 	ProtectedRanges    []ProtectedRange
 	NothingToCompress  bool
+	// ReclaimableTokens is what every viable range holds together, listed
+	// or not: what the pacing weighs. Zero means the sum of
+	// CompressibleRanges (a Recommendation built by hand).
+	ReclaimableTokens int
 }
 
-// BuildRecommendation computes the soft zone, finds the ranges, drops those
-// too small, and joins neighbours until they clear MinCompressRange.
+// MaxRecommendedRanges caps the ranges a nudge names. Every Compress call
+// rewrites the provider's prompt cache from its first changed message on,
+// so the nudge asks for one call over a few large ranges (issue 27).
+const MaxRecommendedRanges = 4
+
+// BuildRecommendation computes the soft zone, finds the ranges and picks
+// the few large ones a nudge names (see recommend).
 func BuildRecommendation(msgs []CoreMessage, state CompressionState, cfg Config, count TokenCountFn) Recommendation {
 	soft := ComputeProtectedRefs(msgs, state, cfg)
-	ranges, prot := BuildCompressibleRanges(msgs, state, cfg, soft, count)
-	return recommend(ranges, prot, cfg)
+	sc := scanRanges(msgs, state, cfg, soft, count)
+	return recommend(sc.ranges, sc.prot, sc.breaks, cfg)
 }
 
-// recommend is BuildRecommendation's last part: drop the ranges too small,
-// then join neighbours until they clear MinCompressRange.
-func recommend(ranges []RangeInfo, prot []ProtectedRange, cfg Config) Recommendation {
-	ranges = ViableRanges(ranges)
-	// Merge only between soft-zone spans: a merged range must never reach
-	// across recent work the model is told to leave alone. (Hard-protected
-	// messages inside a merged range stay protected when it is applied.)
+// recommend is BuildRecommendation's last part. It merges neighbouring runs
+// into one range wherever nothing stands between them that a range must not
+// reach across (the soft zone, the first or latest user message, or a
+// block's summary; hard-protected messages inside a merged range stay
+// protected when it is applied), drops merged ranges without a viable run
+// in them, and keeps the MaxRecommendedRanges largest, oldest first; a
+// range under a twentieth of the largest is dropped as not worth naming.
+//
+// This replaces the spec's list of every viable run merged only up to
+// MinCompressRange: that list grew to thousands of characters of small
+// alternating spans, each compressed on its own (issue 27).
+func recommend(ranges []RangeInfo, prot []ProtectedRange, breaks []int, cfg Config) Recommendation {
 	soft := softSpans(prot)
-	var merged, group []RangeInfo
-	for i, r := range ranges {
-		if i > 0 && softBetween(soft, ranges[i-1].EndRef, r.StartRef) {
-			merged = append(merged, MergeRangesToThreshold(group, cfg.Compress.MinCompressRange)...)
-			group = nil
+	rec := Recommendation{ProtectedRanges: prot}
+	var picked []RangeInfo
+	var seg []RangeInfo
+	closeSeg := func() {
+		// Trim runs too small to be worth anything off both ends.
+		for len(seg) > 0 && seg[0].Tokens < ViableRangeMinTokens {
+			seg = seg[1:]
 		}
-		group = append(group, r)
+		for len(seg) > 0 && seg[len(seg)-1].Tokens < ViableRangeMinTokens {
+			seg = seg[:len(seg)-1]
+		}
+		if len(seg) > 0 {
+			picked = append(picked, mergeAll(seg))
+		}
+		seg = nil
 	}
-	ranges = append(merged, MergeRangesToThreshold(group, cfg.Compress.MinCompressRange)...)
-	return Recommendation{
-		CompressibleRanges: ranges,
-		ProtectedRanges:    prot,
-		NothingToCompress:  len(ranges) == 0,
+	next := 0 // the first of breaks not passed yet
+	for i, r := range ranges {
+		if r.Tokens >= ViableRangeMinTokens {
+			rec.ReclaimableTokens += r.Tokens
+		}
+		summary := false
+		for next < len(breaks) && breaks[next] <= i {
+			summary = summary || breaks[next] == i
+			next++
+		}
+		if i > 0 && (summary || softBetween(soft, ranges[i-1].EndRef, r.StartRef)) {
+			closeSeg()
+		}
+		seg = append(seg, r)
 	}
+	closeSeg()
+	rec.NothingToCompress = len(picked) == 0
+	if len(picked) > 1 {
+		order := make([]int, len(picked))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return picked[order[a]].Tokens > picked[order[b]].Tokens })
+		floor := picked[order[0]].Tokens / 20
+		keep := map[int]bool{}
+		for k, i := range order {
+			if k < MaxRecommendedRanges && (k == 0 || picked[i].Tokens >= floor) {
+				keep[i] = true
+			}
+		}
+		var out []RangeInfo
+		for i, r := range picked {
+			if keep[i] {
+				out = append(out, r)
+			}
+		}
+		picked = out
+	}
+	rec.CompressibleRanges = picked
+	return rec
+}
+
+// extendRange adds r, which follows dst, to dst (the shares excepted).
+func extendRange(dst *RangeInfo, r RangeInfo) {
+	dst.EndRef = r.EndRef
+	dst.Count += r.Count
+	dst.Tokens += r.Tokens
+	dst.Chars += r.Chars
+	dst.UserMsgs += r.UserMsgs
+	dst.Dangerous = dst.Dangerous || r.Dangerous
+}
+
+// mergeAll joins runs, oldest first, into one range spanning all of them.
+func mergeAll(rs []RangeInfo) RangeInfo {
+	out := rs[0]
+	var tool, text float64
+	for i, r := range rs {
+		if i > 0 {
+			extendRange(&out, r)
+		}
+		tool += float64(r.ToolPct) * float64(r.Tokens) / 100
+		text += float64(r.TextPct) * float64(r.Tokens) / 100
+	}
+	if out.Tokens > 0 {
+		out.ToolPct = int(math.Round(100 * tool / float64(out.Tokens)))
+		out.TextPct = int(math.Round(100 * text / float64(out.Tokens)))
+	}
+	return out
 }
 
 // softSpans keeps the soft-zone spans of prot (no tools, a start ref): the

@@ -21,7 +21,8 @@ func rangesFixture(t *testing.T) ([]CoreMessage, CompressionState, Config) {
 
 func TestComputeProtectedRefs(t *testing.T) {
 	view, st, cfg := rangesFixture(t)
-	if diff := cmpDiff(map[string]bool{"m00009": true, "m00010": true}, ComputeProtectedRefs(view, st, cfg)); diff != "" {
+	// u2 (m00006) is the first user message in view: b1 covers u1.
+	if diff := cmpDiff(map[string]bool{"m00006": true, "m00009": true, "m00010": true}, ComputeProtectedRefs(view, st, cfg)); diff != "" {
 		t.Errorf("zone (-want +got):\n%s", diff)
 	}
 	// The zone never splits an exchange: two slots ending in a result pull
@@ -74,7 +75,7 @@ func TestBuildCompressibleRanges(t *testing.T) {
 	}
 	pct := func(a, b int) int { return int(math.Round(100 * float64(a) / float64(b))) }
 	t1, tool1, text1 := tok("r1", "c1", "t1", "a1")
-	t2, tool2, text2 := tok("u2", "c3", "t3")
+	t2, tool2, text2 := tok("c3", "t3")
 	chars := func(ids ...string) int {
 		n := 0
 		for _, m := range view {
@@ -88,15 +89,17 @@ func TestBuildCompressibleRanges(t *testing.T) {
 	}
 	wantR := []RangeInfo{
 		{StartRef: "m00002", EndRef: "m00005", Count: 4, Tokens: t1, Chars: chars("r1", "c1", "t1", "a1"), ToolPct: pct(tool1, t1), TextPct: pct(text1, t1)},
-		{StartRef: "m00006", EndRef: "m00008", Count: 3, Tokens: t2, Chars: chars("u2", "c3", "t3"), ToolPct: pct(tool2, t2), TextPct: pct(text2, t2), UserMsgs: 1, Dangerous: true},
+		{StartRef: "m00007", EndRef: "m00008", Count: 2, Tokens: t2, Chars: chars("c3", "t3"), ToolPct: pct(tool2, t2), TextPct: pct(text2, t2)},
 	}
 	if diff := cmpDiff(wantR, ranges); diff != "" {
 		t.Errorf("ranges (-want +got):\n%s", diff)
 	}
 	pt, _, _ := tok("c2", "t2")
 	rt, _, _ := tok("a2", "u3")
+	ut, _, _ := tok("u2")
 	wantP := []ProtectedRange{
 		{Count: 2, Tokens: pt, Tools: []string{"memory:store"}, after: "m00005"},
+		{StartRef: "m00006", EndRef: "m00006", Count: 1, Tokens: ut, after: "m00006"},
 		{StartRef: "m00009", EndRef: "m00010", Count: 2, Tokens: rt, after: "m00009"},
 	}
 	if diff := cmpDiff(wantP, prot); diff != "" {
@@ -105,7 +108,7 @@ func TestBuildCompressibleRanges(t *testing.T) {
 	// Both spans are under ViableRangeMinTokens here, so nothing is worth
 	// recommending; the protected spans are still reported.
 	rec := BuildRecommendation(view, st, cfg, nil)
-	if !rec.NothingToCompress || len(rec.CompressibleRanges) != 0 || len(rec.ProtectedRanges) != 2 {
+	if !rec.NothingToCompress || len(rec.CompressibleRanges) != 0 || len(rec.ProtectedRanges) != 3 {
 		t.Errorf("recommendation: %+v", rec)
 	}
 	big := deepCopyMsgs(view)

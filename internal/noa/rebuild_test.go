@@ -13,7 +13,7 @@ func TestRebuildStateFromLog(t *testing.T) {
 		h.c.tool("fetch", 80)
 	}
 	h.turn()
-	ok1 := h.compress([]CompressRange{rng("m00001", "m00021")})
+	ok1 := h.compress([]CompressRange{rng("m00002", "m00021")})
 	bad := h.compress([]CompressRange{rng("m00500", "m00600")}) // unknown refs: fails, recorded
 	for i := 0; i < 10; i++ {
 		h.c.tool("fetch", 80)

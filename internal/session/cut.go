@@ -58,7 +58,10 @@ func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 		if total, over = h.measure(m.Text, limit); !over {
 			return nil
 		}
-		text = headTail(m.Text, total, budget, h.count.count, h.opts.RecallTool(), handle)
+		tool := h.opts.RecallTool()
+		text = noa.CutMiddle(m.Text, total, budget, h.count.count, func(from, to, size int) string {
+			return cutNote(from, to, size, tool, handle)
+		})
 	}
 	rel, err := ResultsDir+"/"+m.ID+".txt", error(nil)
 	if !dry {
@@ -106,7 +109,7 @@ func (h *Host) measure(text string, limit int) (tokens int, over bool) {
 	for at < len(text) {
 		end := len(text)
 		if at+measureChunk < len(text) {
-			if end = cutBack(text, at+measureChunk); end <= at {
+			if end = noa.CutBack(text, at+measureChunk); end <= at {
 				end = at + measureChunk
 				for end < len(text) && !utf8.RuneStart(text[end]) {
 					end++
@@ -124,70 +127,8 @@ func (h *Host) measure(text string, limit int) (tokens int, over bool) {
 	return n, n > limit
 }
 
-// headTail keeps the start and the end of text (about two thirds head, one
-// third tail) within budget tokens, joined by a line carrying noa's
-// truncation marker and the read_archive call that returns the cut bytes.
-func headTail(text string, total, budget int, count noa.TokenCountFn, tool, handle string) string {
-	n := len(text)
-	// A little under the proportion: total may be an estimate, and token
-	// density is uneven, and every overshoot costs a count of the cut.
-	keep := int(int64(n) * int64(budget) / int64(max(total, 1)) * 97 / 100)
-	var out string
-	for range 8 {
-		head := cutBack(text, keep*2/3)
-		tail := cutForward(text, n-(keep-keep*2/3))
-		if tail < head {
-			tail = head
-		}
-		out = text[:head] + cutNote(head, tail, n, tool, handle) + text[tail:]
-		got := count(out)
-		if got <= budget || keep == 0 {
-			return out
-		}
-		// Shrink by the overshoot, plus a margin: token density is uneven.
-		keep = int(float64(keep) * float64(budget) / float64(got) * 0.95)
-	}
-	return out
-}
-
 func cutNote(from, to, size int, tool, handle string) string {
 	return fmt.Sprintf("\n\n%s: bytes %d-%d of %d were cut from the middle of this result. The original is archived verbatim; "+
 		"read the cut part with %s {\"ref\":%q,\"offset\":%d,\"limit\":%d}; if the answer comes in pages, continue from the offset each page names until byte %d.]\n\n",
 		noa.TruncationMarker, from, to, size, tool, handle, from, to-from, to)
-}
-
-// cutBack returns a cut position at or before i on a rune boundary,
-// preferring the end of a line within the last 256 bytes.
-func cutBack(s string, i int) int {
-	if i >= len(s) {
-		return len(s)
-	}
-	if i <= 0 {
-		return 0
-	}
-	if j := strings.LastIndexByte(s[max(0, i-256):i], '\n'); j >= 0 {
-		return max(0, i-256) + j + 1
-	}
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return i
-}
-
-// cutForward returns a cut position at or after i on a rune boundary,
-// preferring the start of a line within the next 256 bytes.
-func cutForward(s string, i int) int {
-	if i <= 0 {
-		return 0
-	}
-	if i >= len(s) {
-		return len(s)
-	}
-	if j := strings.IndexByte(s[i:min(len(s), i+256)], '\n'); j >= 0 {
-		return i + j + 1
-	}
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return i
 }

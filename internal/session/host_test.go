@@ -156,7 +156,7 @@ func TestNudgeCompressArchiveRecall(t *testing.T) {
 	h := openHost(t, testOptions(t), "s")
 	rng := rand.New(rand.NewSource(7))
 	nudge := fillUntilNudge(t, h, rng).Nudge
-	for _, want := range []string{"HOW TO COMPRESS", "compressible"} {
+	for _, want := range []string{"HOW TO COMPRESS", "compressible", noa.SystemPromptHeader} {
 		if !strings.Contains(nudge, want) {
 			t.Errorf("nudge lacks %q", want)
 		}

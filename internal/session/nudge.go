@@ -11,10 +11,10 @@ import (
 // the conversation, so what mcproxy once sent stays in the model's context:
 // the compression rules need to travel once, not with every nudge (issue
 // 17: a nudge carrying them costs 1.3-1.4K tokens, and a long session gets
-// dozens). noa's RenderNudgeText (per the spec) always carries the rules,
-// and the gateway, which re-sends the nudge into a conversation the client
-// never stored, needs exactly that; the short form is therefore written
-// here, from the same decision, and only the MCP front uses it.
+// dozens). noa's RenderNudgeText points at the rules in its resident
+// prompt (issue 27), which the gateway adds to every request; over MCP the
+// first nudge of each tier carries the rules instead, and later ones are
+// the short form written here, from the same decision.
 
 // MCPInstructions is noa's part of the initialize instructions over MCP:
 // what the tags and summaries the model will meet mean, and the brake on
@@ -82,10 +82,11 @@ func ShortNudge(d noa.NudgeDecision, rulesAt string) string {
 }
 
 // MCPNudge is the nudge an MCP client is shown for t, which shapes the
-// result tagged ref ("" when it has none): noa's full nudge the first time
-// the session is asked for a tier's work (it carries that tier's rules),
-// ShortNudge afterwards. "" when t has no nudge. Hosts remember what they
-// sent while open; a reopened host sends the rules once more.
+// result tagged ref ("" when it has none): the first time the session is
+// asked for a tier's work, noa's nudge with that tier's rules in place of
+// its pointer to the resident prompt (which the MCP instructions do not
+// carry), ShortNudge afterwards. "" when t has no nudge. Hosts remember what
+// they sent while open; a reopened host sends the rules once more.
 func (h *Host) MCPNudge(t Turn, ref string) string {
 	if t.Nudge == "" || t.NudgeDecision == nil {
 		return t.Nudge
@@ -100,10 +101,12 @@ func (h *Host) MCPNudge(t Turn, ref string) string {
 		h.rulesSent = map[noa.Tier]string{}
 	}
 	h.rulesSent[tier] = ref
-	// noa's nudge ends by pointing at its resident prompt, which the MCP
-	// instructions do not carry (MCPInstructions).
-	return strings.TrimSuffix(t.Nudge, "\n\n"+residentPointer)
+	section, rules := "HOW TO COMPRESS", noa.HowToCompressRules
+	switch tier {
+	case 2:
+		section, rules = "TIER 2", noa.Tier2Rules+"\n\n"+noa.HowToCompressRules
+	case 3:
+		section, rules = "TIER 3", noa.Tier3Rules+"\n\n"+noa.HowToCompressRules
+	}
+	return strings.TrimSuffix(t.Nudge, noa.NudgeRulesPointer(section)) + "Write each summary by these rules.\n\n" + rules
 }
-
-// residentPointer is the last paragraph of noa.RenderNudgeText.
-const residentPointer = "These rules are also summarised under \"" + noa.SystemPromptHeader + "\" in your instructions."

@@ -48,8 +48,8 @@ func TestMCPNudgeSendsTheRulesOnce(t *testing.T) {
 			t.Errorf("range %d: got %v, want %v", i, got[i], want[i])
 		}
 	}
-	if n, full := noa.DefaultCountTokens(short), noa.DefaultCountTokens(later.Nudge); n*4 > full {
-		t.Errorf("later MCP nudge is %d tokens against noa's %d; want it under a quarter", n, full)
+	if n, full := noa.DefaultCountTokens(short), noa.DefaultCountTokens(shown); n*4 > full {
+		t.Errorf("later MCP nudge is %d tokens against the first one's %d; want it under a quarter", n, full)
 	}
 }
 
