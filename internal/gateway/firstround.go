@@ -222,6 +222,11 @@ func (x *exchange) turn(n int) (Turn, error) {
 	if err != nil || n > 0 || !t.Engaging || len(t.Ranges) == 0 || !x.g.cfg.SummaryRoundEnabled() {
 		return t, err
 	}
+	if !sameView(t.View, x.q.core) {
+		// noa cut the client's request to fit the window: as it came, the
+		// round would be refused.
+		return t, nil
+	}
 	if err := x.summaryRound(t); err != nil {
 		x.g.log.Info("the first compression round gave no summary; noa's nudge asks instead", zap.String("session_id", x.conv), zap.Error(err))
 		return t, nil
@@ -255,7 +260,13 @@ func (x *exchange) summaryRound(t Turn) error {
 	if to == "" {
 		return fmt.Errorf("range %s-%s is not in the view", r.StartRef, r.EndRef)
 	}
-	body, ok := summaryRoundBody(x.q, summaryInstruction(t.Tokens, t.Limit, from, to, min(max(r.Chars/20, minFirstSummary), maxFirstSummary)))
+	maxChars := min(max(r.Chars/20, minFirstSummary), maxFirstSummary)
+	if room := t.Limit - t.Tokens; room < 400+maxChars/3 {
+		// The instruction (at most about 400 tokens) and the summary (about
+		// three characters a token) must fit beside the messages.
+		return fmt.Errorf("the window leaves %d tokens beside the messages, too few for the round", room)
+	}
+	body, ok := summaryRoundBody(x.q, summaryInstruction(t.Tokens, t.Limit, from, to, maxChars))
 	if !ok {
 		return fmt.Errorf("the request cannot take the instruction (its last message is not the user's, or it forces a tool call)")
 	}

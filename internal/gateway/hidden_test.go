@@ -42,8 +42,9 @@ func (m *preambleModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}}
 	}
 	m.done = true
+	// tags[0] is the task, which noa never compresses.
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Earlier reads, each a long run of repeated text; nothing else of note."}]}`,
-		tags[0], tags[len(tags)-3])
+		tags[1], tags[len(tags)-3])
 	parts := []gatewaytest.Part{gatewaytest.Text(preamble), gatewaytest.ToolCall("toolu_pre", noa.CompressToolName, args)}
 	if m.thinking {
 		parts = append([]gatewaytest.Part{gatewaytest.Thinking("The reads are done; compress them.", "sig-p")}, parts...)
@@ -224,7 +225,7 @@ func (m *retryingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	case !strings.Contains(body, `"toolu_dup"`):
 		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", ReadArchiveTool, fmt.Sprintf(`{"ref":%q}`, tags[0]))}}
 	case !strings.Contains(body, failedMark):
-		m.args = fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Read files 0 to 5 earlier; each held a long run of repeated lines naming its number."}]}`, tags[0], tags[len(tags)-3])
+		m.args = fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Read files 0 to 5 earlier; each held a long run of repeated lines naming its number."}]}`, tags[1], tags[len(tags)-3])
 		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", noa.CompressToolName, m.args)}}
 	case !strings.Contains(body, `"toolu_ok"`):
 		m.saw = true
