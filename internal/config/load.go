@@ -323,6 +323,17 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float64: // prices (gateway.models.<name>.prices)
+		if n.kind != 'n' {
+			d.fail(path, "want a number, got %s", n.kindName())
+			return
+		}
+		f, err := strconv.ParseFloat(n.num.String(), 64)
+		if err != nil {
+			d.fail(path, "want a number, got %s", n.num)
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Slice:
 		if n.kind != 'a' {
 			d.fail(path, "want an array, got %s", n.kindName())
