@@ -567,26 +567,35 @@ func stepLine(t *trajectory.Trajectory, k int, refs []string) string {
 	return head + ": " + strings.Join(parts, "; ")
 }
 
-// maxSummaryChars bounds one summary, as a careful model keeps a
-// summary short (about a thousand tokens): past it the oldest lines lose
-// their outputs, then go.
-const maxSummaryChars = 4000
+// maxSummaryChars bounds one Compress summary, as a careful model keeps
+// one short (about a thousand tokens); maxCompactChars bounds a whole
+// conversation's compaction summary (about four thousand).
+const (
+	maxSummaryChars = 4000
+	maxCompactChars = 16000
+)
 
 // workLogText is a summary of work-log lines within maxSummaryChars.
 func workLogText(lines []string) string {
 	first, last := stepOf(lines[0]), stepOf(lines[len(lines)-1])
 	head := fmt.Sprintf("%s%d–%d, done; each output is archived whole under its ref (read_archive).\n", workLogHead, first, last)
+	return boundedLog(head, lines, maxSummaryChars)
+}
+
+// boundedLog is head and the lines within limit characters: past it the
+// oldest lines lose their outputs, then go.
+func boundedLog(head string, lines []string, limit int) string {
 	lines = slices.Clone(lines)
 	size := len(head)
 	for _, l := range lines {
 		size += len(l) + 1
 	}
-	for i := 0; i < len(lines) && size > maxSummaryChars; i++ {
+	for i := 0; i < len(lines) && size > limit; i++ {
 		c := condense(lines[i])
 		size -= len(lines[i]) - len(c)
 		lines[i] = c
 	}
-	for len(lines) > 1 && size > maxSummaryChars {
+	for len(lines) > 1 && size > limit {
 		size -= len(lines[0]) + 1
 		lines = lines[1:]
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mcproxy/mcproxy/bench/trajectory"
 )
@@ -297,7 +296,7 @@ func (r *run) compact(m *meter, log func(k int) string) error {
 			for i := 0; i < k; i++ {
 				lines = append(lines, log(i))
 			}
-			summary = "Summary of the conversation so far (compacted):\n" + strings.Join(lines, "\n")
+			summary = boundedLog(fmt.Sprintf("Summary of the conversation so far (compacted), steps 0–%d:\n", k-1), lines, maxCompactChars)
 			if err := m.request(r.client.body(ask), m.count.text(summary)); err != nil {
 				return err
 			}
