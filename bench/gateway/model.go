@@ -22,8 +22,8 @@ import (
 //   - Progress: the newest of its own turns in view, by tool-call id (the
 //     client's ids name the run and the step) or by text, or the newest
 //     step its own work-log summaries name. It never counts messages.
-//   - A nudge (a text block of the last message starting "[noa]", with
-//     Compress offered) is answered with one Compress call for every pair
+//   - A nudge (a text block of the last message that the run's client did
+//     not write, with Compress offered) is answered with one Compress call for every pair
 //     of refs the nudge names ("m00012–m00040", "start=b1 end=b3"),
 //     whatever its wording, unless the model has just compressed. Each
 //     summary is a work log: per step, the call (bounded) and the first
@@ -37,6 +37,7 @@ type coop struct {
 	count *counter
 	byID  map[string]int   // tool-call id → step
 	texts map[string][]int // assistant text → steps, ascending
+	users map[string]bool  // the run's own user texts: the task, feedback
 	facts map[int][]trajectory.Fact
 
 	mu    sync.Mutex
@@ -48,7 +49,7 @@ type coop struct {
 }
 
 func newCoop(t *trajectory.Trajectory, count *counter, facts []trajectory.Fact) *coop {
-	m := &coop{t: t, count: count, byID: map[string]int{}, texts: map[string][]int{}, facts: map[int][]trajectory.Fact{},
+	m := &coop{t: t, count: count, byID: map[string]int{}, texts: map[string][]int{}, users: map[string]bool{t.TaskMessage: true}, facts: map[int][]trajectory.Fact{},
 		out: map[int]int{}, found: map[string]string{}}
 	for k := range t.Steps {
 		for _, b := range t.AnthropicAssistant(k).Content {
@@ -58,6 +59,9 @@ func newCoop(t *trajectory.Trajectory, count *counter, facts []trajectory.Fact) 
 		}
 		if s := t.Steps[k].Text; s != "" {
 			m.texts[s] = append(m.texts[s], k)
+		}
+		for _, u := range t.Steps[k].User {
+			m.users[u] = true
 		}
 	}
 	for _, f := range facts {
@@ -155,7 +159,7 @@ func (m *coop) read(body []byte) (*mview, error) {
 					v.blocks[len(v.blocks)-1].ref = t[1]
 					continue
 				}
-				if last && msg.Role == "user" && strings.HasPrefix(b.Text, "[noa]") {
+				if last && msg.Role == "user" && (strings.HasPrefix(b.Text, "[noa]") || !m.users[b.Text]) {
 					v.nudge += b.Text + "\n"
 					continue
 				}
