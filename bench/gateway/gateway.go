@@ -135,7 +135,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	store := trajectory.Open(opts.Trajectories)
 	all, err := store.LoadAll()
 	if err != nil {
-		return nil, fmt.Errorf("mcproxy bench gateway replays agent runs: %w", err)
+		return nil, fmt.Errorf("finding the agent runs to replay (give their directory with --trajectories): %w", err)
 	}
 	var runs []*trajectory.Trajectory
 	for _, t := range all {
