@@ -1,73 +1,99 @@
-// Package gateway is `mcproxy bench gateway`: it replays a long, tool-heavy
-// agent conversation (gatewaytest.NewScenario: hundreds of model requests,
-// large tool results, facts planted early and asked for again much later)
-// through the model-API gateway's real HTTP handler, against a scripted
-// model on loopback that obeys noa's nudges (gatewaytest.Agent), and
-// reports what the gateway forwarded against what the client sent: input
-// tokens per request with and without the gateway, the peak, the window,
-// prompt-cache prefix stability, hidden rounds, and whether every later
-// question could still be answered.
+// Package gateway is `mcproxy bench gateway`: it replays real agent runs
+// (bench/trajectory) as the requests their client sent, and costs them
+// under prompt caching with every policy a user could pick (issue 27):
 //
-// The run is deterministic: the same options give the same report byte for
-// byte, its timestamp aside. Like the rest of bench/, nothing imports it.
+//   - straight: the requests as the client built them, no gateway;
+//   - gateway: through the model-API gateway's real HTTP handler (gw.New
+//     behind server.Guard) to a scripted model on loopback (coop) that
+//     answers each request with the run's next assistant turn, obeys the
+//     gateway's nudges with Compress calls and reads archived messages
+//     back with read_archive when its next call needs a fact it no longer
+//     sees; every upstream request, hidden rounds included, is costed;
+//   - clear_tool_uses@100K and @50%: Anthropic's context editing
+//     (clear_tool_uses_20250919) at its default trigger of 100K input
+//     tokens and at half the window, keeping the 3 newest tool uses;
+//   - compact@95%: a client that, before a request over 95% of the window,
+//     asks for a summary of the whole conversation and starts again from
+//     the task and the summary, as Claude Code does.
+//
+// Each run is replayed at each window (200K, 100K and 40K by default) and
+// the long session (trajectory.Store.LongSession) at 200K. The client sets
+// cache_control breakpoints as Claude Code does: on the system prompt and
+// on the last block of the last message. The cache model (cache.charge)
+// and the token count (counter.tokens) are documented where they are
+// defined; prices come from config.GatewayConfig.Prices for the model.
+//
+// The run is deterministic: the same runs and options give the same
+// report byte for byte, its timestamp aside. Like the rest of bench/,
+// nothing imports it.
 package gateway
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/mcproxy/mcproxy/bench/trajectory"
 	"github.com/mcproxy/mcproxy/internal/config"
 	gw "github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
-	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
 
-// Options configure a replay. Zero fields take the defaults noted.
+// DefaultWindows are the windows every run is replayed at.
+var DefaultWindows = []int{200000, 100000, 40000}
+
+// SessionWindow is the window the long session is replayed at.
+const SessionWindow = 200000
+
+// Options configure a bench. Zero fields take the defaults noted.
 type Options struct {
-	// Scenario shapes the conversation; see DefaultScenario.
-	Scenario gatewaytest.ScenarioOptions
-	// Model names the model the client asks for (default
-	// claude-sonnet-4-5); Window is its input window in tokens (default:
-	// the gateway's built-in window for Model).
+	// Trajectories says where the runs are (trajectory.Open: Dir, else
+	// $MCPROXY_TRAJECTORIES, else trajectory.DefaultDir).
+	Trajectories trajectory.Options
+	// Runs keeps only the runs whose id contains one of these; empty keeps
+	// all.
+	Runs []string
+	// Windows are the windows each run is replayed at (DefaultWindows).
+	Windows []int
+	// SessionParts are the runs the long session joins
+	// (trajectory.LongSessionParts); NoSession leaves the session out.
+	SessionParts []string
+	NoSession    bool
+	// SessionWindow is the session's window (SessionWindow).
+	SessionWindow int
+	// Model is the model the client asks for (claude-sonnet-4-5); Prices
+	// its prices (nil: the built-in table's for Model).
 	Model  string
-	Window int
+	Prices *config.ModelPrices
 	// Tokenizer counts every token figure, the gateway's pacing included
-	// (default cl100k_base).
+	// (cl100k_base). Count, when set, replaces it for the bench's own
+	// figures (tests use it to compute costs by hand).
 	Tokenizer string
-	// NoCacheControl makes the client set no prompt-cache breakpoints;
-	// by default it sets them as Claude Code does.
-	NoCacheControl bool
-	// Progress receives a line every 25 steps; nil is quiet.
+	Count     func(string) int
+	// Progress receives a line per replay; nil is quiet.
 	Progress io.Writer
 }
 
-// DefaultScenario is the replay `mcproxy bench gateway` runs without
-// flags: 60 reading steps of 4 log files of 6 to 30 KB each (240
-// read_file calls), 12 facts in the first 12 files, each asked for once
-// over the last third.
-var DefaultScenario = gatewaytest.ScenarioOptions{Tasks: 60, FilesPerTask: 4, MinFileBytes: 6000, MaxFileBytes: 30000, Facts: 12, Questions: 12, Seed: 1}
-
-// conversation names the replayed conversation (the X-Mcproxy-Session
-// header). The gateway gives it an id of its own (random), which nothing
-// the model reads or the report holds depends on.
-const conversation = "bench"
-
-// clock is the hosts' clock: fixed, so archives and states repeat.
-func clock() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
-
 func (o *Options) defaults() error {
-	if o.Scenario == (gatewaytest.ScenarioOptions{}) {
-		o.Scenario = DefaultScenario
+	if len(o.Windows) == 0 {
+		o.Windows = DefaultWindows
+	}
+	if len(o.SessionParts) == 0 {
+		o.SessionParts = trajectory.LongSessionParts
+	}
+	if o.SessionWindow == 0 {
+		o.SessionWindow = SessionWindow
 	}
 	if o.Model == "" {
 		o.Model = "claude-sonnet-4-5"
@@ -75,18 +101,25 @@ func (o *Options) defaults() error {
 	if o.Tokenizer == "" {
 		o.Tokenizer = config.DefaultTokenizer
 	}
-	if o.Window == 0 {
-		cfg := config.GatewayConfig{}
-		cfg.ApplyDefaults()
-		o.Window, _ = cfg.ContextWindow(o.Model)
+	if o.Prices == nil {
+		p, ok := config.GatewayConfig{}.Prices(o.Model)
+		if !ok {
+			return fmt.Errorf("no built-in prices for model %q: set gateway.models.%s.prices (input, output, cache_read, cache_write in USD per million tokens)", o.Model, o.Model)
+		}
+		o.Prices = &p
 	}
-	if o.Window < 1000 {
-		return fmt.Errorf("a window of %d tokens is too small to replay anything (at least 1000)", o.Window)
+	for _, w := range append(slices.Clone(o.Windows), o.SessionWindow) {
+		if w < config.MinContextWindow || w > config.MaxContextWindow {
+			return fmt.Errorf("a window of %d tokens is out of range: want %d to %d (the gateway's context_window bounds)", w, config.MinContextWindow, config.MaxContextWindow)
+		}
 	}
 	return nil
 }
 
-// Run replays the scenario and measures it.
+// clock is the hosts' clock: fixed, so archives and states repeat.
+func clock() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
+
+// Run replays every selected run at every window and reports.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -95,246 +128,223 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	count := newCounter(tk)
-
-	up := gatewaytest.New(gatewaytest.Agent)
-	defer up.Close()
-	// The one place this entry point builds its hosts: the on-disk session
-	// hosts mcproxy serve uses, in a directory of the run's own.
-	dir, err := os.MkdirTemp("", "mcproxy-bench-gateway-")
-	if err != nil {
-		return nil, err
+	count := opts.Count
+	if count == nil {
+		count = tk.Count
 	}
-	defer os.RemoveAll(dir)
-	sessions := session.NewManager(session.Options{Dir: dir, Count: gw.CountTokens(tk.Count), Now: clock})
-	defer sessions.Close()
-	hosts := &gw.SessionHosts{Sessions: sessions, Count: gw.CountTokens(tk.Count)}
-	g, err := gw.New(gw.Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
-		Anthropic: config.GatewayProvider{BaseURL: up.URL},
-		Models:    map[string]config.GatewayModel{opts.Model: {ContextWindow: opts.Window}}}})
+	store := trajectory.Open(opts.Trajectories)
+	all, err := store.LoadAll()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("finding the agent runs to replay (give their directory with --trajectories): %w", err)
 	}
-	front := httptest.NewServer(server.Guard(g, server.HTTPOptions{}))
-	defer front.Close()
-
-	sc := gatewaytest.NewScenario(opts.Scenario)
-	rep := newReport(opts, sc)
-	m := &meter{count: count, rep: rep}
-	var replayErr error
-	results, err := gatewaytest.Replay(ctx, sc, gatewaytest.ReplayOptions{
-		URL:          front.URL + "/v1/messages",
-		Model:        opts.Model,
-		System:       "You are a careful analyst of service logs. Read what the user asks for with read_file and answer briefly.",
-		CacheControl: !opts.NoCacheControl,
-		Header:       map[string]string{"x-api-key": "bench-key", gw.HeaderSession: conversation},
-		OnRequest: func(r gatewaytest.ReplayRequest) {
-			if r.Err != nil || replayErr != nil {
-				return // Replay reports the first; nothing after it is measured
-			}
-			if replayErr = m.request(r, up.Drain()); replayErr != nil {
-				return
-			}
-			// The model's own calls, as the conversation's host recorded them.
-			h, err := conversationHost(ctx, hosts, dir, opts.Window)
+	var runs []*trajectory.Trajectory
+	for _, t := range all {
+		if len(opts.Runs) == 0 || slices.ContainsFunc(opts.Runs, func(s string) bool { return strings.Contains(t.ID, s) }) {
+			runs = append(runs, t)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no run in %s matches --runs %s", store.Dir, strings.Join(opts.Runs, ","))
+	}
+	rep := newReport(opts)
+	b := &bench{opts: opts, tk: tk, count: newCounter(count)}
+	for _, t := range runs {
+		rep.Runs = append(rep.Runs, RunInfo{ID: t.ID, Agent: t.Agent, Model: t.Model, Task: t.Task, Steps: len(t.Steps), Facts: len(t.Facts())})
+		for _, w := range opts.Windows {
+			c, err := b.replay(ctx, t, w)
 			if err != nil {
-				replayErr = err
-				return
+				return nil, err
 			}
-			m.calls(h.Messages())
-			if opts.Progress != nil && r.Step%25 == 0 && (len(m.rep.Turns) == 1 || m.rep.Turns[len(m.rep.Turns)-2].Step != r.Step) {
-				t := m.rep.Turns[len(m.rep.Turns)-1]
-				fmt.Fprintf(opts.Progress, "step %d of %d: client %d tokens, forwarded %d\n", r.Step, len(sc.Steps), t.Unmanaged, t.Forwarded)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("replaying: %w", err)
-	}
-	if replayErr != nil {
-		return nil, replayErr
-	}
-	for i, st := range sc.Steps {
-		if !st.Question() {
-			continue
+			rep.Cases = append(rep.Cases, *c)
 		}
-		q := Question{Step: i, Fact: st.Fact, Answer: results[i].Answer, Answered: results[i].Answered, Via: "view"}
-		for _, t := range rep.Turns {
-			if t.Step == i && t.ReadArchive > 0 {
-				q.Via = "read_archive"
-			}
+	}
+	if !opts.NoSession {
+		s, err := store.Session(trajectory.LongSessionID, opts.SessionParts...)
+		if err != nil {
+			return nil, fmt.Errorf("building the long session (leave it out with --no-session): %w", err)
 		}
-		rep.Questions = append(rep.Questions, q)
+		c, err := b.replay(ctx, s, opts.SessionWindow)
+		if err != nil {
+			return nil, err
+		}
+		c.Session = true
+		rep.Cases = append(rep.Cases, *c)
 	}
 	rep.finish()
 	return rep, nil
 }
 
-// conversationHost is the host of the replay's one conversation, the one
-// session under dir (its id is the gateway's choice).
-func conversationHost(ctx context.Context, hosts *gw.SessionHosts, dir string, window int) (gw.Host, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("finding the replayed conversation: %w", err)
-	}
-	if len(entries) != 1 {
-		return nil, fmt.Errorf("finding the replayed conversation: the replay made %d sessions, want 1", len(entries))
-	}
-	return hosts.Host(ctx, entries[0].Name(), window)
-}
-
-// meter measures each request as it happens.
-type meter struct {
+type bench struct {
+	opts  Options
+	tk    *tokens.Counter
 	count *counter
-	rep   *Report
-	// fixed is the client's system prompt and tools; counted is how many
-	// of the client's messages are in sum.
-	fixed, counted, sum int
-	prev                gatewaytest.Prefix
-	havePrev            bool
-	// compress and archive count the model's Compress and read_archive
-	// calls recorded so far.
-	compress, archive int
 }
 
-// calls credits the last turn with the model's calls the host recorded
-// since the turn before.
-func (m *meter) calls(msgs []noa.CoreMessage) {
-	compress, archive := 0, 0
-	for _, msg := range msgs {
-		if msg.ContentType != noa.CTToolCall {
-			continue
-		}
-		switch msg.ToolName {
-		case noa.CompressToolName:
-			compress++
-		case gw.ReadArchiveTool:
-			archive++
-		}
+// replay measures one run at one window under every policy.
+func (b *bench) replay(ctx context.Context, t *trajectory.Trajectory, window int) (*Case, error) {
+	r, err := newRun(t, b.opts.Model, b.count)
+	if err != nil {
+		return nil, err
 	}
-	t := &m.rep.Turns[len(m.rep.Turns)-1]
-	t.Compress, t.ReadArchive = compress-m.compress, archive-m.archive
-	m.compress, m.archive = compress, archive
+	c := &Case{Trajectory: t.ID, Window: window, Steps: len(t.Steps), Facts: len(r.facts)}
+	log := func(k int) string { return stepLine(t, k, nil) }
+	for _, name := range Policies {
+		m := newMeter(name, b.count, window)
+		switch name {
+		case Straight:
+			err = r.straight(m)
+		case Gateway:
+			err = b.gateway(ctx, r, m)
+		case ClearAt100:
+			err = r.clear(m, clearTrigger)
+		case ClearAtLow:
+			err = r.clear(m, window/2)
+		case Compact95:
+			err = r.compact(m, log)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("replaying %s at a %d-token window, %s: %w", t.ID, window, name, err)
+		}
+		c.Policies = append(c.Policies, m.res)
+	}
+	c.finish(*b.opts.Prices)
+	if b.opts.Progress != nil {
+		g := c.Policies[1]
+		fmt.Fprintf(b.opts.Progress, "%s at %d: gateway %.4f USD (%.3fx straight), peak %d, %d hidden rounds\n",
+			t.ID, window, g.CostUSD, g.CostVsStraight, g.Peak, g.HiddenRounds)
+	}
+	return c, nil
 }
 
-// request measures one client request and the upstream requests it made.
-func (m *meter) request(r gatewaytest.ReplayRequest, upstream []*gatewaytest.Request) error {
-	if m.rep.Turns == nil {
-		n, err := m.count.request(r.Body, false)
-		if err != nil {
-			return err
-		}
-		m.fixed = n
-		for _, msg := range r.Messages {
-			m.fixed -= m.count.raw(msg)
-		}
-		m.fixed = max(m.fixed, 0)
+// gateway replays r through the gateway to a coop model.
+func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
+	model := newCoop(r.t, b.count, r.facts)
+	up := gatewaytest.New(model.answer)
+	defer up.Close()
+	// The one place this entry point builds its hosts: the on-disk session
+	// hosts mcproxy serve uses, in a directory of the replay's own.
+	dir, err := os.MkdirTemp("", "mcproxy-bench-gateway-")
+	if err != nil {
+		return err
 	}
-	for _, msg := range r.Messages[m.counted:] {
-		m.sum += m.count.raw(msg)
+	defer os.RemoveAll(dir)
+	sessions := session.NewManager(session.Options{Dir: dir, Count: gw.CountTokens(b.tk.Count), Now: clock})
+	defer sessions.Close()
+	hosts := &gw.SessionHosts{Sessions: sessions, Count: gw.CountTokens(b.tk.Count)}
+	g, err := gw.New(gw.Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
+		Anthropic: config.GatewayProvider{BaseURL: up.URL},
+		Models:    map[string]config.GatewayModel{b.opts.Model: {ContextWindow: m.window}}}})
+	if err != nil {
+		return err
 	}
-	m.counted = len(r.Messages)
-	t := Turn{N: len(m.rep.Turns) + 1, Step: r.Step, Unmanaged: m.fixed + m.sum, Upstream: len(upstream)}
-	for _, u := range upstream {
-		n, err := m.count.request(u.Body, true)
+	defer g.Close()
+	front := httptest.NewServer(server.Guard(g, server.HTTPOptions{}))
+	defer front.Close()
+
+	for k := range r.t.Steps {
+		answer, err := send(ctx, front.URL+"/v1/messages", r.client.body(r.at(k)), r.t.ID)
 		if err != nil {
-			return fmt.Errorf("upstream request %d: %w", u.Seq, err)
+			return fmt.Errorf("step %d: %w", k, err)
 		}
-		t.Forwarded += n
-		t.Peak = max(t.Peak, n)
-		p, err := u.Prefix()
-		if err != nil {
-			return fmt.Errorf("upstream request %d: %w", u.Seq, err)
+		if !sameTurn(answer, r.t.AnthropicAssistant(k)) {
+			m.res.OffScript++
 		}
-		if m.havePrev {
-			m.rep.Totals.PrefixPairs++
-			if m.prev.Stable(p) {
-				m.rep.Totals.PrefixStable++
+		ups := up.Drain()
+		model.mu.Lock()
+		outs := make([]int, len(ups))
+		for i, u := range ups {
+			outs[i] = model.out[u.Seq]
+			delete(model.out, u.Seq)
+		}
+		model.mu.Unlock()
+		n := 0
+		for i, u := range ups {
+			if u.Path != "/v1/messages" {
+				continue
+			}
+			n++
+			if err := m.request(u.Body, outs[i]); err != nil {
+				return fmt.Errorf("step %d, upstream request %d: %w", k, u.Seq, err)
 			}
 		}
-		m.prev, m.havePrev = p, true
+		m.res.HiddenRounds += max(n-1, 0)
+		m.endTurn()
 	}
-	m.rep.Turns = append(m.rep.Turns, t)
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	m.res.OffScript += len(model.off)
+	m.res.CompressCalls, m.res.ReadArchiveCalls = model.compress, model.reads
+	for _, f := range r.facts {
+		switch model.found[f.Text] {
+		case inView:
+			m.res.FactsInView++
+		case viaArchive:
+			m.res.FactsRecovered++
+		default:
+			m.res.FactsLost++
+		}
+	}
 	return nil
 }
 
-// counter counts tokens of JSON values, memoised by content: the same
-// message is sent on every request after its first.
-type counter struct {
-	tk   *tokens.Counter
-	memo map[[32]byte]int
-}
-
-func newCounter(tk *tokens.Counter) *counter {
-	return &counter{tk: tk, memo: map[[32]byte]int{}}
-}
-
-// raw counts one JSON value as the text of its JSON.
-func (c *counter) raw(b []byte) int {
-	k := sha256.Sum256(b)
-	if n, ok := c.memo[k]; ok {
-		return n
-	}
-	n := c.tk.Count(string(b))
-	c.memo[k] = n
-	return n
-}
-
-// request counts what a Messages API request puts before the model: its
-// system prompt, each tool and each message, each as its JSON. Both sides
-// of the comparison are counted so. Cache breakpoints are left out of the
-// count when strip is set (they are not prompt).
-func (c *counter) request(body []byte, strip bool) (int, error) {
-	var req struct {
-		System   json.RawMessage   `json:"system"`
-		Tools    []json.RawMessage `json:"tools"`
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return 0, fmt.Errorf("reading a request: %w", err)
-	}
-	n := 0
-	if len(req.System) > 0 {
-		n += c.raw(req.System)
-	}
-	for _, t := range req.Tools {
-		n += c.raw(t)
-	}
-	for _, msg := range req.Messages {
-		if strip {
-			msg = stripCacheControl(msg)
-		}
-		n += c.raw(msg)
-	}
-	return n, nil
-}
-
-// stripCacheControl removes the cache_control markers of a message's
-// content blocks (and tool results' inner blocks), as the client's own
-// messages are counted without them.
-func stripCacheControl(msg json.RawMessage) json.RawMessage {
-	if !containsCacheControl(msg) {
-		return msg
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil {
-		return msg
-	}
-	var blocks []map[string]json.RawMessage
-	if json.Unmarshal(m["content"], &blocks) != nil {
-		return msg
-	}
-	for _, b := range blocks {
-		delete(b, "cache_control")
-	}
-	m["content"], _ = json.Marshal(blocks)
-	out, err := json.Marshal(m)
+// send posts one client request, as Claude Code would, and returns the
+// answer's body.
+func send(ctx context.Context, url string, body []byte, conv string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return msg
+		return nil, err
 	}
-	return out
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("x-api-key", "bench-key")
+	req.Header.Set(gw.HeaderSession, conv)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the gateway answered %d: %s", resp.StatusCode, b)
+	}
+	return b, nil
 }
 
-func containsCacheControl(b []byte) bool {
-	return bytes.Contains(b, []byte(`"cache_control"`))
+// sameTurn reports whether an answer's content is the run's turn: the same
+// text and the same calls under the same ids.
+func sameTurn(answer []byte, want trajectory.AnthropicMessage) bool {
+	var a struct {
+		Content []struct {
+			Type  string          `json:"type"`
+			Text  string          `json:"text"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(answer, &a) != nil || len(a.Content) != len(want.Content) {
+		return false
+	}
+	for i, b := range a.Content {
+		w := want.Content[i]
+		if b.Type != w.Type || b.Text != w.Text || b.ID != w.ID || b.Name != w.Name {
+			return false
+		}
+		if w.Type == "tool_use" {
+			var x, y any
+			if json.Unmarshal(b.Input, &x) != nil || json.Unmarshal(w.Input, &y) != nil || !jsonEqual(x, y) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func jsonEqual(x, y any) bool {
+	a, _ := json.Marshal(x)
+	b, _ := json.Marshal(y)
+	return bytes.Equal(a, b)
 }

@@ -25,9 +25,9 @@ run (the default) measures every encoding arm on the frozen corpora: tokens
 per tool and per listing, savings against baseline_json, retrieval quality of
 the production index on graded query sets, and the cost of discovery through
 retrieve_tools. capture connects to the upstreams of a config file and writes
-their tools as a corpus that run --corpus can measure. gateway replays a long
-agent conversation through the model-API gateway and reports the tokens it
-saved.
+their tools as a corpus that run --corpus can measure. gateway replays real
+agent runs through the model-API gateway and beside the alternatives, and
+reports what each costs with prompt caching.
 
 Run 'mcproxy bench run -h', 'mcproxy bench capture -h' or 'mcproxy bench
 gateway -h' for flags.

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	gatewaybench "github.com/mcproxy/mcproxy/bench/gateway"
+	"github.com/mcproxy/mcproxy/bench/trajectory"
 )
 
 // benchGateway runs `mcproxy bench gateway` (package bench/gateway) with
@@ -19,27 +22,23 @@ import (
 func benchGateway(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcproxy bench gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	d := gatewaybench.DefaultScenario
 	var (
-		opts   gatewaybench.Options
-		outDir = fs.String("out", "", "write report.json, report.md and report.svg to this directory (default: report.md on stdout)")
-		quiet  = fs.Bool("quiet", false, "no progress lines on stderr")
+		opts    gatewaybench.Options
+		outDir  = fs.String("out", "", "write report.json, report.md, report.svg and charts/ to this directory (default: report.md on stdout)")
+		quiet   = fs.Bool("quiet", false, "no progress lines on stderr")
+		runs    = fs.String("runs", "", "replay only the runs whose id contains one of these, comma-separated (default: every run)")
+		windows = fs.String("windows", "200000,100000,40000", "the windows each run is replayed at, in tokens, comma-separated")
 	)
-	fs.IntVar(&opts.Scenario.Tasks, "tasks", d.Tasks, "reading steps")
-	fs.IntVar(&opts.Scenario.FilesPerTask, "files-per-task", d.FilesPerTask, "files each reading step asks for (one read_file call each)")
-	fs.IntVar(&opts.Scenario.MinFileBytes, "min-file-bytes", d.MinFileBytes, "smallest file")
-	fs.IntVar(&opts.Scenario.MaxFileBytes, "max-file-bytes", d.MaxFileBytes, "largest file")
-	fs.IntVar(&opts.Scenario.Facts, "facts", d.Facts, "facts planted in the first files read")
-	fs.IntVar(&opts.Scenario.Questions, "questions", 0, "later questions about them (0: each fact once)")
-	fs.Uint64Var(&opts.Scenario.Seed, "seed", d.Seed, "seed of the scenario's texts")
-	fs.StringVar(&opts.Model, "model", "claude-sonnet-4-5", "model the client asks for")
-	fs.IntVar(&opts.Window, "window", 0, "the model's input window in tokens (default: the gateway's built-in window for --model)")
+	fs.StringVar(&opts.Trajectories.Dir, "trajectories", "", "directory of *"+trajectory.Ext+" runs (default: $"+trajectory.DirEnv+", else "+trajectory.DefaultDir+")")
+	fs.BoolVar(&opts.NoSession, "no-session", false, "leave out the long session (four runs in one conversation)")
+	fs.IntVar(&opts.SessionWindow, "session-window", gatewaybench.SessionWindow, "the window the long session is replayed at")
+	fs.StringVar(&opts.Model, "model", "claude-sonnet-4-5", "model the client asks for; its prices cost every request")
 	fs.StringVar(&opts.Tokenizer, "tokenizer", "", "tokenizer for every count, the gateway's pacing included: cl100k_base (default) or o200k_base")
-	fs.BoolVar(&opts.NoCacheControl, "no-cache-control", false, "the client sets no prompt-cache breakpoints (by default it sets them as Claude Code does)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: mcproxy bench gateway [flags]\n\n"+
-			"Replays a long, tool-heavy agent conversation through the model-API gateway against a scripted model\n"+
-			"that obeys noa's nudges, and reports input tokens with and without the gateway.\n\n")
+			"Replays real agent runs through the model-API gateway against a scripted model that obeys noa's nudges,\n"+
+			"beside the alternatives (straight, clearing old tool results, compaction), and reports each one's cost\n"+
+			"with prompt caching.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +51,16 @@ func benchGateway(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mcproxy bench gateway: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	if opts.Scenario.Questions == 0 {
-		opts.Scenario.Questions = opts.Scenario.Facts
+	if *runs != "" {
+		opts.Runs = strings.Split(*runs, ",")
+	}
+	for _, w := range strings.Split(*windows, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil {
+			fmt.Fprintf(stderr, "mcproxy bench gateway: --windows %q: want whole numbers of tokens, comma-separated\n", *windows)
+			return exitUsage
+		}
+		opts.Windows = append(opts.Windows, n)
 	}
 	if !*quiet {
 		opts.Progress = stderr
@@ -67,7 +74,8 @@ func benchGateway(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *outDir == "" {
 		_, err = io.WriteString(stdout, rep.Markdown())
 	} else if err = gatewaybench.WriteReport(*outDir, rep); err == nil {
-		fmt.Fprintf(stdout, "wrote %s, %s and %s\n", filepath.Join(*outDir, "report.json"), filepath.Join(*outDir, "report.md"), filepath.Join(*outDir, "report.svg"))
+		fmt.Fprintf(stdout, "wrote %s, %s, %s and %s\n", filepath.Join(*outDir, "report.json"), filepath.Join(*outDir, "report.md"),
+			filepath.Join(*outDir, "report.svg"), filepath.Join(*outDir, "charts"))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy bench gateway: %v\n", err)

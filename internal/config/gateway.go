@@ -93,8 +93,86 @@ type GatewayProvider struct {
 // GatewayModel describes one model.
 type GatewayModel struct {
 	// ContextWindow is the model's input window in tokens: the budget noa
-	// paces the conversation against.
+	// paces the conversation against. Zero (allowed only beside Prices)
+	// means the built-in window for the name.
 	ContextWindow int `json:"context_window,omitempty"`
+	// Prices are what the provider bills for the model; nil means the
+	// built-in table (GatewayConfig.Prices). `mcproxy bench gateway`
+	// costs requests with them.
+	Prices *ModelPrices `json:"prices,omitempty"`
+}
+
+// ModelPrices are a model's prices in USD per million tokens: uncached
+// input, output, input read from the prompt cache and input written to it.
+// Providers without a cache-write premium (OpenAI) bill CacheWrite as Input.
+type ModelPrices struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
+}
+
+// knownPrices are the providers' published list prices, USD per million
+// tokens, matched like knownWindows. Anthropic bills a cache read at 0.1x
+// and a 5-minute cache write at 1.25x of input; OpenAI caches prefixes
+// automatically at its discount and charges nothing to write them.
+var knownPrices = map[string]ModelPrices{
+	"claude-opus-4":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	"claude-opus-4-1":   {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	"claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	"claude-sonnet-4":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-3-7-sonnet": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-haiku-4-5":  {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+	"claude-3-5-haiku":  {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
+	"gpt-4o":            {Input: 2.5, Output: 10, CacheRead: 1.25, CacheWrite: 2.5},
+	"gpt-4o-mini":       {Input: 0.15, Output: 0.6, CacheRead: 0.075, CacheWrite: 0.15},
+	"gpt-4.1":           {Input: 2, Output: 8, CacheRead: 0.5, CacheWrite: 2},
+	"gpt-4.1-mini":      {Input: 0.4, Output: 1.6, CacheRead: 0.1, CacheWrite: 0.4},
+	"gpt-4.1-nano":      {Input: 0.1, Output: 0.4, CacheRead: 0.025, CacheWrite: 0.1},
+	"gpt-5":             {Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25},
+	"gpt-5-mini":        {Input: 0.25, Output: 2, CacheRead: 0.025, CacheWrite: 0.25},
+	"gpt-5-nano":        {Input: 0.05, Output: 0.4, CacheRead: 0.005, CacheWrite: 0.05},
+	"o3":                {Input: 2, Output: 8, CacheRead: 0.5, CacheWrite: 2},
+	"o4-mini":           {Input: 1.1, Output: 4.4, CacheRead: 0.275, CacheWrite: 1.1},
+}
+
+// Prices returns the prices of model: the longest matching name among
+// models with prices and the built-in table (models winning a tie), and
+// false when neither knows the model.
+func (g GatewayConfig) Prices(model string) (ModelPrices, bool) {
+	configured := map[string]ModelPrices{}
+	for name, m := range g.Models {
+		if m.Prices != nil {
+			configured[name] = *m.Prices
+		}
+	}
+	cp, clen := longestMatch(configured, model)
+	bp, blen := longestMatch(knownPrices, model)
+	switch {
+	case clen >= 0 && clen >= blen:
+		return cp, true
+	case blen >= 0:
+		return bp, true
+	}
+	return ModelPrices{}, false
+}
+
+// longestMatch is matchModel for tables whose every entry counts: the value
+// of the longest name equal to model or a prefix of it followed by "-",
+// and the name's length (-1 when none matched).
+func longestMatch[V any](table map[string]V, model string) (V, int) {
+	var out V
+	best := -1
+	for name, v := range table {
+		if name == "" || len(name) <= best {
+			continue
+		}
+		if model == name || (strings.HasPrefix(model, name) && model[len(name)] == '-') {
+			best, out = len(name), v
+		}
+	}
+	return out, best
 }
 
 // Gateway defaults.
@@ -316,9 +394,13 @@ func (g GatewayConfig) validate(path string) []error {
 			add(p, "model name %q is blank or has surrounding spaces", name)
 		}
 		w := g.Models[name].ContextWindow
+		if pr := g.Models[name].Prices; pr != nil {
+			errs = append(errs, pr.validate(joinPath(path, p+".prices"))...)
+		}
 		switch {
+		case w == 0 && g.Models[name].Prices != nil: // prices alone: the built-in window
 		case w == 0:
-			add(p+".context_window", "is required: the model's input window in tokens, e.g. 200000")
+			add(p+".context_window", "is required: the model's input window in tokens, e.g. 200000 (or give prices alone)")
 		case w < MinContextWindow || w > MaxContextWindow:
 			add(p+".context_window", "%d is out of range: want %d to %d tokens", w, MinContextWindow, MaxContextWindow)
 		}
@@ -340,6 +422,23 @@ func (g GatewayConfig) validate(path string) []error {
 	}
 	if n := g.Limits.MaxAnswerBytes; n < 0 {
 		add("limits.max_answer_bytes", "must be > 0, got %d", n)
+	}
+	return errs
+}
+
+// validate returns the problems with a price table, paths under path.
+func (p ModelPrices) validate(path string) []error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+		if !(f.v > 0 && f.v < 1e6) { // also catches NaN
+			errs = append(errs, fieldErr(joinPath(path, f.key), "%v is not a price: want USD per million tokens above 0 and below 1000000, e.g. 3 (input) or 0.3 (cache_read)", f.v))
+		}
+	}
+	if len(errs) == 0 && p.CacheRead > p.Input {
+		errs = append(errs, fieldErr(joinPath(path, "cache_read"), "%v is above input (%v): a cache read is billed at most as uncached input", p.CacheRead, p.Input))
 	}
 	return errs
 }

@@ -45,6 +45,37 @@ func TestGatewayParseValues(t *testing.T) {
 	}
 }
 
+func TestGatewayPrices(t *testing.T) {
+	cfg, err := Parse([]byte(`{"gateway": {"models": {
+		"claude-sonnet-4-5": {"prices": {"input": 2, "output": 10, "cache_read": 0.2, "cache_write": 2.5}},
+		"local": {"context_window": 32000, "prices": {"input": 0.5, "output": 1, "cache_read": 0.05, "cache_write": 0.5}}}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Gateway
+	tests := []struct {
+		model string
+		want  ModelPrices
+		ok    bool
+	}{
+		{"claude-sonnet-4-5-20250929", ModelPrices{Input: 2, Output: 10, CacheRead: 0.2, CacheWrite: 2.5}, true},
+		{"claude-sonnet-4", ModelPrices{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}, true},
+		{"claude-haiku-4-5-20251001", ModelPrices{Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25}, true},
+		{"gpt-4o-mini-2024-07-18", ModelPrices{Input: 0.15, Output: 0.6, CacheRead: 0.075, CacheWrite: 0.15}, true},
+		{"local", ModelPrices{Input: 0.5, Output: 1, CacheRead: 0.05, CacheWrite: 0.5}, true},
+		{"unknown-model", ModelPrices{}, false},
+	}
+	for _, tc := range tests {
+		if got, ok := g.Prices(tc.model); got != tc.want || ok != tc.ok {
+			t.Errorf("Prices(%q): got %+v, %v; want %+v, %v", tc.model, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Prices alone leave the window to the built-in table.
+	if n, src := g.ContextWindow("claude-sonnet-4-5"); n != 200000 || src != WindowBuiltIn {
+		t.Errorf("window beside prices alone: got %d (%s), want 200000 (built-in)", n, src)
+	}
+}
+
 func TestGatewayContextWindow(t *testing.T) {
 	g := GatewayConfig{Models: map[string]GatewayModel{
 		"gpt-4o":      {ContextWindow: 64000},
@@ -107,6 +138,9 @@ func TestGatewayValidate(t *testing.T) {
 		{"prefix on v1", `{"openai": {"prefix": "/v1"}}`, []string{`gateway.openai.prefix: "/v1" overlaps /v1`}},
 		{"prefix under mcp", `{"openai": {"prefix": "/mcp/openai"}}`, []string{"overlaps /mcp"}},
 		{"window missing", `{"models": {"m": {}}}`, []string{"gateway.models.m.context_window: is required"}},
+		{"price missing", `{"models": {"m": {"prices": {"input": 3, "output": 15, "cache_read": 0.3}}}}`, []string{"gateway.models.m.prices.cache_write: 0 is not a price"}},
+		{"price negative", `{"models": {"m": {"context_window": 10000, "prices": {"input": -1, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}}`, []string{"gateway.models.m.prices.input: -1 is not a price"}},
+		{"cache read above input", `{"models": {"m": {"prices": {"input": 1, "output": 5, "cache_read": 2, "cache_write": 1.25}}}}`, []string{"gateway.models.m.prices.cache_read: 2 is above input (1)"}},
 		{"window too small", `{"models": {"m": {"context_window": 100}}}`, []string{"gateway.models.m.context_window: 100 is out of range"}},
 		{"blank model name", `{"models": {" ": {"context_window": 10000}}}`, []string{`gateway.models. : model name " " is blank`}},
 		{"default window", `{"default_context_window": 5}`, []string{"gateway.default_context_window: 5 is out of range"}},

@@ -323,7 +323,7 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
-	case reflect.Float64:
+	case reflect.Float64: // compress_at, prices (gateway.models.<name>.prices)
 		if n.kind != 'n' {
 			d.fail(path, "want a number, got %s", n.kindName())
 			return
