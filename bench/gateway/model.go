@@ -276,6 +276,14 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 		m.offScript(fmt.Sprintf("upstream request %d: nothing in view places it before a step of the run", r.Seq))
 		return gatewaytest.Say("The task is done.")
 	}
+	if strings.Contains(v.nudge, "[mcproxy]") && strings.Contains(v.nudge, "<summary>") {
+		// The gateway's first compression round: a summary of the earlier
+		// part, up to the message the instruction names, as text.
+		m.mu.Lock()
+		m.compress++
+		m.mu.Unlock()
+		return gatewaytest.Say("<summary>" + m.firstSummary(v) + "</summary>")
+	}
 	if v.nudge != "" && v.offers("Compress") && !v.justCalled("Compress") {
 		if args, ok := m.compressArgs(v); ok {
 			m.mu.Lock()
@@ -302,6 +310,14 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 			m.reads += len(calls)
 			m.mu.Unlock()
 			return gatewaytest.Reply{Parts: calls}
+		}
+		if args, ok := v.blockPage(); ok {
+			// No work log names a ref (the first round's summary could
+			// not): page through the block's archive.
+			m.mu.Lock()
+			m.reads++
+			m.mu.Unlock()
+			return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("", "read_archive", args)}}
 		}
 	}
 	m.mu.Lock()
@@ -397,6 +413,74 @@ func (m *coop) picks(v *mview, next trajectory.AnthropicMessage) []string {
 		out = append(out, c.ref)
 	}
 	return out
+}
+
+var (
+	summaryBlock = regexp.MustCompile(`^\[Compressed conversation section\] (b\d+)\(T`)
+	morePage     = regexp.MustCompile(`more follows: read_archive \{"block":"(b\d+)","offset":(\d+)\}`)
+)
+
+// blockPage is the read_archive call for the next unread page of the
+// oldest summarised block in view whose archive has not been read to its
+// end; false when every one has.
+func (v *mview) blockPage() (string, bool) {
+	asked := map[string]string{} // read_archive call id -> block
+	next := map[string]int{}     // block -> next offset; -1 read to the end
+	for _, b := range v.blocks {
+		switch {
+		case b.typ == "tool_use" && b.name == "read_archive":
+			var in struct {
+				Block string `json:"block"`
+			}
+			_ = json.Unmarshal([]byte(b.text), &in)
+			asked[b.id] = in.Block
+		case b.archive && asked[b.id] != "":
+			if mp := morePage.FindStringSubmatch(b.text); mp != nil {
+				n, _ := strconv.Atoi(mp[2])
+				next[mp[1]] = max(next[mp[1]], n)
+			} else {
+				next[asked[b.id]] = -1
+			}
+		}
+	}
+	for _, b := range v.blocks {
+		if id := summaryBlock.FindStringSubmatch(b.text); id != nil && next[id[1]] >= 0 {
+			in, _ := json.Marshal(map[string]any{"block": id[1], "offset": next[id[1]]})
+			return string(in), true
+		}
+	}
+	return "", false
+}
+
+// lastQuoted is the last Go-quoted string of the instruction: the excerpt
+// of the message its span ends with ("up to and including ... %q").
+var lastQuoted = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+
+// firstSummary is the work log of the steps in view up to the message the
+// first round's instruction names as its end (every step before the
+// newest when it names none the model can find).
+func (m *coop) firstSummary(v *mview) string {
+	end := len(v.blocks)
+	for i := len(v.blocks) - 1; i >= 0; i-- {
+		if v.blocks[i].step == v.next-1 {
+			end = i // the step in progress stays out
+		}
+	}
+	if q := lastQuoted.FindAllStringSubmatch(v.nudge, -1); len(q) > 0 {
+		if want, err := strconv.Unquote(`"` + q[len(q)-1][1] + `"`); err == nil && want != "" {
+			for i := len(v.blocks) - 1; i >= 0; i-- {
+				if strings.HasPrefix(strings.TrimSpace(v.blocks[i].text), want) {
+					end = i + 1
+					break
+				}
+			}
+		}
+	}
+	lines := m.workLog(v.blocks[:end])
+	if len(lines) == 0 {
+		return "No steps before this one."
+	}
+	return workLogText(lines)
 }
 
 // compressArgs writes the Compress call for the ranges the nudge names; false

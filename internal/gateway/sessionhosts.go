@@ -47,6 +47,11 @@ func (s *SessionHosts) config(window int) noa.Config {
 		cfg = s.Config(window)
 		cfg.ModelContextLimit = window
 	}
+	if cfg.Truncate.Threshold <= 0 {
+		// The noa section's config turns truncation off for MCP sessions;
+		// the gateway must still never send more than the window holds.
+		cfg.Truncate.Threshold = noa.DefaultConfig(window).Truncate.Threshold
+	}
 	n := &cfg.Nudge
 	n.MinContextLimitPct = max(n.MinContextLimitPct, s.FirstNudgeAt)
 	n.MaxContextLimitPct = max(n.MaxContextLimitPct, n.MinContextLimitPct)

@@ -19,7 +19,12 @@ func sessionHosts(t testing.TB, dir string) *SessionHosts {
 	count := CountTokens(nil)
 	m := session.NewManager(session.Options{Dir: dir, Count: count})
 	t.Cleanup(func() { _ = m.Close() })
-	return &SessionHosts{Sessions: m, Count: count}
+	// noa's configuration as mcproxy serve gives it (the noa section's
+	// knobs, for MCP sessions too).
+	return &SessionHosts{Sessions: m, Count: count, Config: func(window int) noa.Config {
+		c, _ := session.EngineConfig(config.NoaConfig{ContextLimit: window})
+		return c
+	}}
 }
 
 // withAnyHosts is withHosts for any Hosts.
