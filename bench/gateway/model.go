@@ -402,6 +402,24 @@ func (m *coop) picks(v *mview, next trajectory.AnthropicMessage) []string {
 			}
 		}
 	}
+	// The gateway's index of a first-round summary: "m00012: bash ls".
+	for _, b := range v.blocks {
+		if !strings.HasPrefix(b.text, noaSummaryHeader) {
+			continue
+		}
+		for _, l := range indexLine.FindAllStringSubmatch(b.text, -1) {
+			score := 0
+			for _, w := range wordToken.FindAllString(l[2], -1) {
+				if want[w] {
+					score++
+				}
+			}
+			if !read[l[1]] {
+				read[l[1]] = true
+				cands = append(cands, cand{l[1], score, len(cands)})
+			}
+		}
+	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].score != cands[j].score {
 			return cands[i].score > cands[j].score
@@ -415,7 +433,11 @@ func (m *coop) picks(v *mview, next trajectory.AnthropicMessage) []string {
 	return out
 }
 
+// noaSummaryHeader starts the text of a summary in view.
+const noaSummaryHeader = "[Compressed conversation section]"
+
 var (
+	indexLine    = regexp.MustCompile(`(?m)^(m\d+): (.*)$`)
 	summaryBlock = regexp.MustCompile(`^\[Compressed conversation section\] (b\d+)\(T`)
 	morePage     = regexp.MustCompile(`more follows: read_archive \{"block":"(b\d+)","offset":(\d+)\}`)
 )

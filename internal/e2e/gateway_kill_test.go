@@ -75,7 +75,10 @@ func killConfig(t *testing.T, up *gatewaytest.Server) (cfg, data string) {
 		"data_dir":   data,
 		"gateway": map[string]any{"enabled": true,
 			"anthropic": map[string]any{"base_url": up.URL},
-			"models":    map[string]any{"kill-test-model": map[string]any{"context_window": config.MinContextWindow}}},
+			// The tests stop mcproxy inside noa's Compress round, the one
+			// a conversation's first compression falls back to.
+			"summary_round": false,
+			"models":        map[string]any{"kill-test-model": map[string]any{"context_window": config.MinContextWindow}}},
 	})
 	return cfg, data
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -292,6 +293,9 @@ func (x *exchange) summaryRound(t Turn) error {
 	if err != nil {
 		return err
 	}
+	if index := archiveIndex(t.View, t.Refs, r.StartRef, r.EndRef); index != "" {
+		summary += "\n\n" + index
+	}
 	id := "toolu_mcproxy_" + r.StartRef + "_" + r.EndRef
 	call := noa.CoreMessage{ID: "gw_" + id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName,
 		ToolCallID: id, Text: summaryCompressArgs(r.StartRef, r.EndRef, summary)}
@@ -299,6 +303,61 @@ func (x *exchange) summaryRound(t Turn) error {
 		return fmt.Errorf("applying the summary: %w", err)
 	}
 	return nil
+}
+
+// Bounds of archiveIndex: lines, and runes of each line's call.
+const (
+	maxIndexLines = 80
+	indexCall     = 60
+)
+
+// archiveIndex lists the tool results of view from ref start to ref end,
+// each by its ref and the call that asked for it, one short line each.
+// The first round's summary is written without ref tags in view, so it
+// cannot point into the archive; the index does, and a model that needs
+// one original later reads it back by ref instead of paging the whole
+// block. Past maxIndexLines the largest results are kept.
+func archiveIndex(view []noa.CoreMessage, refs map[string]Ref, start, end string) string {
+	calls := map[string]noa.CoreMessage{}
+	type line struct {
+		text   string
+		tokens int
+		at     int
+	}
+	var lines []line
+	in := false
+	for _, m := range view {
+		ref := refs[m.ID].Ref
+		if ref == start {
+			in = true
+		}
+		if in {
+			switch {
+			case m.ContentType == noa.CTToolCall:
+				calls[m.ToolCallID] = m
+			case m.ContentType == noa.CTToolResult && ref != "" && ref != noa.BlockedRef:
+				c := calls[m.ToolCallID]
+				lines = append(lines, line{fmt.Sprintf("%s: %s %s", ref, c.ToolName, excerpt(strings.Join(strings.Fields(c.Text), " "), indexCall)), refs[m.ID].Tokens, len(lines)})
+			}
+		}
+		if ref == end {
+			break
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	if len(lines) > maxIndexLines {
+		slices.SortStableFunc(lines, func(a, b line) int { return b.tokens - a.tokens })
+		lines = lines[:maxIndexLines]
+		slices.SortFunc(lines, func(a, b line) int { return a.at - b.at })
+	}
+	var b strings.Builder
+	b.WriteString(`Tool results archived in this block, by ref (read_archive {"ref": ...} returns one whole):`)
+	for _, l := range lines {
+		b.WriteString("\n" + l.text)
+	}
+	return b.String()
 }
 
 // describe names message m for the first round's instruction, by what the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -225,6 +226,11 @@ func TestFirstRoundReadsTheCache(t *testing.T) {
 			}
 			if !engagedBody(engaged) || !bytes.Contains(engaged, []byte("Nothing else was found.")) {
 				t.Errorf("the engaged request lacks noa's additions or the summary:\n%s", engaged)
+			}
+			// The summary was written without refs in view; the index the
+			// gateway adds points into the archive.
+			if !regexp.MustCompile(`\\nm000\d\d: read_file \{\\"path\\":\\"/g0\\"\}`).Match(engaged) {
+				t.Errorf("the engaged request's summary lacks the archive index naming g0's read by ref:\n%s", engaged)
 			}
 			if bytes.Contains(engaged, []byte("text of file g0.")) {
 				t.Errorf("the engaged request still carries what the summary covers:\n%s", engaged)

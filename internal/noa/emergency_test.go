@@ -202,3 +202,24 @@ func TestEmergencyCutsWholeImages(t *testing.T) {
 		t.Fatalf("Engine view differs from ProcessTurn (-want +got):\n%.2000s", diff)
 	}
 }
+
+// TestEmergencyCutIsStable: two turns of a growing conversation cut the
+// same message to the same bytes, so the provider's prompt cache keeps it
+// and everything after it (issue 27: a cut sized to each turn's need
+// changed on every turn, and the cache with it).
+func TestEmergencyCutIsStable(t *testing.T) {
+	cfg := testConfig() // 100K window, threshold 0.95
+	msgs := []CoreMessage{
+		txt("u", RoleUser, "go"),
+		call("c1", "k1", "fetch"), result("big", "k1", "fetch", long("aaaa", 90000)),
+		call("c2", "k2", "fetch"), result("mid", "k2", "fetch", long("bbbb", 3000)),
+	}
+	first := TruncateLargeToolOutputs(msgs, 100000, cfg, nil)
+	next := TruncateLargeToolOutputs(append(msgs, txt("more", RoleUser, long("cccc", 1000))), 103000, cfg, nil)
+	if first.TruncatedCount == 0 {
+		t.Fatal("nothing was cut; the test needs a cut")
+	}
+	if a, b := first.Messages[2].Text, next.Messages[2].Text; a != b {
+		t.Errorf("the big result was cut to %d bytes, then to %d: want the same bytes on both turns", len(a), len(b))
+	}
+}

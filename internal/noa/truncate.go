@@ -183,7 +183,17 @@ func truncateWith(msgs []CoreMessage, tokenCount, reserve int, cfg Config, count
 			out = cloneMessages(msgs)
 		}
 		m := out[c.idx]
-		keep := max(truncateKeepTokens, c.f.tokens-need)
+		// What a cut keeps depends on the message and the window alone, not
+		// on how much this turn needs: the next turn, a little larger,
+		// then cuts the same bytes, so the prompt cache keeps every
+		// message from this one on (issue 27: a keep sized to the need
+		// changed the cut text, and the cache with it, on every turn).
+		// Two sizes only: a twentieth of the window (at most a quarter of
+		// the message) when that frees enough, else the least.
+		keep := truncateKeepTokens
+		if step := min(c.f.tokens/4, limit/20); step > keep && c.f.tokens-need >= step {
+			keep = step
+		}
 		handle := c.f.handle
 		if isAttachment(m, c.f.tokens) {
 			m.Text = attachmentNote(m.Text, c.f.tokens, tool, handle)
