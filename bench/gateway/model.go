@@ -619,9 +619,7 @@ func (m *coop) workLog(blocks []vblock) []string {
 	}
 	for _, b := range blocks {
 		if i := strings.Index(b.text, workLogHead); b.typ == "text" && i >= 0 {
-			for _, l := range logLine.FindAllString(b.text[i:], -1) {
-				lines = append(lines, l)
-			}
+			lines = append(lines, logLine.FindAllString(b.text[i:], -1)...)
 			continue
 		}
 		if b.step < 0 || done[b.step] || b.role != "assistant" {
