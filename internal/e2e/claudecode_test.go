@@ -6,12 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,15 +43,16 @@ func claudeEnv(home, base string) []string {
 // TestClaudeCodeThroughTheGateway runs Claude Code headless with the real
 // mcproxy binary as both its model endpoint and its MCP server, the
 // reference filesystem server behind the MCP side, and the scripted model
-// (gatewaytest.Agent) behind the gateway. The task reads twelve files
-// through retrieve_tools and call_tool; the model's window is small, so the
-// conversation passes the nudge threshold part way and the model
-// compresses inside the gateway.
+// (gatewaytest.Agent) behind the gateway. The task reads twenty-four files
+// through retrieve_tools and call_tool; the model's window is small (the
+// files alone outgrow it), so the conversation passes the nudge threshold
+// part way, the model compresses inside the gateway, and the gateway
+// forwards fewer bytes in all than Claude Code sends (issue 27).
 func TestClaudeCodeThroughTheGateway(t *testing.T) {
 	testenv.NodePackage(t, "@anthropic-ai/claude-code", claudeCodeVersion)
 	claude := testenv.NodeBin(t, "claude")
 	dir := t.TempDir()
-	const files = 12
+	const files = 24
 	root, err := filepath.EvalSymlinks(t.TempDir()) // the filesystem server compares real paths
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,12 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		"--model", model, "--mcp-config", mcpConfig, "--strict-mcp-config",
 		"--tools", "", // no built-in tools: the files are read through mcproxy
 		"--allowedTools", "mcp__mcproxy__retrieve_tools,mcp__mcproxy__call_tool", "--permission-prompts", "none")
-	cmd.Dir, cmd.Env = home, claudeEnv(home, base)
+	// Claude Code's model requests pass a counter on their way to the
+	// gateway: what it sent is what going straight would have sent.
+	sent := &byteCounter{}
+	counted := httptest.NewServer(sent.count(base, t))
+	defer counted.Close()
+	cmd.Dir, cmd.Env = home, claudeEnv(home, counted.URL)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -186,6 +198,20 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 	}
 	t.Logf("%d upstream requests, %d Claude Code turns; Compress answered in request %d (~%d -> ~%d tokens)", len(reqs), result.NumTurns, compressed+1, before, after)
 
+	// Compression pays on this task: the gateway forwarded fewer bytes in
+	// all (its hidden rounds included) than Claude Code sent.
+	forwarded := 0
+	for _, r := range reqs {
+		if r.Path == "/v1/messages" {
+			forwarded += len(r.Body)
+		}
+	}
+	if straight := sent.total(); forwarded >= straight {
+		t.Errorf("the gateway forwarded %d bytes of model requests, want fewer than the %d Claude Code sent", forwarded, straight)
+	} else {
+		t.Logf("forwarded %d bytes of model requests, %.1f%% fewer than the %d Claude Code sent", forwarded, 100*(1-float64(forwarded)/float64(straight)), straight)
+	}
+
 	// The conversation is a session on disk, listed with its block like an
 	// MCP client's, and its archive holds what the summary replaced.
 	code, list, errOut := runBinary(t, 60*time.Second, "sessions", "list", "--config", cfg)
@@ -202,6 +228,43 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 	if !found {
 		t.Errorf("no tier-1 archive under %s holds the first file's text (archives: %v)", filepath.Join(dir, "data", "sessions"), archives)
 	}
+}
+
+// byteCounter sums the bodies of the model requests (POST /v1/messages)
+// that pass it.
+type byteCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+// count is a reverse proxy to base that counts what it forwards.
+func (c *byteCounter) count(base string, t *testing.T) http.Handler {
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1 // streamed answers pass at once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			c.mu.Lock()
+			c.n += len(b)
+			c.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+func (c *byteCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 // answeredCompress reports whether a forwarded request holds a Compress
