@@ -223,3 +223,26 @@ func TestEmergencyCutIsStable(t *testing.T) {
 		t.Errorf("the big result was cut to %d bytes, then to %d: want the same bytes on both turns", len(a), len(b))
 	}
 }
+
+// TestShellAgentZoneIsTheTail: an agent whose every call is Bash (a
+// never-preserve tool: it takes no slot in the recent zone) writes a line
+// of text before each call. The recent zone is still the conversation's
+// tail, so the range noa recommends spans the older steps whole instead of
+// one step at a time between soft-protected texts (issue 27: a nudge
+// offered only single steps, and each compression freed almost nothing).
+func TestShellAgentZoneIsTheTail(t *testing.T) {
+	cfg := DefaultConfig(40000)
+	msgs := []CoreMessage{txt("task", RoleUser, "Fix the failing test in the repository.")}
+	for i := range 60 {
+		k := fmt.Sprint(i)
+		msgs = append(msgs, txt("say"+k, RoleAssistant, "Let me look at the next file."),
+			call("c"+k, "k"+k, "bash"), result("r"+k, "k"+k, "bash", long("line of output "+k, 60)))
+	}
+	r := ProcessTurn(ProcessTurnInput{Messages: msgs, State: CreateInitialState("s", ""), Config: cfg, TokenCount: 30000})
+	if r.Nudge == nil || len(r.Nudge.CompressibleRanges) == 0 {
+		t.Fatal("no nudge with ranges; the test needs one")
+	}
+	if got := r.Nudge.CompressibleRanges[0].Count; got < len(msgs)/2 {
+		t.Errorf("the largest recommended range holds %d messages of %d, want most of the older steps in one range", got, len(msgs))
+	}
+}

@@ -189,11 +189,17 @@ func softZone(msgs []CoreMessage, cfg Config, f zoneFacts) (map[string]bool, int
 			continue
 		}
 		start = i
+		// A never-preserve exchange (a Bash call, a Read) takes no slot, but
+		// its tokens count: the zone is the conversation's tail. Counting
+		// neither let an agent whose every call is one such tool (a shell:
+		// mini-swe-agent, OpenHands) spread the zone over the whole history,
+		// one soft-protected text per step, so every range noa could offer
+		// was a single step (issue 27).
+		tokens += f.snap(i)
 		if f.neverPreserve(i) {
 			continue
 		}
 		slots++
-		tokens += f.snap(i)
 	}
 	if start < len(msgs) {
 		start, _ = ApplyPairBoundaryAdjustments(start, len(msgs)-1, msgs)
