@@ -8,7 +8,7 @@ import (
 )
 
 // benchSession builds a tool-heavy history of about n messages, all but the
-// newest raw messages compressed in tier-1 blocks of about 40 messages by one
+// task and the newest raw messages compressed in tier-1 blocks of about 40 messages by one
 // Compress call. Each range is widened the way ApplyCompression widens it (so
 // a tool exchange or a reasoning turn is never cut) before the next one
 // starts, so no two ranges of the call overlap.
@@ -22,7 +22,10 @@ func benchSession(b *testing.B, n, raw int) ([]CoreMessage, CompressionState, Co
 	st := ProcessTurn(ProcessTurnInput{Messages: c.msgs, State: CreateInitialState("bench", "/a"), Config: cfg, TokenCount: 1}).State
 	view := ProjectView(c.msgs, st, cfg)
 	var ranges []CompressRange
-	for next := 0; next+40 < len(view)-raw; {
+	// The task (the first user message) is never compressed: the blocks
+	// start after it.
+	_, first := firstUserSpan(view)
+	for next := max(first, 0); next+40 < len(view)-raw; {
 		s, e := ApplyPairBoundaryAdjustments(next, next+39, view)
 		if s < next {
 			next++
