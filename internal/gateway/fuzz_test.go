@@ -96,6 +96,7 @@ func FuzzModelStream(f *testing.F) {
 	f.Add(false, strings.Join([]string{aStart, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Compress\",\"input\":{}}}",
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}", aMsgDelta, aStop}, "\n\n")+"\n\n")
 	f.Add(false, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n")
+	f.Add(false, "data:{\"tYpe\":\"error\"}\n\n") // an error event without its name
 	f.Add(true, oai)
 	f.Add(true, `data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"id":"x","function":{"name":"Compress","arguments":"{"}},{"index":0,"function":{"name":"mine","arguments":"}"}}]}}]}`+"\n\n"+oFinish+"\n\n"+`data: {"id":"c","choices":[],"usage":{"prompt_tokens":1}}`+"\n\n"+oDone+"\n\n")
 	f.Add(true, "data: {\"error\":{\"message\":\"x\"}}\n\n")

@@ -482,8 +482,11 @@ func (x *exchange) pumpAnthropic(sw *streamWriter, body io.Reader, n int, next *
 			rd.ok = true
 			return rd
 		case "error":
-			sw.drop()
-			sw.raw(ev.raw)
+			// Re-encoded rather than passed on: the client reads an error
+			// only from an event named error whose data is the Messages
+			// API's error object, which the upstream's need not be.
+			typ, msg := providerError([]byte(ev.data))
+			writeStreamError(sw, x.p.api, typ, msg)
 			return rd
 		case "ping":
 			sw.now(ev.raw) // keeps a held stream's connection alive
