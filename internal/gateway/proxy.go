@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -49,9 +50,28 @@ func (p *provider) target(path, rawQuery string) string {
 	return u.String()
 }
 
-// hopHeaders are connection-level headers, never forwarded (RFC 9110 §7.6.1).
+// hopHeaders are connection-level headers, never forwarded: those of
+// httputil.ReverseProxy, which keeps its list and the function using it
+// unexported. The passthrough paths leave this to their ReverseProxy; the
+// gateway sends model requests itself (it rewrites the body and reads the
+// answer), so those need the same list.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopHeaders removes from h what httputil.ReverseProxy does: the
+// headers its Connection header names, then hopHeaders (RFC 9110 §7.6.1).
+func removeHopHeaders(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for name := range strings.SplitSeq(f, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
 
 // cleanHeader removes from h what is mcproxy's and not the provider's: the
 // session header and mcproxy's credentials (authheader.Strip: the token
@@ -68,16 +88,7 @@ func (g *Gateway) cleanHeader(h http.Header) {
 // compression and hands back a body the gateway can read.
 func (g *Gateway) outboundHeader(in http.Header) http.Header {
 	h := in.Clone()
-	for _, f := range h.Values("Connection") {
-		for _, name := range strings.Split(f, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, name := range hopHeaders {
-		h.Del(name)
-	}
+	removeHopHeaders(h)
 	h.Del("Accept-Encoding")
 	h.Del("Content-Length")
 	h.Del("Host")
@@ -131,15 +142,15 @@ func copyResponse(w http.ResponseWriter, resp *http.Response) error {
 	}
 }
 
-// copyHeader copies resp's header to w's, hop-by-hop headers left out, and
-// returns w's header.
+// copyHeader copies resp's header to w's, hop-by-hop headers left out
+// (those its Connection names too, as ReverseProxy does), and returns w's
+// header.
 func copyHeader(w http.ResponseWriter, resp *http.Response) http.Header {
+	in := resp.Header.Clone()
+	removeHopHeaders(in)
 	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	for _, name := range hopHeaders {
-		h.Del(name)
+	for k, vs := range in {
+		h[k] = vs
 	}
 	return h
 }

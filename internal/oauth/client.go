@@ -268,7 +268,11 @@ func (c *Client) identity(ctx context.Context, as *serverMetadata, redirectURI s
 }
 
 // access returns the token to send, refreshing it first when it is about
-// to expire; nil when there is none (or the refresh was refused).
+// to expire; nil when there is none (or the refresh was refused). It is
+// not an oauth2.ReuseTokenSource: the token lives in a file other
+// processes rewrite (mcproxy auth login, a second mcproxy), so each access
+// rereads it and a refresh takes the file's lock and first looks for a
+// token another process stored.
 func (c *Client) access(ctx context.Context) (*Token, error) {
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()
@@ -366,13 +370,9 @@ func (c *Client) refresh(ctx context.Context, t *Token) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.RefreshToken}, "resource": {d.resource}}
-	nt, err := c.tokenRequest(ctx, d.as, reg, form)
+	nt, err := c.grant(ctx, d.as, reg, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.RefreshToken}, "resource": {d.resource}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("refreshing the token: %w", err)
-	}
-	if nt.RefreshToken == "" {
-		nt.RefreshToken = t.RefreshToken
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

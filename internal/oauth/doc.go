@@ -8,7 +8,10 @@
 // loopback redirect, steps up scopes on insufficient_scope, refreshes
 // tokens, and runs the client credentials grant for machine-to-machine
 // servers. Tokens live in one file per server under a directory it is
-// given, mode 0600, and never reach logs or errors.
+// given, mode 0600, and never reach logs or errors. The token requests,
+// PKCE and the authorization URL are golang.org/x/oauth2's; discovery,
+// registration, the choice of scopes and client authentication, and when
+// to refresh or sign in are mcproxy's.
 //
 // It plugs into an upstream's HTTP client as a RoundTripper (Client.Wrap);
 // it does not speak MCP, and it decides nothing about reconnecting: it

@@ -3,6 +3,7 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html"
@@ -11,11 +12,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/oauth2"
 
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
@@ -92,27 +93,12 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 		ln.Close()
 		return err
 	}
-	verifier, challenge := pkce()
-	state := randomState()
-	au, err := url.Parse(d.as.AuthorizationEndpoint)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("authorization_endpoint: %w", err)
-	}
-	q := au.Query()
-	q.Set("response_type", "code")
-	q.Set("client_id", reg.ClientID)
-	q.Set("redirect_uri", redirectURI)
-	q.Set("state", state)
-	q.Set("code_challenge", challenge)
-	q.Set("code_challenge_method", "S256")
-	q.Set("resource", d.resource)
-	if len(scopes) > 0 {
-		q.Set("scope", strings.Join(scopes, " "))
-	}
-	au.RawQuery = q.Encode()
+	verifier, state := oauth2.GenerateVerifier(), rand.Text()
+	cfg := c.oauthConfig(d.as, reg, scopes)
+	cfg.RedirectURL = redirectURI
+	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.resource))
 	l.mu.Lock()
-	l.url = au.String()
+	l.url = authURL
 	l.mu.Unlock()
 
 	results := make(chan callbackResult, 1)
@@ -158,7 +144,7 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 		<-serveDone
 	}()
 
-	show(au.String())
+	show(authURL)
 	var res callbackResult
 	select {
 	case res = <-results:
@@ -167,23 +153,16 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 			return c.ctx.Err()
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &LoginTimeoutError{Server: c.name, After: l.timeout, URL: au.String()}
+			return &LoginTimeoutError{Server: c.name, After: l.timeout, URL: authURL}
 		}
 		return ctx.Err()
 	}
 	if res.err != nil {
 		return fmt.Errorf("the authorization server refused the sign-in: %w", res.err)
 	}
-	form := url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {res.code},
-		"redirect_uri":  {redirectURI},
-		"code_verifier": {verifier},
-		"resource":      {d.resource},
-	}
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()
-	t, err := c.tokenRequest(ctx, d.as, reg, form)
+	t, err := c.exchange(ctx, d.as, reg, cfg, res.code, verifier, d.resource)
 	if err != nil {
 		return fmt.Errorf("exchanging the sign-in code at %s: %w", d.as.TokenEndpoint, err)
 	}

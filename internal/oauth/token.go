@@ -15,11 +15,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 // Token endpoint client authentication methods (RFC 7591 §2, RFC 7523).
@@ -49,77 +53,99 @@ func (e *OAuthError) Error() string {
 	return msg
 }
 
-// tokenRequest posts form to the token endpoint with the client's
-// authentication and decodes the token.
-func (c *Client) tokenRequest(ctx context.Context, as *serverMetadata, reg *Registration, form url.Values) (*Token, error) {
-	method := c.authMethod(as, reg)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, as.TokenEndpoint, nil)
+// tokenContext makes x/oauth2 send its token requests through c.http, so
+// the caller's timeout and transport apply.
+func (c *Client) tokenContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, c.http)
+}
+
+// oauthConfig describes reg at as to x/oauth2: the endpoints, the scopes,
+// and how the client authenticates at the token endpoint (authMethod).
+// The style is always set: x/oauth2's auto-detection would send a secret
+// both ways when the first is refused.
+func (c *Client) oauthConfig(as *serverMetadata, reg *Registration, scopes []string) *oauth2.Config {
+	cfg := &oauth2.Config{ClientID: reg.ClientID, RedirectURL: reg.RedirectURI, Scopes: scopes, Endpoint: oauth2.Endpoint{
+		AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
+	switch c.authMethod(as, reg) {
+	case authBasic:
+		// x/oauth2 form-encodes both before Basic encoding (RFC 6749 §2.3.1).
+		cfg.ClientSecret, cfg.Endpoint.AuthStyle = reg.ClientSecret, oauth2.AuthStyleInHeader
+	case authPost:
+		cfg.ClientSecret = reg.ClientSecret
+	}
+	return cfg
+}
+
+// assertion is what private_key_jwt adds to a token request (RFC 7523
+// §2.2): a client assertion signed now, so it is fresh however long the
+// user took in the browser. nil for the other methods.
+func (c *Client) assertion(as *serverMetadata, reg *Registration) (url.Values, error) {
+	if c.authMethod(as, reg) != authJWT {
+		return nil, nil
+	}
+	a, err := c.clientAssertion(reg.ClientID, as)
 	if err != nil {
 		return nil, err
 	}
-	switch method {
-	case authBasic:
-		// RFC 6749 §2.3.1: both are form-encoded before Basic encoding.
-		req.SetBasicAuth(url.QueryEscape(reg.ClientID), url.QueryEscape(reg.ClientSecret))
-	case authPost:
-		form.Set("client_id", reg.ClientID)
-		form.Set("client_secret", reg.ClientSecret)
-	case authJWT:
-		assertion, err := c.clientAssertion(reg.ClientID, as)
-		if err != nil {
-			return nil, err
+	return url.Values{"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, "client_assertion": {a}}, nil
+}
+
+// exchange trades the sign-in's code for a token (Config.Exchange), with
+// the PKCE verifier and the resource (RFC 8707 §2.2).
+func (c *Client) exchange(ctx context.Context, as *serverMetadata, reg *Registration, cfg *oauth2.Config, code, verifier, resource string) (*Token, error) {
+	extra, err := c.assertion(as, reg)
+	if err != nil {
+		return nil, err
+	}
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource)}
+	for k := range extra {
+		opts = append(opts, oauth2.SetAuthURLParam(k, extra.Get(k)))
+	}
+	t, err := cfg.Exchange(c.tokenContext(ctx), code, opts...)
+	return ourToken(as.TokenEndpoint, t, err)
+}
+
+// grant runs a grant other than the code exchange: client credentials, or
+// the refresh when params name grant_type refresh_token. Both go through
+// clientcredentials.Config, whose EndpointParams may replace grant_type
+// and add the resource; oauth2.Config.TokenSource's refresh sends neither
+// extra parameters nor a client assertion, and the MCP spec wants the
+// resource on every token request. x/oauth2 keeps the refresh token a
+// refresh answer leaves out.
+func (c *Client) grant(ctx context.Context, as *serverMetadata, reg *Registration, params url.Values, scopes []string) (*Token, error) {
+	cfg := c.oauthConfig(as, reg, scopes)
+	extra, err := c.assertion(as, reg)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(params, extra)
+	cc := clientcredentials.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.Endpoint.TokenURL,
+		AuthStyle: cfg.Endpoint.AuthStyle, Scopes: scopes, EndpointParams: params}
+	t, err := cc.Token(c.tokenContext(ctx))
+	return ourToken(as.TokenEndpoint, t, err)
+}
+
+// ourToken maps x/oauth2's answer from tokenURL to ours: the server's
+// refusal is an *OAuthError (the caller drops what was refused); a server
+// that failed (5xx) or could not be reached is a plain error, so callers
+// keep what they have and try again later.
+func ourToken(tokenURL string, t *oauth2.Token, err error) (*Token, error) {
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re):
+		status := re.Response.StatusCode
+		if re.ErrorCode != "" {
+			return nil, &OAuthError{Code: re.ErrorCode, Description: re.ErrorDescription, Status: status}
 		}
-		form.Set("client_id", reg.ClientID)
-		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
-		form.Set("client_assertion", assertion)
-	default:
-		form.Set("client_id", reg.ClientID)
+		if status/100 == 5 {
+			return nil, fmt.Errorf("token endpoint %s answered HTTP %d: %s", tokenURL, status, firstBytes(re.Body, 200))
+		}
+		return nil, &OAuthError{Code: "http_error", Description: firstBytes(re.Body, 200), Status: status}
+	case err != nil:
+		return nil, fmt.Errorf("token endpoint %s: %w", tokenURL, err)
 	}
-	body := form.Encode()
-	req.Body = io.NopCloser(strings.NewReader(body))
-	req.ContentLength = int64(len(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("token endpoint %s: %w", as.TokenEndpoint, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes))
-	if err != nil {
-		return nil, fmt.Errorf("token endpoint %s: %w", as.TokenEndpoint, err)
-	}
-	var oe OAuthError
-	if json.Unmarshal(data, &oe) == nil && oe.Code != "" {
-		oe.Status = resp.StatusCode
-		return nil, &oe
-	}
-	if resp.StatusCode/100 == 5 {
-		// The server failed, it did not refuse: not an OAuthError, so
-		// callers keep what they have and try again later.
-		return nil, fmt.Errorf("token endpoint %s answered HTTP %d: %s", as.TokenEndpoint, resp.StatusCode, firstBytes(data, 200))
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, &OAuthError{Code: "http_error", Description: firstBytes(data, 200), Status: resp.StatusCode}
-	}
-	var tr struct {
-		AccessToken  string `json:"access_token"`
-		TokenType    string `json:"token_type"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int64  `json:"expires_in"`
-		Scope        string `json:"scope"`
-	}
-	if err := json.Unmarshal(data, &tr); err != nil {
-		return nil, fmt.Errorf("decoding the token response: %w", err)
-	}
-	if tr.AccessToken == "" {
-		return nil, errors.New("the token response has no access_token")
-	}
-	t := &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, RefreshToken: tr.RefreshToken, Scope: tr.Scope}
-	if tr.ExpiresIn > 0 {
-		t.Expiry = time.Now().Add(time.Duration(tr.ExpiresIn) * time.Second)
-	}
-	return t, nil
+	scope, _ := t.Extra("scope").(string)
+	return &Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry, Scope: scope}, nil
 }
 
 func firstBytes(b []byte, n int) string {
@@ -155,6 +181,9 @@ func (c *Client) authMethod(as *serverMetadata, reg *Registration) string {
 
 // clientAssertion is a signed JWT (RFC 7523 §2.2) naming the client as
 // issuer and subject and the authorization server's issuer as audience.
+// It stays ours: golang.org/x/oauth2/jwt runs the jwt-bearer grant
+// (§2.1), not client authentication, and x/oauth2/jws is deprecated and
+// signs with RSA only, where ES256 keys are accepted here.
 func (c *Client) clientAssertion(clientID string, as *serverMetadata) (string, error) {
 	if c.key == nil {
 		return "", errors.New("private_key_jwt needs mcpServers.<name>.oauth.private_key")
@@ -299,20 +328,4 @@ func (c *Client) register(ctx context.Context, as *serverMetadata, redirectURI s
 		reg.AuthMethod = authNone
 	}
 	return reg, nil
-}
-
-// pkce returns a fresh code verifier and its S256 challenge (RFC 7636).
-func pkce() (verifier, challenge string) {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	verifier = base64.RawURLEncoding.EncodeToString(b)
-	sum := sha256.Sum256([]byte(verifier))
-	return verifier, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// randomState is an unguessable state parameter.
-func randomState() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

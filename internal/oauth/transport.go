@@ -173,11 +173,7 @@ func (c *Client) clientCredentials(ctx context.Context, d *discovery, scopes []s
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()
 	reg := &Registration{Issuer: d.as.Issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret, AuthMethod: c.cfg.TokenEndpointAuthMethod}
-	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.resource}}
-	if len(scopes) > 0 {
-		form.Set("scope", strings.Join(scopes, " "))
-	}
-	t, err := c.tokenRequest(ctx, d.as, reg, form)
+	t, err := c.grant(ctx, d.as, reg, url.Values{"resource": {d.resource}}, scopes)
 	if err != nil {
 		return fmt.Errorf("upstream %q: the client credentials grant at %s failed: %w (check mcpServers.%s.oauth.client_id and its secret or key)",
 			c.name, d.as.TokenEndpoint, err, c.name)
