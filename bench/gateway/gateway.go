@@ -230,10 +230,11 @@ func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
 	defer os.RemoveAll(dir)
 	sessions := session.NewManager(session.Options{Dir: dir, Count: gw.CountTokens(b.tk.Count), Now: clock})
 	defer sessions.Close()
-	hosts := &gw.SessionHosts{Sessions: sessions, Count: gw.CountTokens(b.tk.Count), FirstNudgeAt: config.DefaultCompressAt}
-	g, err := gw.New(gw.Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
+	cfg := config.GatewayConfig{Enabled: true,
 		Anthropic: config.GatewayProvider{BaseURL: up.URL},
-		Models:    map[string]config.GatewayModel{b.opts.Model: {ContextWindow: m.window}}}})
+		Models:    map[string]config.GatewayModel{b.opts.Model: {ContextWindow: m.window}}}
+	hosts := &gw.SessionHosts{Sessions: sessions, Count: gw.CountTokens(b.tk.Count), EngageAt: cfg.EngageAt}
+	g, err := gw.New(gw.Options{Hosts: hosts, Config: cfg})
 	if err != nil {
 		return err
 	}

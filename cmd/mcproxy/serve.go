@@ -263,7 +263,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, *session.Man
 		knobs.ContextLimit = window
 		c, _ := session.EngineConfig(knobs)
 		return c
-	}, Logger: log.Named("gateway"), FirstNudgeAt: cfg.Gateway.CompressAt}
+	}, Logger: log.Named("gateway"), EngageAt: cfg.Gateway.EngageAt}
 	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs})
 	if err != nil {
 		_ = sessions.Close()

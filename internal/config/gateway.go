@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -48,8 +49,15 @@ type GatewayConfig struct {
 	// text, ref tags and nudges) are added to the conversation's requests;
 	// below it every request goes as the client sent it, so it costs what
 	// going straight costs. Once reached, the conversation stays engaged
-	// for its whole life. Zero means DefaultCompressAt.
+	// for its whole life. Zero means DefaultCompressAt. The conversation
+	// engages at the smaller of this share and CompressAtTokens.
 	CompressAt float64 `json:"compress_at,omitempty"`
+	// CompressAtTokens engages a conversation once its recorded tokens
+	// reach this many, whatever its window: what a compression saves is
+	// paid per token read on every later request, so the point where it
+	// pays is a size, not a share of the window. Zero means
+	// DefaultCompressAtTokens.
+	CompressAtTokens int `json:"compress_at_tokens,omitempty"`
 	// SummaryRound, when true, makes a conversation's first compression a
 	// request for a summary sent as the client's own request plus one
 	// instruction, which the provider reads from its prompt cache; only
@@ -186,13 +194,19 @@ const (
 	// overflowing.
 	DefaultGatewayContextWindow = 128000
 	DefaultMaxHiddenRounds      = 3
-	// DefaultCompressAt engages noa at half the message window: at 0.5 of
-	// a 200K window the public agent runs measured for issue 27 (peaks of
-	// 23K-91K tokens) never engage and cost exactly the straight cost, and
-	// a conversation that ends a few turns after a compression pays more
-	// for the rewritten cache (1.25x) than it saves (0.1x per later turn
-	// per saved token).
+	// DefaultCompressAt engages noa at half the message window at the
+	// latest: for a small window, DefaultCompressAtTokens would leave too
+	// little room to compress before the window fills.
 	DefaultCompressAt = 0.5
+	// DefaultCompressAtTokens is where one compression pays for itself
+	// within about ten later requests at Anthropic's cache prices: it
+	// keeps about 13K tokens (system, tools, task, summary, the recent
+	// turns), which it writes once at 1.25x, plus a summary of about 1K
+	// output tokens; each later request then reads about 27K fewer tokens
+	// at 0.1x. Measured on the public runs of docs/benchmarks.md: at 30K
+	// a 200K-window run that ends soon after costs 3.7% more than
+	// straight; at 40K none costs more and the set costs 10.9% less.
+	DefaultCompressAtTokens = 40000
 	// DefaultMaxJSONDepth is far deeper than any real request nests (a
 	// tool's arguments inside a block inside a message: about 10 levels
 	// plus the arguments' own).
@@ -322,6 +336,9 @@ func (g *GatewayConfig) ApplyDefaults() {
 	if g.CompressAt == 0 {
 		g.CompressAt = DefaultCompressAt
 	}
+	if g.CompressAtTokens == 0 {
+		g.CompressAtTokens = DefaultCompressAtTokens
+	}
 	l := &g.Limits
 	if l.MaxJSONDepth == 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
@@ -414,6 +431,9 @@ func (g GatewayConfig) validate(path string) []error {
 	if f := g.CompressAt; f != 0 && !(f > 0 && f < 1) {
 		add("compress_at", "%v is out of range: want a fraction of the message window between 0 and 1, such as 0.5 (leave it out for %v)", f, DefaultCompressAt)
 	}
+	if n := g.CompressAtTokens; n < 0 {
+		add("compress_at_tokens", "%d is out of range: want a number of tokens above 0, such as %d (leave it out for %d)", n, DefaultCompressAtTokens, DefaultCompressAtTokens)
+	}
 	if l := g.Limits; l.MaxJSONDepth < 0 || l.MaxJSONDepth > MaxJSONDepthLimit {
 		add("limits.max_json_depth", "%d is out of range: want 1 to %d (leave it out for %d)", l.MaxJSONDepth, MaxJSONDepthLimit, DefaultMaxJSONDepth)
 	}
@@ -457,4 +477,18 @@ func validPathPrefix(p string) bool {
 		}
 	}
 	return true
+}
+
+// EngageAt is the recorded tokens at which a conversation with a message
+// window of window tokens engages noa: the smaller of compress_at's share
+// of the window and compress_at_tokens, each at its default when unset.
+func (g GatewayConfig) EngageAt(window int) int {
+	f, n := g.CompressAt, g.CompressAtTokens
+	if f == 0 {
+		f = DefaultCompressAt
+	}
+	if n == 0 {
+		n = DefaultCompressAtTokens
+	}
+	return min(int(math.Ceil(f*float64(window))), n)
 }

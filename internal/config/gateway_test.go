@@ -29,6 +29,7 @@ func TestGatewayParseDefaults(t *testing.T) {
 
 func TestGatewayParseValues(t *testing.T) {
 	cfg, err := Parse([]byte(`{"gateway": {"enabled": true, "project": false, "max_hidden_rounds": 5, "compress_at": 0.7,
+		"compress_at_tokens": 30000,
 		"anthropic": {"base_url": "http://127.0.0.1:9000"},
 		"openai": {"base_url": "https://llm.example.com/api", "prefix": "/oai/compat"},
 		"models": {"claude-sonnet-4-5": {"context_window": 1000000}, "local": {"context_window": 32000}}}}`), nil)
@@ -39,6 +40,15 @@ func TestGatewayParseValues(t *testing.T) {
 	if g.ProjectEnabled() || g.MaxHiddenRounds != 5 || g.CompressAt != 0.7 || g.Anthropic.BaseURL != "http://127.0.0.1:9000" ||
 		g.OpenAI.BaseURL != "https://llm.example.com/api" || g.OpenAI.Prefix != "/oai/compat" {
 		t.Errorf("got %+v, want the values in the file", g)
+	}
+	if n := g.EngageAt(1000000); n != 30000 {
+		t.Errorf("EngageAt(1M) = %d, want compress_at_tokens (30000)", n)
+	}
+	if n := g.EngageAt(32000); n != 22400 {
+		t.Errorf("EngageAt(32K) = %d, want compress_at's share (22400)", n)
+	}
+	if n := (GatewayConfig{}).EngageAt(200000); n != DefaultCompressAtTokens {
+		t.Errorf("defaults: EngageAt(200K) = %d, want %d", n, DefaultCompressAtTokens)
 	}
 	if n, src := g.ContextWindow("claude-sonnet-4-5-20250929"); n != 1000000 || src != WindowConfigured {
 		t.Errorf("configured prefix: got %d (%s), want 1000000 (config)", n, src)
@@ -147,6 +157,7 @@ func TestGatewayValidate(t *testing.T) {
 		{"hidden rounds", `{"max_hidden_rounds": 11}`, []string{"gateway.max_hidden_rounds: 11 is out of range: want 1 to 10"}},
 		{"compress_at one", `{"compress_at": 1}`, []string{"gateway.compress_at: 1 is out of range: want a fraction of the message window between 0 and 1"}},
 		{"compress_at negative", `{"compress_at": -0.2}`, []string{"gateway.compress_at: -0.2 is out of range"}},
+		{"compress_at_tokens negative", `{"compress_at_tokens": -1}`, []string{"gateway.compress_at_tokens: -1 is out of range"}},
 		{"json depth", `{"limits": {"max_json_depth": 20000}}`, []string{"gateway.limits.max_json_depth: 20000 is out of range: want 1 to 10000"}},
 		{"negative limits", `{"limits": {"max_stream_event_bytes": -1, "max_answer_bytes": -2}}`, []string{"gateway.limits.max_stream_event_bytes: must be > 0", "gateway.limits.max_answer_bytes: must be > 0"}},
 		{"unknown key", `{"enabeld": true}`, []string{"gateway.enabeld: unknown key", `did you mean "enabled"`}},

@@ -155,7 +155,7 @@ func TestParseRoundTrip(t *testing.T) {
 			Enabled: true, Anthropic: GatewayProvider{BaseURL: "http://a", Prefix: "/x"},
 			OpenAI: GatewayProvider{BaseURL: "http://o", Prefix: "/o"},
 			Models: map[string]GatewayModel{"m": {ContextWindow: 9000}}, DefaultContextWindow: 10000,
-			Project: boolPtr(false), MaxHiddenRounds: 2, CompressAt: 0.6, SummaryRound: boolPtr(false),
+			Project: boolPtr(false), MaxHiddenRounds: 2, CompressAt: 0.6, CompressAtTokens: 30000, SummaryRound: boolPtr(false),
 			Limits: GatewayLimits{MaxJSONDepth: 64, MaxStreamEventBytes: 1000, MaxAnswerBytes: 2000},
 		},
 		Synonyms: [][]string{{"k8s", "kubernetes"}},

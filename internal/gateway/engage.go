@@ -20,16 +20,16 @@ import (
 
 // engageDue reports whether turn t, of a conversation not yet engaged and
 // taken for a request whose messages are core, calls for noa's additions:
-// the conversation's recorded tokens reached the fraction at
-// (gateway.compress_at) of its message window, or noa's view is no longer
+// the conversation's recorded tokens reached at(window) (gateway.compress_at
+// and compress_at_tokens, config.GatewayConfig.EngageAt), or noa's view is no longer
 // the client's messages (a summary, an emergency cut, a result cut when it
 // was recorded), which the client's body cannot carry.
 //
 // It does not wait for a nudge: noa's nudge pacing is stateful (a nudge
 // left unanswered delays the next), and a conversation that must be cut to
 // fit the window cannot wait for one.
-func engageDue(t Turn, core []noa.CoreMessage, at float64) bool {
-	return float64(t.Tokens) >= at*float64(t.Limit) || !sameView(t.View, core)
+func engageDue(t Turn, core []noa.CoreMessage, at func(window int) int) bool {
+	return t.Tokens >= at(t.Limit) || !sameView(t.View, core)
 }
 
 // sameView reports whether view is the messages core, part for part, with
@@ -51,7 +51,7 @@ func sameView(view, core []noa.CoreMessage) bool {
 type engaging struct {
 	Host
 	core []noa.CoreMessage // the request's messages
-	at   float64           // gateway.compress_at
+	at   func(int) int     // config.GatewayConfig.EngageAt
 }
 
 func (e engaging) Turn(ctx context.Context) (Turn, error) {

@@ -270,3 +270,35 @@ func TestCountTokensAgreesWithEngagement(t *testing.T) {
 		t.Errorf("count_tokens of the conversation past compress_at did not count noa's additions:\n%s", reqs[2].Body)
 	}
 }
+
+// TestEngagesAtATokenCountWhateverTheWindow: compress_at_tokens engages a
+// conversation whose window is far larger than it (compress_at's share of
+// a 1M window would wait for 500K tokens), and only once its tokens reach
+// it.
+func TestEngagesAtATokenCountWhateverTheWindow(t *testing.T) {
+	hosts := &MemoryHosts{}
+	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts), noSummaryRound,
+		func(o *Options) {
+			o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: 1_000_000}}
+			o.Config.CompressAt = 0.5
+			o.Config.CompressAtTokens = 4000
+		})
+	small := conversation(2, 200, "What was in file 1?")
+	large := reads(small, 0, 8, 2400, "What was in g7?")
+	for _, msgs := range [][]any{small, large} {
+		b := indented(t, anthropicBody(msgs))
+		if resp, answer := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), map[string]string{"x-api-key": "k"}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("got %d %s", resp.StatusCode, answer)
+		}
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("upstream got %d requests, want 2", len(reqs))
+	}
+	if engagedBody(reqs[0].Body) {
+		t.Errorf("the conversation below compress_at_tokens carried noa's additions:\n%s", reqs[0].Body)
+	}
+	if !engagedBody(reqs[1].Body) {
+		t.Errorf("the conversation past compress_at_tokens (4000) of a 1M window went without noa's additions:\n%s", reqs[1].Body)
+	}
+}

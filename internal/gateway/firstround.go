@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -305,14 +306,96 @@ func (x *exchange) summaryRound(t Turn) error {
 	return nil
 }
 
-// Bounds of archiveIndex: lines, and runes of each line's call.
+// Bounds of archiveIndex: lines, runes of each line's call, and names of
+// each line and their runes.
 const (
 	maxIndexLines = 80
 	indexCall     = 60
+	indexNames    = 4
+	indexNameRune = 64
 )
 
+// codeName is a name as code and listings write them: a run of letters,
+// digits and "_./:-" starting with a letter or "_".
+var codeName = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_./:-]*[A-Za-z0-9_]`)
+
+// names are the code names of text: those that read as a path or an
+// identifier rather than a word of prose (they hold "_", "." or "/", or a
+// lower-case letter before an upper-case one), 6 to 60 bytes long.
+func names(text string) []string {
+	var out []string
+	for _, n := range codeName.FindAllString(text, -1) {
+		if len(n) < 6 || len(n) > 60 {
+			continue
+		}
+		if strings.ContainsAny(n, "_./") || camel(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func camel(s string) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i-1] >= 'a' && s[i-1] <= 'z' && s[i] >= 'A' && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// nameCounts is how many messages of view hold each code name.
+func nameCounts(view []noa.CoreMessage) map[string]int {
+	df := map[string]int{}
+	for _, m := range view {
+		seen := map[string]bool{}
+		for _, n := range names(m.Text) {
+			if !seen[n] {
+				seen[n] = true
+				df[n]++
+			}
+		}
+	}
+	return df
+}
+
+// rareNames are the code names of a tool result that the fewest messages
+// hold (df), first seen first on a tie, leaving out those of the call
+// that asked for it: what the result taught, so that the index says where
+// to read a name back from, not only which call it was.
+func rareNames(result, call string, df map[string]int) string {
+	inCall := map[string]bool{}
+	for _, n := range names(call) {
+		inCall[n] = true
+	}
+	type cand struct {
+		name    string
+		df, pos int
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	for _, n := range names(result) {
+		if !seen[n] && !inCall[n] {
+			seen[n] = true
+			cands = append(cands, cand{n, df[n], len(cands)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return a.df - b.df })
+	var out []string
+	runes := 0
+	for _, c := range cands {
+		if len(out) == indexNames || runes+len(c.name) > indexNameRune {
+			break
+		}
+		out = append(out, c.name)
+		runes += len(c.name) + 2
+	}
+	return strings.Join(out, ", ")
+}
+
 // archiveIndex lists the tool results of view from ref start to ref end,
-// each by its ref and the call that asked for it, one short line each.
+// each by its ref, the call that asked for it and the rarest names it
+// holds (rareNames), one short line each.
 // The first round's summary is written without ref tags in view, so it
 // cannot point into the archive; the index does, and a model that needs
 // one original later reads it back by ref instead of paging the whole
@@ -325,6 +408,7 @@ func archiveIndex(view []noa.CoreMessage, refs map[string]Ref, start, end string
 		at     int
 	}
 	var lines []line
+	df := nameCounts(view)
 	in := false
 	for _, m := range view {
 		ref := refs[m.ID].Ref
@@ -337,7 +421,11 @@ func archiveIndex(view []noa.CoreMessage, refs map[string]Ref, start, end string
 				calls[m.ToolCallID] = m
 			case m.ContentType == noa.CTToolResult && ref != "" && ref != noa.BlockedRef:
 				c := calls[m.ToolCallID]
-				lines = append(lines, line{fmt.Sprintf("%s: %s %s", ref, c.ToolName, excerpt(strings.Join(strings.Fields(c.Text), " "), indexCall)), refs[m.ID].Tokens, len(lines)})
+				text := fmt.Sprintf("%s: %s %s", ref, c.ToolName, excerpt(strings.Join(strings.Fields(c.Text), " "), indexCall))
+				if names := rareNames(m.Text, c.Text, df); names != "" {
+					text += " · " + names
+				}
+				lines = append(lines, line{text, refs[m.ID].Tokens, len(lines)})
 			}
 		}
 		if ref == end {

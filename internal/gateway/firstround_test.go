@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcproxy/mcproxy/internal/config"
 	"net/http"
 	"regexp"
 	"strings"
@@ -259,5 +260,74 @@ func TestFirstRoundDeclined(t *testing.T) {
 	}
 	if last := reqs[2].Body; !engagedBody(last) || !bytes.Contains(last, []byte("[noa]")) {
 		t.Errorf("after a declined summary round: got %s, want noa's tools and its nudge", last)
+	}
+}
+
+// TestFirstRoundAtTokenCountOfALargeWindow: in the sessions mcproxy serve
+// uses, a conversation of a 1M window that reaches compress_at_tokens gets
+// its first round at once: noa's nudge floor follows the engaging point
+// (SessionHosts.EngageAt), not its own share of the window, so the
+// engaging turn has a span to summarise.
+func TestFirstRoundAtTokenCountOfALargeWindow(t *testing.T) {
+	t.Parallel()
+	hosts := sessionHosts(t, t.TempDir())
+	r := newRig(t, summarising, withAnyHosts(hosts), func(o *Options) {
+		o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: 1_000_000}}
+		o.Config.CompressAt = 0.5
+		o.Config.CompressAtTokens = 30000
+		hosts.EngageAt = o.Config.EngageAt
+	})
+	small := conversation(2, 200, "What was in file 1?")
+	large := reads(small, 0, 64, 2400, "What was in g7?") // about 40K tokens
+	for _, msgs := range [][]any{small, large} {
+		if resp, a := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(indented(t, anthropicBody(msgs))), map[string]string{"x-api-key": "k"}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("got %d %s", resp.StatusCode, a)
+		}
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream got %d requests, want 3: the small conversation, the summary round, the engaged request", len(reqs))
+	}
+	if engagedBody(reqs[1].Body) || !bytes.Contains(reqs[1].Body, []byte("[mcproxy]")) {
+		t.Fatalf("the second request is not the summary round:\n%.3000s", reqs[1].Body[max(0, len(reqs[1].Body)-3000):])
+	}
+	if !engagedBody(reqs[2].Body) || !bytes.Contains(reqs[2].Body, []byte("[Compressed conversation section]")) {
+		t.Errorf("the engaged request lacks noa's additions or the summary:\n%s", reqs[2].Body)
+	}
+}
+
+// TestArchiveIndexNamesWhatEachResultTaught: an index line carries the
+// rarest code names of its result first, not those of the call that
+// asked for it, so a model looking for a name knows
+// which ref to read back.
+func TestArchiveIndexNamesWhatEachResultTaught(t *testing.T) {
+	t.Parallel()
+	call := func(id, args string) noa.CoreMessage {
+		return noa.CoreMessage{ID: "c" + id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "bash", ToolCallID: id, Text: args}
+	}
+	result := func(id, text string) noa.CoreMessage {
+		return noa.CoreMessage{ID: "r" + id, Role: noa.RoleUser, ContentType: noa.CTToolResult, ToolCallID: id, Text: text}
+	}
+	view := []noa.CoreMessage{
+		call("1", `{"command":"cat src/app/models.py"}`),
+		result("1", "from app.common_base import Base\nclass Order(Base):\n    def total_price(self): return self.line_items.sum()\n# see src/app/models.py"),
+		call("2", `{"command":"cat src/app/views.py"}`),
+		result("2", "from app.common_base import Base\ndef render_invoice(order): return order.total_price()"),
+	}
+	refs := map[string]Ref{"c1": {"m00001", 10}, "r1": {"m00002", 40}, "c2": {"m00003", 10}, "r2": {"m00004", 30}}
+	index := archiveIndex(view, refs, "m00001", "m00004")
+	lines := strings.Split(index, "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want a heading and one line per result:\n%s", len(lines), index)
+	}
+	first, second := lines[1], lines[2]
+	if !strings.HasPrefix(first, "m00002: bash ") || !strings.Contains(first, "self.line_items.sum") || !strings.Contains(first, "total_price") {
+		t.Errorf("the first result's line lacks its ref or the names it taught: %q", first)
+	}
+	if strings.Contains(first[strings.Index(first, " · "):], "src/app/models.py") {
+		t.Errorf("the first result's names repeat its call's path: %q", first)
+	}
+	if i, j := strings.Index(second, "render_invoice"), strings.Index(second, "app.common_base"); i < 0 || j >= 0 && j < i {
+		t.Errorf("the second result's line: got %q, want render_invoice, ahead of app.common_base, which both results hold", second)
 	}
 }

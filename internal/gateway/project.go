@@ -67,7 +67,7 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 		return
 	}
 	defer release()
-	h = engaging{Host: h, core: in.q.core, at: g.cfg.CompressAt}
+	h = engaging{Host: h, core: in.q.core, at: g.cfg.EngageAt}
 	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
 		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.IncludeUsage}
 	if x.stream {
@@ -208,7 +208,7 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, p *provide
 		}
 		return
 	}
-	t.Engaged = t.Engaged || engageDue(t, in.q.core, g.cfg.CompressAt)
+	t.Engaged = t.Engaged || engageDue(t, in.q.core, g.cfg.EngageAt)
 	x := &exchange{g: g, p: p, raw: body, q: in.q, d: in.d, ours: g.ours(in.q)}
 	g.forward(w, r, p, path, x.build(t, false))
 }

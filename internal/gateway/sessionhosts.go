@@ -30,12 +30,13 @@ type SessionHosts struct {
 	Config func(window int) noa.Config
 	// Logger receives the idle sweep's reports (RunIdle); nil means none.
 	Logger *zap.Logger
-	// FirstNudgeAt holds noa's first nudge back until this share of the
-	// window (gateway.compress_at): before the conversation engages no
-	// nudge reaches the model, and one noa counted as shown would only
-	// delay the nudge the engaging turn needs (firstround.go). Zero
-	// leaves noa's own floor.
-	FirstNudgeAt float64
+	// EngageAt is the recorded tokens at which a conversation of a given
+	// message window engages (config.GatewayConfig.EngageAt, the same
+	// function the gateway's Options.Config gives): noa's nudges wait for
+	// it, since before the conversation engages no nudge reaches the
+	// model, and one noa counted as shown would only delay the nudge the
+	// engaging turn needs (firstround.go). Nil leaves noa's own floor.
+	EngageAt func(window int) int
 
 	idle idleHosts
 }
@@ -53,7 +54,12 @@ func (s *SessionHosts) config(window int) noa.Config {
 		cfg.Truncate.Threshold = noa.DefaultConfig(window).Truncate.Threshold
 	}
 	n := &cfg.Nudge
-	n.MinContextLimitPct = max(n.MinContextLimitPct, s.FirstNudgeAt)
+	if s.EngageAt != nil && window > 0 {
+		// The floor of every nudge, not only the first: a compression pays
+		// from a size (compress_at_tokens), so later ones may come below
+		// noa's own share of the window too.
+		n.MinContextLimitPct = float64(s.EngageAt(window)) / float64(window)
+	}
 	n.MaxContextLimitPct = max(n.MaxContextLimitPct, n.MinContextLimitPct)
 	n.EmergencyThresholdPct = max(n.EmergencyThresholdPct, n.MaxContextLimitPct)
 	return cfg
