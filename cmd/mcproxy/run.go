@@ -57,7 +57,8 @@ add, remove
 servers, status
          What a running mcproxy reports at /status: each server's state,
          last error and tools, its sessions and index (the same as the
-         web page it serves at /). Exit 1 when a server is down.
+         web page it serves at /). Exit 1 when a server is down or
+         misconfigured.
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it

@@ -15,6 +15,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // localBase is the base URL this machine reaches the mcproxy serving cfg
@@ -115,8 +116,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	} else {
 		fmt.Fprintf(stdout, "not running (%v); the states below are the config's\n", err)
 	}
-	names := make([]string, 0, len(cfg.MCPServers))
+	names := make([]string, 0, len(cfg.MCPServers)+len(cfg.Broken))
 	for n := range cfg.MCPServers {
+		names = append(names, n)
+	}
+	for n := range cfg.Broken {
 		names = append(names, n)
 	}
 	if !servers {
@@ -133,6 +137,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		s, ok := live[n]
 		switch {
 		case ok:
+		case cfg.Broken[n] != "":
+			s = dashboard.Server{State: string(upstream.StateMisconfigured), LastError: cfg.Broken[n]}
 		case !cfg.MCPServers[n].IsEnabled():
 			s = dashboard.Server{State: "disabled"}
 		case st != nil:
@@ -140,7 +146,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		default:
 			s = dashboard.Server{State: "configured"}
 		}
-		if s.State == "down" {
+		if s.State == string(upstream.StateDown) || s.State == string(upstream.StateMisconfigured) {
 			down++
 		}
 		up := ""

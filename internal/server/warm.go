@@ -106,7 +106,7 @@ func (s *Server) WarmStart() (int, error) {
 	loaded := 0
 	for _, st := range s.up.Status() {
 		tools := f.Servers[st.Server]
-		if st.State == upstream.StateDisabled || len(tools) == 0 || !validTools(st.Server, tools) {
+		if st.State == upstream.StateDisabled || st.State == upstream.StateMisconfigured || len(tools) == 0 || !validTools(st.Server, tools) {
 			continue
 		}
 		s.mu.RLock()
@@ -339,7 +339,8 @@ func (s *Server) waitLaunched(ctx context.Context) error {
 }
 
 // connectionLine is what a retrieve_tools answer ends with when some
-// enabled servers are not connected (each named with its state, and for a
+// enabled servers are not connected (each named with its state, a
+// misconfigured one with its problems, and for a
 // connecting server with last known tools, how many of matches come from
 // them) or are ready with tools not indexed yet (a line of its own, so the
 // model asks again rather than concluding there is no such tool). Empty
@@ -355,6 +356,10 @@ func connectionLine(v upstreamView, matches []Match) string {
 			continue
 		}
 		part := fmt.Sprintf("%s (%s", st.Server, st.State)
+		if st.State == upstream.StateMisconfigured {
+			// The model cannot fix the config; it can tell the user what to.
+			part += ": " + strings.TrimSuffix(st.LastError, ".") + "; the user must fix its entry in the mcproxy config"
+		}
 		switch n := fromServer[st.Server]; {
 		case v.stale[st.Server] && n > 0:
 			part += fmt.Sprintf("; %d of the matches above %s from its tool list of the last run, and call_tool waits for it to connect", n, plural(n, "is", "are"))
