@@ -32,7 +32,7 @@ Usage:
   mcproxy setup  CLIENT [--undo]
   mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
   mcproxy remove NAME
-  mcproxy servers | status    [--config F]
+  mcproxy servers | status    [--config F] [--listen ADDR] [--json]
   mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
@@ -57,8 +57,9 @@ add, remove
 servers, status
          What a running mcproxy reports at /status: each server's state,
          last error and tools, its sessions and index (the same as the
-         web page it serves at /). Exit 1 when a server is down or
-         misconfigured.
+         web page it serves at /). They find an mcproxy serving the same
+         config wherever --listen put it; --listen (or --addr) names
+         another. Exit 1 when a server is down or misconfigured.
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it

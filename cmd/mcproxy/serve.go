@@ -135,6 +135,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer ln.Close()
+		// So that status and servers find this mcproxy whatever --listen said.
+		if remove, err := announce(dataDir, *cfgPath, ln.Addr().String()); err != nil {
+			log.Warn("status and servers will find this mcproxy only with --listen", zap.Error(err))
+		} else {
+			defer remove()
+		}
 	}
 
 	// Serve at once and connect the upstreams alongside: clients can

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,12 +19,12 @@ import (
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// localBase is the base URL this machine reaches the mcproxy serving cfg
-// at.
-func localBase(cfg *config.Config) (string, error) {
-	host, port, err := net.SplitHostPort(cfg.Listen)
+// localBase is the base URL this machine reaches an mcproxy listening on
+// addr at.
+func localBase(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("listen %q: %w", cfg.Listen, err)
+		return "", fmt.Errorf("listen %q: %w", addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
@@ -31,9 +32,27 @@ func localBase(cfg *config.Config) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// fetchStatus reads /status from the mcproxy serving cfg.
-func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, error) {
-	base, err := localBase(cfg)
+// fetchStatus reads /status from the first of addrs where an mcproxy
+// answers, and returns which one that was.
+func fetchStatus(ctx context.Context, cfg *config.Config, addrs []string) (*dashboard.Status, string, error) {
+	var errs []error
+	for _, addr := range addrs {
+		st, err := fetchStatusAt(ctx, cfg, addr)
+		if err == nil {
+			return st, addr, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return nil, "", fmt.Errorf("%w (start one with `mcproxy serve`, or name its address with --listen)", errs[0])
+	}
+	return nil, "", fmt.Errorf("no mcproxy answers at %s (start one with `mcproxy serve`, or name its address with --listen): %w",
+		strings.Join(addrs, ", "), errors.Join(errs...))
+}
+
+// fetchStatusAt reads /status from the mcproxy listening on addr.
+func fetchStatusAt(ctx context.Context, cfg *config.Config, addr string) (*dashboard.Status, error) {
+	base, err := localBase(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +68,7 @@ func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, er
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no mcproxy answers at %s (start one with `mcproxy serve`): %w", url, err)
+		return nil, fmt.Errorf("no mcproxy answers at %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -73,6 +92,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	fs := newFlagSet(name, name+" [flags]", stderr)
 	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file (for listen and auth_token)")
 	asJSON := fs.Bool("json", false, "print /status as JSON")
+	var addr string
+	for _, f := range []string{"listen", "addr"} {
+		fs.StringVar(&addr, f, "", "the address of the mcproxy to ask, as given to serve --listen (default: the one serving this config, else its listen)")
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagError(stderr, fs, err)
@@ -86,7 +109,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	st, err := fetchStatus(ctx, cfg)
+	addrs := candidateAddrs(cfg, *cfgPath)
+	if addr != "" {
+		addrs = []string{flagAddr(addr)}
+	}
+	st, at, err := fetchStatus(ctx, cfg, addrs)
 	if err != nil && !servers {
 		fmt.Fprintf(stderr, "mcproxy status: %v\n", err)
 		return exitError
@@ -99,9 +126,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	}
 	live := map[string]dashboard.Server{}
 	if st != nil {
-		fmt.Fprintf(stdout, "mcproxy %s at %s, up %s; %d tools indexed; %d session(s)\n", st.Version, cfg.Listen,
+		fmt.Fprintf(stdout, "mcproxy %s at %s, up %s; %d tools indexed; %d session(s)\n", st.Version, at,
 			time.Duration(st.UptimeSeconds)*time.Second, st.IndexSize, len(st.Sessions))
-		if base, err := localBase(cfg); err == nil {
+		if base, err := localBase(at); err == nil {
 			fmt.Fprintf(stdout, "dashboard: %s\n", dashboardLink(base, cfg.AuthToken != ""))
 		}
 		for _, s := range st.Servers {

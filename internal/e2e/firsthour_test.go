@@ -95,3 +95,38 @@ func serverLine(out, server string) string {
 	}
 	return ""
 }
+
+// TestStatusFindsListenFlag: status and servers reach an mcproxy started
+// with --listen, which the config's listen does not name, by themselves
+// and with --listen or --addr (issue 30: "flag provided but not defined").
+func TestStatusFindsListenFlag(t *testing.T) {
+	good := newGoUpstream(t, "good")
+	dir := t.TempDir()
+	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{"good": map[string]any{"url": good.url()}},
+		"listen":     freeAddr(t), // not where serveHTTP's --listen puts it
+		"data_dir":   filepath.Join(dir, "data"),
+	})
+	base, _ := serveHTTP(t, config)
+	addr := strings.TrimPrefix(base, "http://")
+	// serveHTTP returns once the port takes connections, which may be
+	// before the servers are ready.
+	waitFor(t, time.Minute, "good ready", func() bool {
+		_, out, _ := runBinary(t, time.Minute, "servers", "--config", config, "--listen", addr)
+		return strings.Contains(serverLine(out, "good"), " ready ")
+	})
+	for _, args := range [][]string{
+		{"servers", "--config", config},
+		{"status", "--config", config},
+		{"servers", "--config", config, "--listen", addr},
+		{"status", "--config", config, "--addr", base + "/"},
+	} {
+		code, out, errOut := runBinary(t, time.Minute, args...)
+		if code != 0 || !strings.Contains(out, " at "+addr+", up ") {
+			t.Errorf("%v: got exit %d\n%s%s\nwant exit 0 and the report of the mcproxy at %s", args, code, out, errOut, addr)
+		}
+		if args[0] == "servers" && !strings.Contains(serverLine(out, "good"), " ready ") {
+			t.Errorf("%v: got %q, want good ready", args, out)
+		}
+	}
+}
