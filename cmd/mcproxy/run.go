@@ -50,7 +50,10 @@ import   Copies the MCP servers of a client's config (its usual file, or
          FILE) into mcproxy's, keeping a backup; names that clash are
          reported and mcproxy's own entry is kept.
 setup    Imports a client's servers, then points the client at mcproxy (its
-         servers replaced by one mcproxy entry; --undo puts its file back).
+         servers replaced by one mcproxy entry). --undo takes that entry
+         out and puts the client's servers back, keeping whatever else the
+         client changed in its file since (the file as it was, byte for
+         byte, when nothing did).
 add, remove
          Edit mcproxy's config. A running mcproxy applies every change to
          its config file by itself (or on SIGHUP), keeping its clients.

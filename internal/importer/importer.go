@@ -3,7 +3,8 @@
 // turns them into mcproxy's mcpServers entries; it also edits JSON config
 // files in place, keeping their other keys and order, so mcproxy's config
 // can take imported servers and a client's can be pointed at mcproxy
-// (issue 18). It reads and returns bytes: the caller owns file access,
+// (issue 18) and back, keeping what the client changed since (Restore,
+// issue 30). It reads and returns bytes: the caller owns file access,
 // backups and prompting, and nothing here starts a server or logs.
 package importer
 
