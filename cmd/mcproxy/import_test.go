@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -305,5 +307,51 @@ func TestSetupUndoKeepsTheClientsChanges(t *testing.T) {
 				t.Errorf("undo's report: got %q, want it to name what it kept", out)
 			}
 		})
+	}
+}
+
+// import folds the keys it ignores into one note, and notes only the
+// unset variables the servers it adds need: not those of servers imported
+// before, nor one with a default (issue 30).
+func TestImportNotesOnce(t *testing.T) {
+	setupHome(t)
+	for _, k := range []string{"BRAVE_API_KEY", "USERJOT_API_TOKEN", "SENTRY_TOKEN", "MEMORY_DIR"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	testdata := filepath.Join("..", "..", "internal", "importer", "testdata")
+	code, out, errOut := runCLI(t, "import", filepath.Join(testdata, "cursor_mcp.json"))
+	if code != exitOK || !strings.Contains(out, "needed in mcproxy's environment: BRAVE_API_KEY, USERJOT_API_TOKEN\n") {
+		t.Fatalf("import cursor: exit %d\n%s%s\nwant a note naming BRAVE_API_KEY and USERJOT_API_TOKEN", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "import", "--workspace", t.TempDir(), filepath.Join(testdata, "claude.json"))
+	if code != exitOK {
+		t.Fatalf("import claude.json: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(out, "not about MCP servers"); n != 1 || !strings.Contains(out, "note: numStartups, theme, hasCompletedOnboarding: not about MCP servers, ignored\n") {
+		t.Errorf("import claude.json: got %d notes about ignored keys, want them in one line:\n%s", n, out)
+	}
+	if !strings.Contains(out, "needed in mcproxy's environment: SENTRY_TOKEN\n") {
+		t.Errorf("import claude.json: got\n%s\nwant the unset-variable note to name SENTRY_TOKEN alone (BRAVE_API_KEY came with cursor, MEMORY_DIR has a default)", out)
+	}
+}
+
+// Each edit of mcproxy's config leaves a backup; only the newest
+// keptBackups stay (issue 30: six config.json.*.bak piled up).
+func TestBackupsDoNotPileUp(t *testing.T) {
+	_, cfgPath := setupHome(t)
+	var last string
+	for i := range keptBackups + 3 {
+		code, out, errOut := runCLI(t, "add", fmt.Sprintf("s%d", i), "--", "cmd")
+		if code != exitOK {
+			t.Fatalf("add s%d: exit %d\n%s%s", i, code, out, errOut)
+		}
+		if _, b, ok := strings.Cut(out, "backup: "); ok {
+			last, _, _ = strings.Cut(b, "\n")
+		}
+	}
+	backups, _ := filepath.Glob(cfgPath + ".*.bak")
+	if len(backups) != keptBackups || !slices.Contains(backups, last) {
+		t.Errorf("backups: got %v, want the newest %d, %s among them", backups, keptBackups, last)
 	}
 }
