@@ -1,6 +1,8 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +50,13 @@ func TestParseServing(t *testing.T) {
 		},
 		left: []string{"ok"},
 	}, {
+		name: "prefix shared with another server",
+		in:   `{"mcpServers": {"a": {"command": "a", "prefix": "x_"}, "b": {"command": "b", "prefix": "x_"}}}`,
+		broken: map[string]string{
+			"b": `mcpServers.b.prefix: "x_" is also the prefix of server "a": the names of "a" and "b" would collide; give one of them another prefix`,
+		},
+		left: []string{"a"},
+	}, {
 		name:   "own key while decoding",
 		in:     `{"mcpServers": {"git": {"comand": "git"}}, "listen": 8765}`,
 		refuse: []string{"listen: want a string", `mcpServers.git.comand: unknown key`},
@@ -79,11 +88,7 @@ func TestParseServing(t *testing.T) {
 			if diff := cmp.Diff(tc.broken, cfg.Broken); diff != "" {
 				t.Errorf("Broken (-want +got):\n%s", diff)
 			}
-			var left []string
-			for name := range cfg.MCPServers {
-				left = append(left, name)
-			}
-			if diff := cmp.Diff(tc.left, left); diff != "" {
+			if diff := cmp.Diff(tc.left, slices.Sorted(maps.Keys(cfg.MCPServers))); diff != "" {
 				t.Errorf("MCPServers (-want +got):\n%s", diff)
 			}
 			// The strict parse still refuses what ParseServing set aside.

@@ -47,8 +47,8 @@ func TestOneBadServerServesTheRest(t *testing.T) {
 		t.Errorf("retrieve_tools: got %q, want the not-connected line to hold %q", found, "ctx7 (misconfigured: "+reason)
 	}
 	res := callTool(t, c, "call_tool", map[string]any{"name": "ctx7:resolve", "arguments": map[string]any{}})
-	if !res.IsError {
-		t.Errorf("call_tool ctx7:resolve: got %q, want a tool error", text(res))
+	if !res.IsError || !strings.Contains(text(res), "misconfigured") || !strings.Contains(text(res), reason) {
+		t.Errorf("call_tool ctx7:resolve: got %q, want a tool error saying it is misconfigured and why", text(res))
 	}
 
 	code, out, errOut := runBinary(t, time.Minute, "servers", "--config", config)
