@@ -340,7 +340,7 @@ func (s *Server) waitLaunched(ctx context.Context) error {
 
 // connectionLine is what a retrieve_tools answer ends with when some
 // enabled servers are not connected (each named with its state, a
-// misconfigured one with its problems, and for a
+// misconfigured one with its problems, a down one with its last error, and for a
 // connecting server with last known tools, how many of matches come from
 // them) or are ready with tools not indexed yet (a line of its own, so the
 // model asks again rather than concluding there is no such tool). Empty
@@ -356,9 +356,14 @@ func connectionLine(v upstreamView, matches []Match) string {
 			continue
 		}
 		part := fmt.Sprintf("%s (%s", st.Server, st.State)
-		if st.State == upstream.StateMisconfigured {
+		switch st.State {
+		case upstream.StateMisconfigured:
 			// The model cannot fix the config; it can tell the user what to.
 			part += ": " + strings.TrimSuffix(st.LastError, ".") + "; the user must fix its entry in the mcproxy config"
+		case upstream.StateDown:
+			if st.LastError != "" { // a failed launch says why (issue 30)
+				part += ": " + shortReason(st.LastError)
+			}
 		}
 		switch n := fromServer[st.Server]; {
 		case v.stale[st.Server] && n > 0:
@@ -382,6 +387,19 @@ func connectionLine(v upstreamView, matches []Match) string {
 		lines = append(lines, "Still indexing: "+strings.Join(parts, ", ")+"; ask again in a moment.")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// maxReason caps the reason a down server gets in a retrieve_tools answer:
+// every answer carries it, and a crashed child's stderr can be long.
+const maxReason = 200
+
+// shortReason is an upstream error on one line, cut to maxReason runes.
+func shortReason(s string) string {
+	s = strings.TrimSuffix(strings.Join(strings.Fields(s), " "), ".")
+	if r := []rune(s); len(r) > maxReason {
+		s = string(r[:maxReason-1]) + "…"
+	}
+	return s
 }
 
 // staleNote marks a describe_tool entry whose tool comes from the last run.
