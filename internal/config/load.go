@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -108,8 +109,8 @@ func parse(data []byte, getenv func(string) (string, bool), lenient bool) (*Conf
 	if err := cfg.Validate(); err != nil {
 		all := unjoin(err)
 		if !lenient || !byServer(all, names, broken) {
-			for _, errs := range broken { // the decoding problems set aside
-				all = append(all, errs...)
+			for _, name := range slices.Sorted(maps.Keys(broken)) { // the decoding problems set aside
+				all = append(all, broken[name]...)
 			}
 			return nil, nil, errors.Join(all...)
 		}
