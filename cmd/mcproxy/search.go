@@ -139,6 +139,9 @@ func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) int {
 		}
 		n++
 		line := fmt.Sprintf("  %s (%s): %s", s.Server, s.Transport, s.State)
+		if s.Transport == "" { // misconfigured: how to reach it is in doubt
+			line = fmt.Sprintf("  %s: %s", s.Server, s.State)
+		}
 		if s.LastError != "" {
 			line += ": " + oneLine(s.LastError)
 		}

@@ -62,3 +62,13 @@ func TestPrintBrokenRetry(t *testing.T) {
 		}
 	}
 }
+
+// A misconfigured server, whose transport is in doubt, is named without
+// an empty "()".
+func TestPrintBrokenMisconfigured(t *testing.T) {
+	var b strings.Builder
+	printBroken(&b, []upstream.Status{{Server: "ctx7", State: upstream.StateMisconfigured, LastError: "mcpServers.ctx7.url: is blank"}}, time.Now())
+	if want := "  ctx7: misconfigured: mcpServers.ctx7.url: is blank\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("got %q, want it to end with %q", b.String(), want)
+	}
+}
