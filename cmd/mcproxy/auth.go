@@ -92,6 +92,10 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // authClient is the OAuth client of one configured url server.
 func authClient(cfg *config.Config, dir, name string, stderr io.Writer) (*oauth.Client, int) {
 	sc, ok := cfg.MCPServers[name]
+	if problems := cfg.Broken[name]; problems != "" {
+		fmt.Fprintf(stderr, "mcproxy: server %q is not usable until its config entry is fixed: %s\n", name, problems)
+		return nil, exitError
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "mcproxy: no server %q in the config (configured: %s)\n", name, strings.Join(slices.Sorted(maps.Keys(cfg.MCPServers)), ", "))
 		return nil, exitUsage

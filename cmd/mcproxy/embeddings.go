@@ -102,7 +102,7 @@ func dataDirOf(path string) (string, error) {
 			return config.ExpandHome(config.DefaultDataDir), nil
 		}
 	}
-	cfg, err := config.Load(path)
+	cfg, _, err := config.LoadServing(path) // a bad server entry does not matter here
 	if err != nil {
 		return "", err
 	}

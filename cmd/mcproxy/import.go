@@ -151,21 +151,17 @@ func editConfig(cfgPath string, dry bool, out io.Writer, change func(old []byte)
 		fmt.Fprintf(out, "  %s unchanged\n", path)
 		return &edited{old: old, new: data}, nil
 	}
-	var unset []string
-	getenv := func(k string) (string, bool) {
-		if v, ok := os.LookupEnv(k); ok {
-			return v, true
-		}
-		if !slices.Contains(unset, k) {
-			unset = append(unset, k)
-		}
-		return "set-later", true
-	}
-	if _, _, err := config.ParseWithNotes(data, getenv); err != nil {
+	unset, err := neededVars(data)
+	if err != nil {
 		return nil, fmt.Errorf("the result would not load, so %s is left as it was: %w", path, err)
 	}
+	if old != nil {
+		// Only what this change brings: the variables the config needed
+		// before were noted when they came in (issue 30).
+		before, _ := neededVars(old)
+		unset = slices.DeleteFunc(unset, func(k string) bool { return slices.Contains(before, k) })
+	}
 	if len(unset) > 0 {
-		slices.Sort(unset)
 		fmt.Fprintf(out, "  note: not set in this shell, needed in mcproxy's environment: %s\n", strings.Join(unset, ", "))
 	}
 	if dry {
@@ -183,6 +179,43 @@ func editConfig(cfgPath string, dry bool, out io.Writer, change func(old []byte)
 	return &edited{old: old, new: data}, nil
 }
 
+// neededVars checks that the config data loads once the variables it
+// refers to are set, and returns, sorted, those this shell leaves unset
+// that it needs: referred to without a default (a ${VAR:-x} is not).
+func neededVars(data []byte) ([]string, error) {
+	var asked []string
+	getenv := func(unset string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			if v, ok := os.LookupEnv(k); ok {
+				return v, true
+			}
+			if k == unset {
+				return "", false
+			}
+			if !slices.Contains(asked, k) {
+				asked = append(asked, k)
+			}
+			return "set-later", true
+		}
+	}
+	if _, _, err := config.ParseWithNotes(data, getenv("")); err != nil {
+		return nil, err
+	}
+	// Whether a reference has a default shows only in whether leaving
+	// its variable unset fails; a config refers to a handful.
+	var needed []string
+	for _, k := range slices.Clone(asked) {
+		if _, _, err := config.ParseWithNotes(data, getenv(k)); err != nil {
+			needed = append(needed, k)
+		}
+	}
+	slices.Sort(needed)
+	return needed, nil
+}
+
+// backupStamp is the time in a backup's name; it sorts as the time does.
+const backupStamp = "20060102-150405.000"
+
 // writeWithBackup writes data to path, first copying old (when there was a
 // file) to a timestamped backup beside it, which it returns.
 func writeWithBackup(path string, old, data []byte) (string, error) {
@@ -191,7 +224,7 @@ func writeWithBackup(path string, old, data []byte) (string, error) {
 	}
 	backup := ""
 	if old != nil {
-		backup = path + "." + time.Now().UTC().Format("20060102-150405.000") + ".bak"
+		backup = path + "." + time.Now().UTC().Format(backupStamp) + ".bak"
 		if err := os.WriteFile(backup, old, 0o600); err != nil {
 			return "", fmt.Errorf("writing the backup %s: %w", backup, err)
 		}
@@ -199,7 +232,38 @@ func writeWithBackup(path string, old, data []byte) (string, error) {
 	if err := atomicfile.WriteFile(path, data, atomicfile.Options{}); err != nil {
 		return "", fmt.Errorf("replacing %s: %w", path, err)
 	}
+	if backup != "" {
+		pruneBackups(path)
+	}
 	return backup, nil
+}
+
+// keptBackups is how many timestamped backups of a config file
+// writeWithBackup keeps; older ones are removed (issue 30: every import,
+// add and remove left one more).
+const keptBackups = 3
+
+// pruneBackups removes all but the newest keptBackups backups of path.
+func pruneBackups(path string) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	var ours []string
+	prefix := filepath.Base(path) + "."
+	for _, e := range entries {
+		stamp, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !strings.HasSuffix(stamp, ".bak") {
+			continue
+		}
+		if _, err := time.Parse(backupStamp, strings.TrimSuffix(stamp, ".bak")); err == nil {
+			ours = append(ours, e.Name())
+		}
+	}
+	slices.Sort(ours) // the stamps sort as the times do
+	for _, name := range ours[:max(0, len(ours)-keptBackups)] {
+		_ = os.Remove(filepath.Join(filepath.Dir(path), name))
+	}
 }
 
 // importOptions builds the importer's options: --input answers first, then

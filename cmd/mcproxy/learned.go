@@ -39,7 +39,8 @@ func runLearned(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	if sub == "help" {
+	// "learned --help" is about every subcommand, not the default list.
+	if sub == "help" || (len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0])) {
 		fmt.Fprint(stdout, learnedUsage)
 		return exitOK
 	}

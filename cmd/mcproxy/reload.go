@@ -27,8 +27,10 @@ const reloadDelay = 300 * time.Millisecond
 // reloader applies config file changes to a running proxy (issue 18): on a
 // change to the file, or SIGHUP, it loads the file again and, when it is
 // valid, hands its servers to the upstream manager, which starts, stops
-// and restarts only what changed. An invalid file is refused with the
-// error logged, and the running configuration stays. Settings other than
+// and restarts only what changed. A server whose entry has problems stops
+// and shows as misconfigured while the others are applied (issue 30); a
+// file with problems in mcproxy's own keys is refused with the error
+// logged, and the running configuration stays. Settings other than
 // the servers and their timeouts need a restart; a change to one is logged.
 type reloader struct {
 	path     string // absolute
@@ -101,6 +103,7 @@ func (r *reloader) reload() {
 	for _, n := range notes {
 		r.log.Info("config note", zap.String("note", n))
 	}
+	logBroken(r.log, cfg)
 	if later := restartOnly(r.running, cfg); len(later) > 0 {
 		r.log.Warn("these settings take effect at the next restart; the servers were reloaded", zap.Strings("settings", later))
 	}

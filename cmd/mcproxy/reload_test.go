@@ -21,8 +21,9 @@ import (
 
 // A client connected to a running mcproxy sees servers added, changed and
 // removed in the config file, each announced by tools/list_changed, on one
-// session that stays up throughout; an invalid edit is refused and changes
-// nothing.
+// session that stays up throughout; an invalid edit of mcproxy's own keys
+// is refused and changes nothing, one of a server's entry sets that server
+// aside.
 func TestLiveReload(t *testing.T) {
 	memory := map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": t.TempDir() + "/memory.jsonl"}}
 	everything := map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")}
@@ -81,15 +82,28 @@ func TestLiveReload(t *testing.T) {
 	step("server removed", func() { delete(servers, "everything") }, not(has("everything__echo")))
 	step("server disabled", func() { memory["enabled"] = false }, not(has("memory__read_graph")))
 
-	// An invalid edit: refused, logged, and nothing changes.
+	// An invalid edit of mcproxy's own keys: refused, logged, and nothing
+	// changes.
+	step("server enabled again", func() { memory["enabled"] = true }, has("memory__read_graph"))
 	before := tools()
-	memory["enabled"] = "yes"
+	cfg["retrieve_limit"] = "five"
 	writeJSON(t, s.config, cfg)
 	eventually(t, "invalid edit refused", 10*time.Second, func() bool {
-		return strings.Contains(s.stderr.String(), "config change refused") && strings.Contains(s.stderr.String(), "mcpServers.memory.enabled")
+		return strings.Contains(s.stderr.String(), "config change refused") && strings.Contains(s.stderr.String(), "retrieve_limit")
 	}, dump)
 	if got := tools(); !slices.Equal(got, before) {
 		t.Errorf("after an invalid edit: got tools %v, want %v unchanged", got, before)
+	}
+	delete(cfg, "retrieve_limit")
+
+	// An invalid edit of one server's entry sets that server alone aside
+	// (issue 30).
+	step("server misconfigured", func() {
+		memory["enabled"] = "yes"
+		servers["everything"] = everything
+	}, func() bool { return has("everything__echo")() && !has("memory__read_graph")() })
+	if !strings.Contains(s.stderr.String(), "mcpServers.memory.enabled") {
+		t.Errorf("the misconfigured server's problem is not logged:\n%s", s.stderr.String())
 	}
 	if got := c.GetSessionId(); got != sessionID {
 		t.Errorf("session id: got %q, want %q kept across reloads", got, sessionID)

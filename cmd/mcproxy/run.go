@@ -32,7 +32,7 @@ Usage:
   mcproxy setup  CLIENT [--undo]
   mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
   mcproxy remove NAME
-  mcproxy servers | status    [--config F]
+  mcproxy servers | status    [--config F] [--listen ADDR] [--json]
   mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
@@ -50,14 +50,19 @@ import   Copies the MCP servers of a client's config (its usual file, or
          FILE) into mcproxy's, keeping a backup; names that clash are
          reported and mcproxy's own entry is kept.
 setup    Imports a client's servers, then points the client at mcproxy (its
-         servers replaced by one mcproxy entry; --undo puts its file back).
+         servers replaced by one mcproxy entry). --undo takes that entry
+         out and puts the client's servers back, keeping whatever else the
+         client changed in its file since (the file as it was, byte for
+         byte, when nothing did).
 add, remove
          Edit mcproxy's config. A running mcproxy applies every change to
          its config file by itself (or on SIGHUP), keeping its clients.
 servers, status
          What a running mcproxy reports at /status: each server's state,
          last error and tools, its sessions and index (the same as the
-         web page it serves at /). Exit 1 when a server is down.
+         web page it serves at /). They find an mcproxy serving the same
+         config wherever --listen put it; --listen (or --addr) names
+         another. Exit 1 when a server is down or misconfigured.
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it

@@ -139,11 +139,20 @@ func printBroken(w io.Writer, statuses []upstream.Status, now time.Time) int {
 		}
 		n++
 		line := fmt.Sprintf("  %s (%s): %s", s.Server, s.Transport, s.State)
+		if s.Transport == "" { // misconfigured: how to reach it is in doubt
+			line = fmt.Sprintf("  %s: %s", s.Server, s.State)
+		}
 		if s.LastError != "" {
 			line += ": " + oneLine(s.LastError)
 		}
 		if !s.RetryAt.IsZero() {
-			line += fmt.Sprintf(" (mcproxy serve would retry in %s)", s.RetryAt.Sub(now).Round(time.Second))
+			// A retry falls due while search waits for slower servers;
+			// "in -2s" said nothing.
+			if d := s.RetryAt.Sub(now); d > 0 {
+				line += fmt.Sprintf(" (mcproxy serve would retry in %s)", max(d.Round(time.Second), time.Second))
+			} else {
+				line += " (mcproxy serve would retry now)"
+			}
 		}
 		fmt.Fprintln(w, line)
 	}

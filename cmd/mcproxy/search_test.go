@@ -4,8 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
 // search says which server it is still waiting for while one is slow, and
@@ -37,5 +39,36 @@ func TestSearchProgressAndBrokenServers(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
+	}
+
+}
+
+// A retry that fell due while search waited for slower servers reads
+// "now", and one due within the second "in 1s" (issue 30: "retry in -1s").
+func TestPrintBrokenRetry(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		retryAt time.Time
+		want    string
+	}{
+		{now.Add(-1200 * time.Millisecond), "(mcproxy serve would retry now)"},
+		{now.Add(300 * time.Millisecond), "(mcproxy serve would retry in 1s)"},
+		{now.Add(4 * time.Second), "(mcproxy serve would retry in 4s)"},
+	} {
+		var b strings.Builder
+		printBroken(&b, []upstream.Status{{Server: "broken", Transport: "stdio", State: upstream.StateDown, LastError: "exec: not found", RetryAt: tc.retryAt}}, now)
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("retry at now%+v: got %q, want %q", tc.retryAt.Sub(now), b.String(), tc.want)
+		}
+	}
+}
+
+// A misconfigured server, whose transport is in doubt, is named without
+// an empty "()".
+func TestPrintBrokenMisconfigured(t *testing.T) {
+	var b strings.Builder
+	printBroken(&b, []upstream.Status{{Server: "ctx7", State: upstream.StateMisconfigured, LastError: "mcpServers.ctx7.url: is blank"}}, time.Now())
+	if want := "  ctx7: misconfigured: mcpServers.ctx7.url: is blank\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("got %q, want it to end with %q", b.String(), want)
 	}
 }

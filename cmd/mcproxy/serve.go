@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -78,6 +80,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for _, n := range notes {
 		log.Info("config note", zap.String("note", n))
 	}
+	logBroken(log, cfg)
 
 	started := time.Now()
 	dataDir := config.ExpandHome(cfg.DataDir)
@@ -132,6 +135,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer ln.Close()
+		// So that status and servers find this mcproxy whatever --listen said.
+		if remove, err := announce(dataDir, *cfgPath, ln.Addr().String()); err != nil {
+			log.Warn("status and servers will find this mcproxy only with --listen", zap.Error(err))
+		} else {
+			defer remove()
+		}
 	}
 
 	// Serve at once and connect the upstreams alongside: clients can
@@ -196,6 +205,14 @@ func logStatus(log *zap.Logger, statuses []upstream.Status) {
 	}
 }
 
+// logBroken warns of each server set aside for its config entry's problems.
+func logBroken(log *zap.Logger, cfg *config.Config) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Broken)) {
+		log.Warn("server not started: its config entry has problems; the other servers run (fix the entry and save the file)",
+			zap.String("upstream", name), zap.String("problems", cfg.Broken[name]))
+	}
+}
+
 // loadConfig loads path, applies command-line overrides and validates the
 // result again, so an override gets the same field-path errors as the file.
 func loadConfig(path string, override func(*config.Config)) (*config.Config, error) {
@@ -204,9 +221,11 @@ func loadConfig(path string, override func(*config.Config)) (*config.Config, err
 }
 
 // loadConfigNotes is loadConfig that also returns the notes about other
-// clients' keys the file holds (config.ParseWithNotes).
+// clients' keys the file holds (config.ParseWithNotes). A server whose
+// entry has problems is set aside in cfg.Broken rather than refusing the
+// file (config.ParseServing): one bad server never stops the rest.
 func loadConfigNotes(path string, override func(*config.Config)) (*config.Config, []string, error) {
-	cfg, notes, err := config.LoadWithNotes(config.ExpandHome(path))
+	cfg, notes, err := config.LoadServing(config.ExpandHome(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, missingConfig(path)
 	}

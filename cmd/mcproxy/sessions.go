@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -210,8 +211,28 @@ func pruneSessions(w io.Writer, opts session.Options, olderThan string, dryRun b
 	for _, id := range rep.InUse {
 		fmt.Fprintf(w, "kept %s: a running mcproxy holds it open\n", id)
 	}
-	fmt.Fprintf(w, "%s %d session(s), %s, untouched for %s or longer\n", verb, len(rep.Removed), session.FormatBytes(rep.Bytes), age)
+	fmt.Fprintf(w, "%s %d session(s), %s, untouched for %s or longer\n", verb, len(rep.Removed), session.FormatBytes(rep.Bytes), humanAge(age))
 	return errors.Join(rep.Errors...)
+}
+
+// humanAge writes a retention period the way it is configured: "30 days",
+// "36 hours", not time.Duration's "720h0m0s".
+func humanAge(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %ss", n, one)
+	}
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return unit(int64(d/(24*time.Hour)), "day")
+	case d >= time.Hour && d%time.Hour == 0:
+		return unit(int64(d/time.Hour), "hour")
+	case d >= time.Minute && d%time.Minute == 0:
+		return unit(int64(d/time.Minute), "minute")
+	}
+	return d.String()
 }
 
 // stateText says how state.json relates to the transcript.

@@ -220,13 +220,14 @@ func TestSessionsPrune(t *testing.T) {
 	if !strings.Contains(list, "SIZE") || !regexp.MustCompile(`2 session\(s\), [0-9.]+ (B|KiB) in `).MatchString(list) {
 		t.Errorf("list: got %q, want a SIZE column and a total for 2 sessions", list)
 	}
-	if got := f.run(t, "sessions", "prune", "--dry-run"); !strings.Contains(got, "would remove old-1") || strings.Contains(got, "new-1") {
-		t.Errorf("prune --dry-run: got %q, want old-1 listed and new-1 not", got)
+	if got := f.run(t, "sessions", "prune", "--dry-run"); !strings.Contains(got, "would remove old-1") || strings.Contains(got, "new-1") ||
+		!strings.Contains(got, "untouched for 30 days or longer") {
+		t.Errorf("prune --dry-run: got %q, want old-1 listed, new-1 not, and the default retention as 30 days", got)
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the dry run removed old-1: %v", err)
 	}
-	if got := f.run(t, "sessions", "prune", "--older-than", "45d"); !strings.Contains(got, "removed 0 session(s)") {
+	if got := f.run(t, "sessions", "prune", "--older-than", "45d"); !strings.Contains(got, "removed 0 session(s)") || !strings.Contains(got, "for 45 days or") {
 		t.Errorf("prune --older-than 45d: got %q, want nothing removed", got)
 	}
 	if got := f.run(t, "sessions", "prune"); !strings.Contains(got, "removed old-1") || !strings.Contains(got, "removed 1 session(s)") {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,7 @@ const backupSuffix = ".mcproxy-backup"
 func runSetup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("setup", "setup [flags] "+strings.Join(importer.Clients, "|"), stderr)
 	cfgPath := fs.String("config", config.DefaultConfigPath(), "mcproxy's config file (created when missing)")
-	undo := fs.Bool("undo", false, "put the client's own file back as it was before setup")
+	undo := fs.Bool("undo", false, "take mcproxy's entry out of the client's file and put its own servers back, keeping what the client changed since")
 	workspace := fs.String("workspace", "", "project folder for ${workspaceFolder} (default: the current folder)")
 	exe := fs.String("binary", "", "the mcproxy the client launches (default: this one)")
 	var inputs multiFlag
@@ -114,30 +113,63 @@ func setup(client, path, cfgPath, exe, ws string, opts importer.Options, out io.
 	return nil
 }
 
-// undoSetup puts back the file setup saved.
+// undoSetup takes mcproxy's entry out of the client's file and puts the
+// client's own servers back from the backup setup saved, keeping whatever
+// the client changed in the file since (importer.Restore).
 func undoSetup(path string, out io.Writer) error {
 	backup := path + backupSuffix
-	data, err := os.ReadFile(backup)
+	before, err := os.ReadFile(backup)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no backup at %s: setup was not run for this client (or was undone already)", backup)
 	}
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	now, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	r, err := importer.Restore(before, now)
+	if err != nil {
+		return fmt.Errorf("%s: %w (fix the file, or put the backup back by hand: cp %s %s)", path, err, backup, path)
+	}
+	switch {
+	case r.Data == nil:
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		fmt.Fprintf(out, "removed %s (the client had no file before setup)\n", path)
-	} else {
-		if _, err := writeWithBackup(path, nil, data); err != nil {
+	default:
+		if _, err := writeWithBackup(path, nil, r.Data); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "restored %s\n", path)
+		reportRestore(out, path, r)
 	}
 	if err := os.Remove(backup); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "the servers imported into mcproxy's config stay there; remove them with `mcproxy remove NAME` if you like")
 	return nil
+}
+
+// reportRestore says what undoSetup did to the client's file.
+func reportRestore(out io.Writer, path string, r *importer.Restored) {
+	if r.Verbatim {
+		fmt.Fprintf(out, "restored %s as it was before setup (nothing else changed since)\n", path)
+		return
+	}
+	servers := "no servers of its own to put back"
+	if len(r.Servers) > 0 {
+		servers = fmt.Sprintf("put back its %d server(s): %s", len(r.Servers), strings.Join(r.Servers, ", "))
+	}
+	fmt.Fprintf(out, "restored %s: took out mcproxy's entry, %s\n", path, servers)
+	if len(r.Kept) > 0 {
+		fmt.Fprintf(out, "  kept what the client changed since setup: %s\n", strings.Join(r.Kept, ", "))
+	}
+	if len(r.Added) > 0 {
+		fmt.Fprintf(out, "  kept the servers added since setup: %s\n", strings.Join(r.Added, ", "))
+	}
+	if r.Comments {
+		fmt.Fprintf(out, "  note: the comments and trailing commas of %s were not kept\n", path)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,14 +16,15 @@ import (
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
+	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// localBase is the base URL this machine reaches the mcproxy serving cfg
-// at.
-func localBase(cfg *config.Config) (string, error) {
-	host, port, err := net.SplitHostPort(cfg.Listen)
+// localBase is the base URL this machine reaches an mcproxy listening on
+// addr at.
+func localBase(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("listen %q: %w", cfg.Listen, err)
+		return "", fmt.Errorf("listen %q: %w", addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
@@ -30,9 +32,27 @@ func localBase(cfg *config.Config) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// fetchStatus reads /status from the mcproxy serving cfg.
-func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, error) {
-	base, err := localBase(cfg)
+// fetchStatus reads /status from the first of addrs where an mcproxy
+// answers, and returns which one that was.
+func fetchStatus(ctx context.Context, cfg *config.Config, addrs []string) (*dashboard.Status, string, error) {
+	var errs []error
+	for _, addr := range addrs {
+		st, err := fetchStatusAt(ctx, cfg, addr)
+		if err == nil {
+			return st, addr, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return nil, "", fmt.Errorf("%w (start one with `mcproxy serve`, or name its address with --listen)", errs[0])
+	}
+	return nil, "", fmt.Errorf("no mcproxy answers at %s (start one with `mcproxy serve`, or name its address with --listen): %w",
+		strings.Join(addrs, ", "), errors.Join(errs...))
+}
+
+// fetchStatusAt reads /status from the mcproxy listening on addr.
+func fetchStatusAt(ctx context.Context, cfg *config.Config, addr string) (*dashboard.Status, error) {
+	base, err := localBase(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +68,7 @@ func fetchStatus(ctx context.Context, cfg *config.Config) (*dashboard.Status, er
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no mcproxy answers at %s (start one with `mcproxy serve`): %w", url, err)
+		return nil, fmt.Errorf("no mcproxy answers at %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -72,6 +92,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	fs := newFlagSet(name, name+" [flags]", stderr)
 	cfgPath := fs.String("config", config.DefaultConfigPath(), "config file (for listen and auth_token)")
 	asJSON := fs.Bool("json", false, "print /status as JSON")
+	var addr string
+	for _, f := range []string{"listen", "addr"} {
+		fs.StringVar(&addr, f, "", "the address of the mcproxy to ask, as given to serve --listen (default: the one serving this config, else its listen)")
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagError(stderr, fs, err)
@@ -85,7 +109,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	st, err := fetchStatus(ctx, cfg)
+	addrs := candidateAddrs(cfg, *cfgPath)
+	if addr != "" {
+		addrs = []string{flagAddr(addr)}
+	}
+	st, at, err := fetchStatus(ctx, cfg, addrs)
 	if err != nil && !servers {
 		fmt.Fprintf(stderr, "mcproxy status: %v\n", err)
 		return exitError
@@ -98,9 +126,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	}
 	live := map[string]dashboard.Server{}
 	if st != nil {
-		fmt.Fprintf(stdout, "mcproxy %s at %s, up %s; %d tools indexed; %d session(s)\n", st.Version, cfg.Listen,
+		fmt.Fprintf(stdout, "mcproxy %s at %s, up %s; %d tools indexed; %d session(s)\n", st.Version, at,
 			time.Duration(st.UptimeSeconds)*time.Second, st.IndexSize, len(st.Sessions))
-		if base, err := localBase(cfg); err == nil {
+		if base, err := localBase(at); err == nil {
 			fmt.Fprintf(stdout, "dashboard: %s\n", dashboardLink(base, cfg.AuthToken != ""))
 		}
 		for _, s := range st.Servers {
@@ -115,8 +143,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	} else {
 		fmt.Fprintf(stdout, "not running (%v); the states below are the config's\n", err)
 	}
-	names := make([]string, 0, len(cfg.MCPServers))
+	names := make([]string, 0, len(cfg.MCPServers)+len(cfg.Broken))
 	for n := range cfg.MCPServers {
+		names = append(names, n)
+	}
+	for n := range cfg.Broken {
 		names = append(names, n)
 	}
 	if !servers {
@@ -133,6 +164,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		s, ok := live[n]
 		switch {
 		case ok:
+		case cfg.Broken[n] != "":
+			s = dashboard.Server{State: string(upstream.StateMisconfigured), LastError: cfg.Broken[n]}
 		case !cfg.MCPServers[n].IsEnabled():
 			s = dashboard.Server{State: "disabled"}
 		case st != nil:
@@ -140,7 +173,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		default:
 			s = dashboard.Server{State: "configured"}
 		}
-		if s.State == "down" {
+		if s.State == string(upstream.StateDown) || s.State == string(upstream.StateMisconfigured) {
 			down++
 		}
 		up := ""

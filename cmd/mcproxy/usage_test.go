@@ -31,3 +31,18 @@ func TestFlagUsageArgumentNames(t *testing.T) {
 		}
 	}
 }
+
+// learned --help lists every subcommand, not only list's flags (issue 30).
+func TestLearnedHelpListsEverySubcommand(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help"} {
+		code, out, errOut := runCLI(t, "learned", arg)
+		if code != exitOK {
+			t.Errorf("learned %s: got exit %d, want 0\n%s", arg, code, errOut)
+		}
+		for _, want := range []string{"learned [list [TOOL]]", "learned forget TOOL", "learned reset"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("learned %s: got %q, want it to hold %q", arg, out+errOut, want)
+			}
+		}
+	}
+}

@@ -22,7 +22,10 @@
 // Unknown keys, duplicate keys, values of the wrong JSON type and durations
 // given as numbers are errors, each reported with the field's path, e.g.
 // `mcpServers.git.comand: unknown key (did you mean "command"?)`. All problems
-// are reported at once.
+// are reported at once. ParseServing, which mcproxy's commands use, sets a
+// server whose entry has problems aside (Config.Broken) and reads the rest,
+// so one bad server never stops the others; a problem with mcproxy's own
+// keys still refuses the file.
 package config
 
 // Config is the whole configuration file. The mcpServers map has the shape
@@ -108,6 +111,13 @@ type Config struct {
 	// Limits caps batches, request bodies, upstream messages and request
 	// reads (see LimitsConfig).
 	Limits LimitsConfig `json:"limits,omitzero"`
+
+	// Broken holds the servers whose entries have problems, each with them
+	// on one line (field paths included), when ParseServing set them aside:
+	// they are not in MCPServers, and the upstream manager shows them as
+	// misconfigured. Never read from nor written to the file; nil when the
+	// config was parsed strictly.
+	Broken map[string]string `json:"-"`
 }
 
 // LearnEnabled reports whether retrieve_tools learns from use.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,12 +28,18 @@ func Load(path string) (*Config, error) {
 
 // LoadWithNotes is Load that also returns the notes ParseWithNotes makes
 // about keys of other MCP clients' files that were accepted and ignored.
-func LoadWithNotes(path string) (*Config, []string, error) {
+func LoadWithNotes(path string) (*Config, []string, error) { return load(path, false) }
+
+// LoadServing is LoadWithNotes the way mcproxy's commands read their own
+// config: see ParseServing.
+func LoadServing(path string) (*Config, []string, error) { return load(path, true) }
+
+func load(path string, lenient bool) (*Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
-	cfg, notes, err := ParseWithNotes(data, os.LookupEnv)
+	cfg, notes, err := parse(data, os.LookupEnv, lenient)
 	if err != nil {
 		if n := countErrors(err); n > 1 {
 			return nil, nil, fmt.Errorf("loading config %s: %d problems:\n%w", path, n, err)
@@ -60,6 +68,23 @@ func Parse(data []byte, getenv func(string) (string, bool)) (*Config, error) {
 // false; Claude Desktop's "globalShortcut" and Cline's "autoApprove" are
 // ignored). The notes are sorted by field path.
 func ParseWithNotes(data []byte, getenv func(string) (string, bool)) (*Config, []string, error) {
+	return parse(data, getenv, false)
+}
+
+// ParseServing is ParseWithNotes the way serve, search, a live reload and
+// the other commands read mcproxy's own config (issue 30): a problem
+// inside one server's entry (an unset ${VAR}, a bad field) sets that server
+// aside, in Config.Broken with its problems and out of MCPServers, instead
+// of refusing the file, so one bad server never takes the others down.
+// Problems with mcproxy's own keys (or with the mcpServers map as a whole)
+// still refuse the file, with every problem found, the servers' included.
+func ParseServing(data []byte, getenv func(string) (string, bool)) (*Config, []string, error) {
+	return parse(data, getenv, true)
+}
+
+// parse is ParseWithNotes, with the servers whose entries have problems
+// set aside when lenient.
+func parse(data []byte, getenv func(string) (string, bool), lenient bool) (*Config, []string, error) {
 	if getenv == nil {
 		getenv = func(string) (string, bool) { return "", false }
 	}
@@ -70,15 +95,87 @@ func ParseWithNotes(data []byte, getenv func(string) (string, bool)) (*Config, [
 	d := decoder{getenv: getenv, errs: dups}
 	var cfg Config
 	d.decode(root, reflect.ValueOf(&cfg).Elem(), "")
+	names := serverKeys(root)
+	broken := map[string][]error{}
 	if len(d.errs) > 0 {
-		return nil, nil, errors.Join(d.errs...)
+		if !lenient || !byServer(d.errs, names, broken) {
+			return nil, nil, errors.Join(d.errs...)
+		}
+		for name := range broken {
+			delete(cfg.MCPServers, name)
+		}
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
+		all := unjoin(err)
+		if !lenient || !byServer(all, names, broken) {
+			for _, name := range slices.Sorted(maps.Keys(broken)) { // the decoding problems set aside
+				all = append(all, broken[name]...)
+			}
+			return nil, nil, errors.Join(all...)
+		}
+		for name := range broken {
+			delete(cfg.MCPServers, name)
+		}
+	}
+	if len(broken) > 0 {
+		cfg.Broken = make(map[string]string, len(broken))
+		for name, errs := range broken {
+			cfg.Broken[name] = joinProblems(errs)
+		}
 	}
 	sort.Strings(d.notes)
 	return &cfg, d.notes, nil
+}
+
+// serverKeys is the names of the file's mcpServers entries, longest first
+// so that a name holding a dot ("a.b", refused later as a name) claims its
+// own paths before "a" does.
+func serverKeys(root *node) []string {
+	i := slices.Index(root.keys, "mcpServers")
+	if i < 0 || root.vals[i].kind != 'o' {
+		return nil
+	}
+	names := slices.Clone(root.vals[i].keys)
+	sort.Slice(names, func(a, b int) bool { return len(names[a]) > len(names[b]) })
+	return names
+}
+
+// byServer files each of errs under the server whose entry it is about,
+// in broken. It reports false, filing nothing, when one of errs is about
+// anything else: mcproxy's own keys are not set aside.
+func byServer(errs []error, names []string, broken map[string][]error) bool {
+	owners := make([]string, len(errs))
+	for i, err := range errs {
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			return false
+		}
+		for _, name := range names {
+			p := "mcpServers." + name
+			if rest, ok := strings.CutPrefix(fe.Path, p); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+				owners[i] = name
+				break
+			}
+		}
+		if owners[i] == "" {
+			return false
+		}
+	}
+	for i, err := range errs {
+		broken[owners[i]] = append(broken[owners[i]], err)
+	}
+	return true
+}
+
+// joinProblems is one server's problems on one line, as status lines and
+// retrieve_tools answers show them.
+func joinProblems(errs []error) string {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // FieldError is one problem with one field of the config. Path is dotted
@@ -242,11 +339,14 @@ func (p *treeParser) value(path string) (*node, error) {
 }
 
 // countErrors counts the problems in an error built by errors.Join.
-func countErrors(err error) int {
+func countErrors(err error) int { return len(unjoin(err)) }
+
+// unjoin is the problems in an error built by errors.Join, or err alone.
+func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return len(j.Unwrap())
+		return j.Unwrap()
 	}
-	return 1
+	return []error{err}
 }
 
 func joinPath(path, key string) string {

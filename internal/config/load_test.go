@@ -195,6 +195,9 @@ func TestParseRoundTrip(t *testing.T) {
 func assertAllSet(t *testing.T, v reflect.Value, name string) {
 	t.Helper()
 	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("json") == "-" {
+			continue // not in the file (Config.Broken), so no round trip
+		}
 		if v.Field(i).IsZero() {
 			t.Errorf("fixture leaves %s.%s zero; set it so the round trip covers it", name, v.Type().Field(i).Name)
 		}

@@ -3,7 +3,8 @@
 // turns them into mcproxy's mcpServers entries; it also edits JSON config
 // files in place, keeping their other keys and order, so mcproxy's config
 // can take imported servers and a client's can be pointed at mcproxy
-// (issue 18). It reads and returns bytes: the caller owns file access,
+// (issue 18) and back, keeping what the client changed since (Restore,
+// issue 30). It reads and returns bytes: the caller owns file access,
 // backups and prompting, and nothing here starts a server or logs.
 package importer
 
@@ -60,7 +61,7 @@ type Result struct {
 // and trailing commas allowed). Servers come from "mcpServers" (Claude,
 // Cursor, Windsurf, Cline) or "servers" (VS Code), plus, in Claude Code's
 // ~/.claude.json, the project of opts.Workspace. Other top-level keys are
-// noted and ignored.
+// ignored, with one note naming them all.
 func Parse(data []byte, opts Options) (*Result, error) {
 	top, err := members(stripJSONC(data))
 	if err != nil {
@@ -75,6 +76,8 @@ func Parse(data []byte, opts Options) (*Result, error) {
 	}
 	p := parser{opts: opts, inputs: inputs, r: r, answers: map[string]string{}}
 	found := false
+	var ignored []string
+	ignoredAt := 0 // where in Notes the one line about them goes
 	for _, m := range top {
 		switch m.key {
 		case "mcpServers", "servers":
@@ -88,8 +91,16 @@ func Parse(data []byte, opts Options) (*Result, error) {
 				return nil, err
 			}
 		default:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: not about MCP servers, ignored", m.key))
+			if ignored == nil {
+				ignoredAt = len(r.Notes)
+			}
+			ignored = append(ignored, m.key)
 		}
+	}
+	if ignored != nil {
+		// One line for them all: a nearly empty Claude Code file has a
+		// dozen such keys (issue 30).
+		r.Notes = slices.Insert(r.Notes, ignoredAt, strings.Join(ignored, ", ")+": not about MCP servers, ignored")
 	}
 	if !found && len(r.Servers) == 0 {
 		return nil, fmt.Errorf(`no "mcpServers" or "servers" object in the file`)

@@ -45,9 +45,7 @@ func TestParseClientFiles(t *testing.T) {
 				"postgres": {Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-postgres", "postgresql://localhost/shop"}},
 			},
 			notes: []string{
-				"numStartups: not about MCP servers, ignored",
-				"theme: not about MCP servers, ignored",
-				"hasCompletedOnboarding: not about MCP servers, ignored",
+				"numStartups, theme, hasCompletedOnboarding: not about MCP servers, ignored",
 				"projects: servers of 1 other project(s) not imported (run the import from a project's folder to take its servers)",
 			},
 		},

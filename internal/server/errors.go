@@ -35,6 +35,8 @@ func downText(e *upstream.DownError, now time.Time) string {
 	switch {
 	case e.State == upstream.StateDisabled:
 		b.WriteString(" It is disabled in the mcproxy config; its tools cannot be called until it is enabled.")
+	case e.State == upstream.StateMisconfigured:
+		b.WriteString(" Its entry in the mcproxy config has the problems above, so it was not started; retrying will not help until the user fixes them (mcproxy applies the saved file by itself).")
 	case e.State == upstream.StateNeedsSignIn:
 		b.WriteString(" Retrying will not help until the user signs in: ask them to run the command above, then retry.")
 	case !e.RetryAt.IsZero():

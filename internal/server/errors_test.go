@@ -44,6 +44,13 @@ func TestErrorTexts(t *testing.T) {
 			want: `Server "git" is unavailable (state: disabled). It is disabled in the mcproxy config; its tools cannot be called until it is enabled. Tools of other servers still work.`,
 		},
 		{
+			name: "misconfigured",
+			got: downText(&upstream.DownError{Server: "ctx7", State: upstream.StateMisconfigured,
+				LastError: "mcpServers.ctx7.env.KEY: ${KEY} is not set: export KEY, or give a default with ${KEY:-value}"}, now),
+			want: "Server \"ctx7\" is unavailable (state: misconfigured). Last error: mcpServers.ctx7.env.KEY: ${KEY} is not set: export KEY, or give a default with ${KEY:-value}. " +
+				"Its entry in the mcproxy config has the problems above, so it was not started; retrying will not help until the user fixes them (mcproxy applies the saved file by itself). Tools of other servers still work.",
+		},
+		{
 			name: "needs sign-in",
 			got: downText(&upstream.DownError{Server: "linear", State: upstream.StateNeedsSignIn, RetryAt: now.Add(30 * time.Second),
 				LastError: "upstream \"linear\" needs sign-in (no browser to open here): run `mcproxy auth login linear`"}, now),

@@ -106,7 +106,7 @@ func (s *Server) WarmStart() (int, error) {
 	loaded := 0
 	for _, st := range s.up.Status() {
 		tools := f.Servers[st.Server]
-		if st.State == upstream.StateDisabled || len(tools) == 0 || !validTools(st.Server, tools) {
+		if st.State == upstream.StateDisabled || st.State == upstream.StateMisconfigured || len(tools) == 0 || !validTools(st.Server, tools) {
 			continue
 		}
 		s.mu.RLock()
@@ -339,7 +339,8 @@ func (s *Server) waitLaunched(ctx context.Context) error {
 }
 
 // connectionLine is what a retrieve_tools answer ends with when some
-// enabled servers are not connected (each named with its state, and for a
+// enabled servers are not connected (each named with its state, a
+// misconfigured one with its problems, a down one with its last error, and for a
 // connecting server with last known tools, how many of matches come from
 // them) or are ready with tools not indexed yet (a line of its own, so the
 // model asks again rather than concluding there is no such tool). Empty
@@ -355,6 +356,15 @@ func connectionLine(v upstreamView, matches []Match) string {
 			continue
 		}
 		part := fmt.Sprintf("%s (%s", st.Server, st.State)
+		switch st.State {
+		case upstream.StateMisconfigured:
+			// The model cannot fix the config; it can tell the user what to.
+			part += ": " + strings.TrimSuffix(st.LastError, ".") + "; the user must fix its entry in the mcproxy config"
+		case upstream.StateDown:
+			if st.LastError != "" { // a failed launch says why (issue 30)
+				part += ": " + shortReason(st.LastError)
+			}
+		}
 		switch n := fromServer[st.Server]; {
 		case v.stale[st.Server] && n > 0:
 			part += fmt.Sprintf("; %d of the matches above %s from its tool list of the last run, and call_tool waits for it to connect", n, plural(n, "is", "are"))
@@ -377,6 +387,19 @@ func connectionLine(v upstreamView, matches []Match) string {
 		lines = append(lines, "Still indexing: "+strings.Join(parts, ", ")+"; ask again in a moment.")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// maxReason caps the reason a down server gets in a retrieve_tools answer:
+// every answer carries it, and a crashed child's stderr can be long.
+const maxReason = 200
+
+// shortReason is an upstream error on one line, cut to maxReason runes.
+func shortReason(s string) string {
+	s = strings.TrimSuffix(strings.Join(strings.Fields(s), " "), ".")
+	if r := []rune(s); len(r) > maxReason {
+		s = string(r[:maxReason-1]) + "…"
+	}
+	return s
 }
 
 // staleNote marks a describe_tool entry whose tool comes from the last run.

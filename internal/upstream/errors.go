@@ -34,6 +34,9 @@ func (e *DownError) Error() string {
 	if e.State == StateDisabled {
 		return fmt.Sprintf("upstream %q is disabled in the config (mcpServers.%s.enabled is false)", e.Server, e.Server)
 	}
+	if e.State == StateMisconfigured {
+		return fmt.Sprintf("upstream %q is not started: its entry in the config has problems: %s (fix them and save the file; a running mcproxy applies it)", e.Server, e.LastError)
+	}
 	if e.State == StateNeedsSignIn && e.LastError != "" {
 		return e.LastError // it names the server and the command to run
 	}

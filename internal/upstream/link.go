@@ -27,10 +27,13 @@ type link struct {
 	m    *Manager
 	name string
 	cfg  config.ServerConfig
-	kind string
-	init limit
-	call limit
-	log  *zap.Logger
+	// broken is the problems of the server's config entry
+	// (config.Config.Broken); "" for a server that may start.
+	broken string
+	kind   string
+	init   limit
+	call   limit
+	log    *zap.Logger
 
 	wake      chan struct{} // a call wants a reconnect attempt now (capacity 1)
 	firstDone chan struct{} // closed after the first attempt, ok or not
@@ -359,6 +362,9 @@ func clamp(d, lo, hi time.Duration) time.Duration {
 // has passed since it went down; otherwise, or if that attempt fails, the
 // answer is a *DownError.
 func (l *link) acquire(ctx context.Context) (*session, error) {
+	if l.broken != "" {
+		return nil, &DownError{Server: l.name, State: StateMisconfigured, LastError: l.broken}
+	}
 	if !l.cfg.IsEnabled() {
 		return nil, &DownError{Server: l.name, State: StateDisabled}
 	}
@@ -405,7 +411,7 @@ func (l *link) status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := Status{Server: l.name, Transport: l.kind, State: l.state, LastError: l.lastErr, RetryAt: l.retryAt, Since: l.since}
-	if !l.cfg.IsEnabled() {
+	if !l.cfg.IsEnabled() && l.broken == "" {
 		st.State = StateDisabled
 	}
 	if l.state == StateReady {

@@ -33,6 +33,18 @@ func (m *Manager) newLink(name string, sc config.ServerConfig, cfg *config.Confi
 	return l
 }
 
+// newBrokenLink is the link of a server set aside for the problems of its
+// config entry: it never starts, and shows as misconfigured with them.
+func (m *Manager) newBrokenLink(name, problems string, cfg *config.Config) *link {
+	l := m.newLink(name, config.ServerConfig{}, cfg)
+	l.broken, l.state, l.lastErr = problems, StateMisconfigured, problems
+	return l
+}
+
+// startable reports whether l's server is to be connected: enabled and
+// free of config problems.
+func (l *link) startable() bool { return l.broken == "" && l.cfg.IsEnabled() }
+
 // roster is the current set of links and their sorted names; the caller
 // must not modify either.
 func (m *Manager) roster() (map[string]*link, []string) {
@@ -68,7 +80,8 @@ func (c Changes) Empty() bool {
 // (issue 18, live configuration): servers that are new start, servers gone
 // from cfg stop, and servers whose settings changed (command, env, URL,
 // filters, timeouts, enabled) are stopped and started again; the others
-// keep their connections. A stopped server is reported to OnToolsChanged
+// keep their connections. A server in cfg.Broken stops and shows as
+// misconfigured until a later configuration mends its entry. A stopped server is reported to OnToolsChanged
 // with nil tools before its replacement starts, so its tools leave the
 // catalog. New servers connect in the background: Reconfigure does not
 // wait for them. cfg must be validated, with defaults applied, and is not
@@ -80,16 +93,22 @@ func (m *Manager) Reconfigure(cfg *config.Config) Changes {
 		return Changes{}
 	}
 	old, _ := m.roster()
-	next := make(map[string]*link, len(cfg.MCPServers))
+	next := make(map[string]*link, len(cfg.MCPServers)+len(cfg.Broken))
 	var ch Changes
 	var stopping []*link
+	links := make(map[string]*link, len(cfg.MCPServers)+len(cfg.Broken))
 	for name, sc := range cfg.MCPServers {
-		nl := m.newLink(name, sc, cfg)
+		links[name] = m.newLink(name, sc, cfg)
+	}
+	for name, problems := range cfg.Broken {
+		links[name] = m.newBrokenLink(name, problems, cfg)
+	}
+	for name, nl := range links {
 		ol, ok := old[name]
 		switch {
 		case !ok:
 			ch.Added = append(ch.Added, name)
-		case reflect.DeepEqual(ol.cfg, sc) && ol.init == nl.init && ol.call == nl.call:
+		case reflect.DeepEqual(ol.cfg, nl.cfg) && ol.broken == nl.broken && ol.init == nl.init && ol.call == nl.call:
 			next[name] = ol
 			continue
 		default:
@@ -99,7 +118,7 @@ func (m *Manager) Reconfigure(cfg *config.Config) Changes {
 		next[name] = nl
 	}
 	for name, ol := range old {
-		if _, ok := cfg.MCPServers[name]; !ok {
+		if _, ok := links[name]; !ok {
 			ch.Removed = append(ch.Removed, name)
 			stopping = append(stopping, ol)
 		}
@@ -132,7 +151,7 @@ func (m *Manager) Reconfigure(cfg *config.Config) Changes {
 	select {
 	case <-m.started: // otherwise Start launches them
 		for _, name := range append(ch.Added, ch.Changed...) {
-			if l := next[name]; l.cfg.IsEnabled() {
+			if l := next[name]; l.startable() {
 				m.launch(l)
 			}
 		}

@@ -107,6 +107,10 @@ const (
 	StateReady      State = "ready"      // initialized; calls go through
 	StateDown       State = "down"       // the last attempt failed or the connection was lost; a retry is scheduled
 	StateDisabled   State = "disabled"   // enabled: false in the config; never started
+	// StateMisconfigured: the server's config entry has problems (an
+	// unset ${VAR}, a bad field; config.Config.Broken), so it is never
+	// started; LastError names them. The other servers run (issue 30).
+	StateMisconfigured State = "misconfigured"
 	// StateNeedsSignIn: the server wants an OAuth sign-in that mcproxy
 	// cannot finish alone; it connects as soon as tokens are stored
 	// (mcproxy auth login SERVER).
@@ -118,7 +122,8 @@ type Status struct {
 	Server    string
 	Transport string // stdio, sse or streamable-http
 	State     State
-	// LastError is why the server is down ("" when it is ready).
+	// LastError is why the server is down ("" when it is ready), or the
+	// problems of a misconfigured server's entry.
 	LastError string
 	// Tools is how many tools the server exposes after filtering (0 unless ready).
 	Tools int
@@ -200,6 +205,10 @@ func New(cfg *config.Config, opts Options) *Manager {
 		m.links[name] = m.newLink(name, sc, cfg)
 		m.names = append(m.names, name)
 	}
+	for name, problems := range cfg.Broken {
+		m.links[name] = m.newBrokenLink(name, problems, cfg)
+		m.names = append(m.names, name)
+	}
 	sort.Strings(m.names)
 	m.revs.keep(m.names)
 	return m
@@ -212,7 +221,7 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Start connects every enabled server concurrently and returns once each has
+// Start connects every enabled server (misconfigured ones aside) concurrently and returns once each has
 // initialized and listed its tools or failed (each bounded by its init
 // timeout), or when ctx ends. Servers that failed keep retrying in the
 // background; ctx only bounds the waiting, not the connections. Calling
@@ -225,7 +234,7 @@ func (m *Manager) Start(ctx context.Context) {
 		if !m.closed {
 			links, names := m.roster()
 			for _, name := range names {
-				if l := links[name]; l.cfg.IsEnabled() {
+				if l := links[name]; l.startable() {
 					m.launch(l)
 				}
 			}
@@ -236,7 +245,7 @@ func (m *Manager) Start(ctx context.Context) {
 	links, names := m.roster()
 	for _, name := range names {
 		l := links[name]
-		if !l.cfg.IsEnabled() {
+		if !l.startable() {
 			continue
 		}
 		select {
