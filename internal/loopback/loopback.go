@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // Server is a running loopback HTTP server.
@@ -60,14 +62,10 @@ func Listen(h http.Handler) (*Server, error) {
 		defer s.inflight.Done()
 		h.ServeHTTP(w, r)
 	})}
-	serving := make(chan struct{})
-	s.serving = serving
-	go func() {
-		defer close(serving)
-		// Serve returns only once Close has closed the listener; its
-		// error then is http.ErrServerClosed, nothing to report.
-		_ = s.srv.Serve(ln)
-	}()
+	// Serve returns only once Close has closed the listener; its error
+	// then is http.ErrServerClosed, nothing to report. net/http recovers
+	// a handler's panic itself; the helper covers the accept loop.
+	s.serving = goroutine.Go(nil, "loopback accept", func() { _ = s.srv.Serve(ln) })
 	return s, nil
 }
 
