@@ -15,6 +15,7 @@ require (
 	go.etcd.io/bbolt v1.4.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
+	go.uber.org/zap/exp v0.3.0
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/tools v0.51.0
 )

@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -44,7 +43,8 @@ import (
 	"github.com/mcproxy/mcproxy/bench/trajectory"
 	"github.com/mcproxy/mcproxy/internal/config"
 	gw "github.com/mcproxy/mcproxy/internal/gateway"
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
+	"github.com/mcproxy/mcproxy/internal/loopback"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -219,7 +219,7 @@ func (b *bench) replay(ctx context.Context, t *trajectory.Trajectory, window int
 // gateway replays r through the gateway to a coop model.
 func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
 	model := newCoop(r.t, b.count, r.facts)
-	up := gatewaytest.New(model.answer)
+	up := scriptedmodel.New(model.answer)
 	defer up.Close()
 	// The one place this entry point builds its hosts: the on-disk session
 	// hosts mcproxy serve uses, in a directory of the replay's own.
@@ -239,7 +239,7 @@ func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
 		return err
 	}
 	defer g.Close()
-	front := httptest.NewServer(server.Guard(g, server.HTTPOptions{}))
+	front := loopback.NewServer(server.Guard(g, server.HTTPOptions{}))
 	defer front.Close()
 
 	for k := range r.t.Steps {

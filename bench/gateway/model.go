@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/mcproxy/mcproxy/bench/trajectory"
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // coop is the scripted model of one replayed run: a cooperative model that
@@ -252,9 +252,9 @@ func (v *mview) shows(s string) (bool, bool) {
 
 // answer is the Script: a pure function of the request, but for the
 // records it keeps for the report.
-func (m *coop) answer(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *coop) answer(r *scriptedmodel.Request) scriptedmodel.Reply {
 	if r.Path != "/v1/messages" {
-		return gatewaytest.Reply{}
+		return scriptedmodel.Reply{}
 	}
 	reply := m.reply(r)
 	n := 0
@@ -267,14 +267,14 @@ func (m *coop) answer(r *gatewaytest.Request) gatewaytest.Reply {
 	return reply
 }
 
-func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *coop) reply(r *scriptedmodel.Request) scriptedmodel.Reply {
 	v, err := m.read(r.Body)
 	if err != nil {
-		return gatewaytest.Say("I could not read the request: " + err.Error())
+		return scriptedmodel.Say("I could not read the request: " + err.Error())
 	}
 	if v.next >= len(m.t.Steps) {
 		m.offScript(fmt.Sprintf("upstream request %d: nothing in view places it before a step of the run", r.Seq))
-		return gatewaytest.Say("The task is done.")
+		return scriptedmodel.Say("The task is done.")
 	}
 	if strings.Contains(v.nudge, "[mcproxy]") && strings.Contains(v.nudge, "<summary>") {
 		// The gateway's first compression round: a summary of the earlier
@@ -282,14 +282,14 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 		m.mu.Lock()
 		m.compress++
 		m.mu.Unlock()
-		return gatewaytest.Say("<summary>" + m.firstSummary(v) + "</summary>")
+		return scriptedmodel.Say("<summary>" + m.firstSummary(v) + "</summary>")
 	}
 	if v.nudge != "" && v.offers("Compress") && !v.justCalled("Compress") {
 		if args, ok := m.compressArgs(v); ok {
 			m.mu.Lock()
 			m.compress++
 			m.mu.Unlock()
-			return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("", "Compress", args)}}
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("", "Compress", args)}}
 		}
 	}
 	next := m.t.AnthropicAssistant(v.next)
@@ -301,15 +301,15 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 	}
 	if len(missing) > 0 && v.offers("read_archive") {
 		if refs := m.picks(v, next); len(refs) > 0 {
-			var calls []gatewaytest.Part
+			var calls []scriptedmodel.Part
 			for _, ref := range refs {
 				in, _ := json.Marshal(map[string]string{"ref": ref})
-				calls = append(calls, gatewaytest.ToolCall("", "read_archive", string(in)))
+				calls = append(calls, scriptedmodel.ToolCall("", "read_archive", string(in)))
 			}
 			m.mu.Lock()
 			m.reads += len(calls)
 			m.mu.Unlock()
-			return gatewaytest.Reply{Parts: calls}
+			return scriptedmodel.Reply{Parts: calls}
 		}
 		if args, ok := v.blockPage(); ok {
 			// No work log names a ref (the first round's summary could
@@ -317,7 +317,7 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 			m.mu.Lock()
 			m.reads++
 			m.mu.Unlock()
-			return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("", "read_archive", args)}}
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("", "read_archive", args)}}
 		}
 	}
 	m.mu.Lock()
@@ -335,15 +335,15 @@ func (m *coop) reply(r *gatewaytest.Request) gatewaytest.Reply {
 		}
 	}
 	m.mu.Unlock()
-	var parts []gatewaytest.Part
+	var parts []scriptedmodel.Part
 	for _, b := range next.Content {
 		if b.Type == "text" {
-			parts = append(parts, gatewaytest.Text(b.Text))
+			parts = append(parts, scriptedmodel.Text(b.Text))
 		} else {
-			parts = append(parts, gatewaytest.ToolCall(b.ID, b.Name, string(b.Input)))
+			parts = append(parts, scriptedmodel.ToolCall(b.ID, b.Name, string(b.Input)))
 		}
 	}
-	return gatewaytest.Reply{Parts: parts}
+	return scriptedmodel.Reply{Parts: parts}
 }
 
 func (m *coop) offScript(s string) {

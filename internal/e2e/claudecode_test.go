@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -70,7 +72,7 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		paths = append(paths, p)
 	}
 
-	up := gatewaytest.New(gatewaytest.Agent)
+	up := scriptedmodel.New(gatewaytest.Agent)
 	defer up.Close()
 	const model = "claude-sonnet-4-5"
 	cfg := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
@@ -179,8 +181,8 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 		}
 		if compressed < 0 && answeredCompress(r.Body) {
 			compressed = i
-			before = gatewaytest.EstimateTokens(reqs[i-1].Body)
-			after = gatewaytest.EstimateTokens(r.Body)
+			before = scriptedmodel.EstimateTokens(reqs[i-1].Body)
+			after = scriptedmodel.EstimateTokens(r.Body)
 		}
 	}
 	if compressed < 0 {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // TestGatewayKeepsMcproxyCredentials: a model API client proves itself to
@@ -19,11 +19,11 @@ import (
 // other cookies arrive as they were sent (issue 26).
 func TestGatewayKeepsMcproxyCredentials(t *testing.T) {
 	const token = "mcp-local-token-26"
-	up := gatewaytest.New(func(r *gatewaytest.Request) gatewaytest.Reply {
+	up := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
 		if strings.HasSuffix(r.Path, "/models") {
-			return gatewaytest.Reply{Raw: &gatewaytest.Raw{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"data":[]}`)}}
+			return scriptedmodel.Reply{Raw: &scriptedmodel.Raw{Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"data":[]}`)}}
 		}
-		return gatewaytest.Say("hello")
+		return scriptedmodel.Say("hello")
 	})
 	defer up.Close()
 	dir := t.TempDir()

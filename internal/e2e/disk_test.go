@@ -17,7 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
@@ -251,7 +251,7 @@ func TestGatewayFullDisk(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	sessions := filepath.Join(data, "sessions")
 	testenv.Tmpfs(t, sessions, 1<<20)
-	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("final answer") })
+	up := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("final answer") })
 	defer up.Close()
 	for _, pol := range recordPolicies {
 		policy, name, noaCfg := pol.policy, pol.name, pol.noa()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -29,15 +30,15 @@ type archiveModel struct {
 	ref string
 }
 
-func (m *archiveModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *archiveModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	offered := bytes.Contains(r.Body, []byte(`"name":"`+session.ReadArchiveToolName+`"`))
 	if !offered || bytes.Contains(r.Body, []byte(`"tool_use_id":"toolu_ra"`)) {
-		return gatewaytest.Say("done")
+		return scriptedmodel.Say("done")
 	}
-	return gatewaytest.Reply{Parts: []gatewaytest.Part{
-		gatewaytest.ToolCall("toolu_ra", session.ReadArchiveToolName, fmt.Sprintf(`{"ref":%q}`, m.ref))}}
+	return scriptedmodel.Reply{Parts: []scriptedmodel.Part{
+		scriptedmodel.ToolCall("toolu_ra", session.ReadArchiveToolName, fmt.Sprintf(`{"ref":%q}`, m.ref))}}
 }
 
 // victim is an MCP session whose data no gateway request may reach.
@@ -71,7 +72,7 @@ func recordVictim(t *testing.T, c *client.Client, marker string) string {
 func TestGatewaySessionHeaderIsolation(t *testing.T) {
 	alpha := newGoUpstream(t, "alpha")
 	model := &archiveModel{}
-	up := gatewaytest.New(model.script)
+	up := scriptedmodel.New(model.script)
 	defer up.Close()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -196,11 +197,11 @@ func gatewayDirs(t *testing.T, sessions string) []string {
 // first's compression, and the first key continues its own.
 func TestGatewayCredentialScopes(t *testing.T) {
 	model := &killModel{}
-	up := gatewaytest.New(model.script)
+	up := scriptedmodel.New(model.script)
 	defer up.Close()
 	cfg, data := killConfig(t, up)
 	base, p := serveHTTP(t, cfg)
-	send := func(key string, body []byte, name ...string) []*gatewaytest.Request {
+	send := func(key string, body []byte, name ...string) []*scriptedmodel.Request {
 		t.Helper()
 		seen := len(up.Requests())
 		header := map[string]string{"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": key}
@@ -268,7 +269,7 @@ func TestGatewayCredentialScopes(t *testing.T) {
 // conversation, so the same history starts a new one under a new id
 // instead of reviving the removed id.
 func TestGatewayIndexFollowsRetention(t *testing.T) {
-	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("final answer") })
+	up := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("final answer") })
 	defer up.Close()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")

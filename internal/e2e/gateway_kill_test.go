@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
@@ -35,7 +36,7 @@ type killModel struct {
 
 var killRefTag = regexp.MustCompile(`\[(m\d{5}) · [^\]]+ tok\]`)
 
-func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *killModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var tags []string
@@ -44,7 +45,7 @@ func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	}
 	offered := bytes.Contains(r.Body, []byte(`"name":"`+noa.CompressToolName+`"`))
 	if m.compressed || !offered || len(tags) < 4 {
-		reply := gatewaytest.Say("final answer")
+		reply := scriptedmodel.Say("final answer")
 		if m.compressed && m.stallAfter {
 			m.stallAfter = false
 			reply.Stall = true
@@ -53,7 +54,7 @@ func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	}
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"file reads","summary":"Read files 0 to 7; each repeats a line naming its number."}]}`,
 		tags[1], tags[len(tags)-3])
-	reply := gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_c1", noa.CompressToolName, args)}}
+	reply := scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("toolu_c1", noa.CompressToolName, args)}}
 	if m.stallCompress {
 		m.stallCompress = false
 		reply.Stall, reply.StallAfter = true, 3
@@ -66,7 +67,7 @@ func (m *killModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 // killConfig writes a config whose gateway sends to up, with
 // kill-test-model's window the smallest allowed; it returns the config's
 // path and the data directory.
-func killConfig(t *testing.T, up *gatewaytest.Server) (cfg, data string) {
+func killConfig(t *testing.T, up *scriptedmodel.Server) (cfg, data string) {
 	t.Helper()
 	dir := t.TempDir()
 	data = filepath.Join(dir, "data")
@@ -124,7 +125,7 @@ func TestGatewayKilledMidCompress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := &killModel{stallCompress: tc.stallCompress, stallAfter: !tc.stallCompress}
-			up := gatewaytest.New(model.script)
+			up := scriptedmodel.New(model.script)
 			defer up.Close()
 			cfg, data := killConfig(t, up)
 			body := killConversation(tc.stream)
@@ -255,7 +256,7 @@ func TestGatewayKilledMidCompress(t *testing.T) {
 }
 
 // inMessages reports whether one of a forwarded request's messages holds s.
-func inMessages(r *gatewaytest.Request, s string) bool {
+func inMessages(r *scriptedmodel.Request, s string) bool {
 	for _, m := range r.Messages() {
 		if bytes.Contains(m, []byte(s)) {
 			return true

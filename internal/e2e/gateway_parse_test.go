@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // cpuTicks is the CPU time process pid has used (user and system), in
@@ -51,14 +53,14 @@ func TestGatewayParsingBounded(t *testing.T) {
 		"big event": "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
 			"event: ping\ndata: {\"type\":\"ping\",\"pad\":\"" + big + "\"}\n\n",
 	}
-	up := gatewaytest.New(func(r *gatewaytest.Request) gatewaytest.Reply {
+	up := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
 		if s, ok := streams[r.Header.Get("X-Case")]; ok {
-			return gatewaytest.Reply{Raw: &gatewaytest.Raw{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(s)}}
+			return scriptedmodel.Reply{Raw: &scriptedmodel.Raw{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(s)}}
 		}
 		if r.Header.Get("X-Case") == "big answer" {
-			return gatewaytest.Say(strings.Repeat(big, 8))
+			return scriptedmodel.Say(strings.Repeat(big, 8))
 		}
-		return gatewaytest.Say("fine")
+		return scriptedmodel.Say("fine")
 	})
 	defer up.Close()
 	dir := t.TempDir()

@@ -6,14 +6,16 @@ import (
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // TestGatewayBinary serves the model APIs from the real binary, beside
 // /mcp on the same listener, and drives them with the official SDKs against
 // a scripted model upstream.
 func TestGatewayBinary(t *testing.T) {
-	up := gatewaytest.New(func(r *gatewaytest.Request) gatewaytest.Reply {
-		return gatewaytest.Say("hello from the scripted model")
+	up := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Say("hello from the scripted model")
 	})
 	defer up.Close()
 	dir := t.TempDir()

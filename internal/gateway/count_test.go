@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -72,12 +73,12 @@ func TestCountTokensCountsTheProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(countBody(next))
-	if want := gatewaytest.EstimateTokens(counted.Body); res.InputTokens != want {
+	if want := scriptedmodel.EstimateTokens(counted.Body); res.InputTokens != want {
 		t.Errorf("client got input_tokens %d, want the upstream's count of the projected body, %d", res.InputTokens, want)
 	}
 	// noa's resident prompt carries the compression rules (issue 27); the
 	// span it compressed must save more than the rest of what noa adds.
-	if raw := gatewaytest.EstimateTokens(raw) + gatewaytest.EstimateTokens([]byte(noa.BuildSystemPrompt(noa.Sections{}))); res.InputTokens >= raw {
+	if raw := scriptedmodel.EstimateTokens(raw) + scriptedmodel.EstimateTokens([]byte(noa.BuildSystemPrompt(noa.Sections{}))); res.InputTokens >= raw {
 		t.Errorf("counted %d tokens, want fewer than the unprojected body with noa's prompt, %d: the compressed span should be a summary", res.InputTokens, raw)
 	}
 	if got := len(h.Messages()); got != before {
@@ -106,7 +107,7 @@ func TestCountTokensCountsTheProjection(t *testing.T) {
 
 func TestCountTokensNewConversationCreatesNothing(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Reply{} }, withHosts(hosts))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Reply{} }, withHosts(hosts))
 	msgs := conversation(3, 400, "count me")
 	b, _ := json.Marshal(countBody(msgs))
 	resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages/count_tokens", string(b), map[string]string{HeaderSession: "counted"})

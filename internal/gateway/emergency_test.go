@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // numbered is a text of about tokens tokens (four bytes each) in numbered
@@ -96,16 +96,16 @@ func TestEmergencyCutThroughTheGateway(t *testing.T) {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				var mu sync.Mutex
 				var pointer []string
-				script := func(r *gatewaytest.Request) gatewaytest.Reply {
+				script := func(r *scriptedmodel.Request) scriptedmodel.Reply {
 					mu.Lock()
 					defer mu.Unlock()
 					if r.Seq == 1 {
 						if pointer = cutPointer.FindStringSubmatch(readTexts(t, r.Body)); pointer != nil {
-							return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_ra", "read_archive",
+							return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("toolu_ra", "read_archive",
 								fmt.Sprintf(`{"ref":%q,"offset":%s,"limit":4000}`, pointer[1], pointer[2]))}}
 						}
 					}
-					return gatewaytest.Say("done")
+					return scriptedmodel.Say("done")
 				}
 				hosts := hostsOf[kind](t)
 				r := newRig(t, script, func(o *Options) {
@@ -119,7 +119,7 @@ func TestEmergencyCutThroughTheGateway(t *testing.T) {
 				}
 				reqs := r.up.Requests()
 				for i, q := range reqs {
-					if n := gatewaytest.EstimateTokens(q.Body); n > window {
+					if n := scriptedmodel.EstimateTokens(q.Body); n > window {
 						t.Errorf("request %d is %d tokens, over the %d window", i+1, n, window)
 					}
 					if strings.Contains(readTexts(t, q.Body), huge) {
@@ -166,7 +166,7 @@ func TestEmergencyCutsWholeImagesThroughTheGateway(t *testing.T) {
 			if kind == "session" {
 				hosts = sessionHosts(t, t.TempDir())
 			}
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("done") }, func(o *Options) {
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("done") }, func(o *Options) {
 				o.Hosts = hosts
 				o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: window}}
 			})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -77,7 +78,7 @@ func TestNotEngagedForwardsTheClientsBytes(t *testing.T) {
 	}{{"anthropic", false, false}, {"anthropic stream", false, true}, {"openai", true, false}, {"openai stream", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			hosts := &MemoryHosts{}
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("answer") }, withHosts(hosts), compressAt(0))
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("answer") }, withHosts(hosts), compressAt(0))
 			path, first, next := "/v1/messages", conversation(2, 200, "What was in file 1?"), []any(nil)
 			if tc.openai {
 				path, first = "/openai/v1/chat/completions", openaiConversation("What did it say?")
@@ -141,7 +142,7 @@ func engagedBody(body []byte) bool {
 // prompt cache is rewritten once.
 func TestEngagesOnceAndStays(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts), compressAt(0.5), noSummaryRound)
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }, withHosts(hosts), compressAt(0.5), noSummaryRound)
 	small := conversation(2, 200, "What was in file 1?")
 	large := reads(small, 0, 8, 2400, "What was in g7?")
 	more := append(append([]any(nil), large...), map[string]any{"role": "assistant", "content": "ok"},
@@ -171,13 +172,13 @@ func TestEngagesOnceAndStays(t *testing.T) {
 
 // stablePrefix reports whether request b keeps the prefix request a left
 // for the prompt cache (gatewaytest.Prefix.Stable).
-func stablePrefix(t *testing.T, a, b *gatewaytest.Request) bool {
+func stablePrefix(t *testing.T, a, b *scriptedmodel.Request) bool {
 	t.Helper()
-	p, err := a.Prefix()
+	p, err := gatewaytest.RequestPrefix(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := b.Prefix()
+	next, err := gatewaytest.RequestPrefix(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestEngagementSurvivesRestart(t *testing.T) {
 		}
 		o.Conversations = c
 	}
-	say := func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }
+	say := func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }
 	large := reads(conversation(2, 200, "What was in file 1?"), 0, 8, 2400, "What was in g7?")
 	more := append(append([]any(nil), large...), map[string]any{"role": "assistant", "content": "ok"},
 		map[string]any{"role": "user", "content": "And g3?"})
@@ -234,11 +235,11 @@ func TestEngagementSurvivesRestart(t *testing.T) {
 // projection from the request that engages on.
 func TestCountTokensAgreesWithEngagement(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		if req.Path == "/v1/messages/count_tokens" {
-			return gatewaytest.Reply{}
+			return scriptedmodel.Reply{}
 		}
-		return gatewaytest.Say("ok")
+		return scriptedmodel.Say("ok")
 	}, withHosts(hosts), compressAt(0.5), noSummaryRound)
 	small := conversation(2, 200, "What was in file 1?")
 	large := reads(small, 0, 8, 2400, "What was in g7?")
@@ -277,7 +278,7 @@ func TestCountTokensAgreesWithEngagement(t *testing.T) {
 // it.
 func TestEngagesAtATokenCountWhateverTheWindow(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts), noSummaryRound,
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }, withHosts(hosts), noSummaryRound,
 		func(o *Options) {
 			o.Config.Models = map[string]config.GatewayModel{testModel: {ContextWindow: 1_000_000}}
 			o.Config.CompressAt = 0.5

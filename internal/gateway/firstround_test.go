@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -152,7 +152,7 @@ func TestSummaryInstructionIsShort(t *testing.T) {
 
 // summarising is a model that obeys the first round's instruction with a
 // summary naming what the conversation read, and otherwise answers "ok".
-func summarising(req *gatewaytest.Request) gatewaytest.Reply {
+func summarising(req *scriptedmodel.Request) scriptedmodel.Reply {
 	var body struct {
 		Messages []struct {
 			Content []struct {
@@ -168,9 +168,9 @@ func summarising(req *gatewaytest.Request) gatewaytest.Reply {
 		}
 	}
 	if strings.Contains(last, "[mcproxy]") && strings.Contains(last, summaryOpen) {
-		return gatewaytest.Say(summaryOpen + "Read files f0, f1 and g0 to g7 for the user; each holds only repeated lines naming its file. Nothing else was found." + summaryClose)
+		return scriptedmodel.Say(summaryOpen + "Read files f0, f1 and g0 to g7 for the user; each holds only repeated lines naming its file. Nothing else was found." + summaryClose)
 	}
-	return gatewaytest.Say("ok")
+	return scriptedmodel.Say("ok")
 }
 
 // TestFirstRoundReadsTheCache: the request that engages a conversation
@@ -246,7 +246,7 @@ func TestFirstRoundReadsTheCache(t *testing.T) {
 // answer to its own request.
 func TestFirstRoundDeclined(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(&MemoryHosts{}), compressAt(0.5))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }, withHosts(&MemoryHosts{}), compressAt(0.5))
 	small := conversation(2, 200, "What was in file 1?")
 	large := reads(small, 0, 8, 2400, "What was in g7?")
 	for _, msgs := range [][]any{small, large} {

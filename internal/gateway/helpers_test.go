@@ -13,13 +13,14 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/server"
 )
 
 // rig is a gateway behind mcproxy's HTTP guard, in front of a scripted
 // model upstream.
 type rig struct {
-	up   *gatewaytest.Server
+	up   *scriptedmodel.Server
 	gw   *Gateway
 	url  string // the gateway's base: http://127.0.0.1:N
 	logs *observer.ObservedLogs
@@ -27,9 +28,9 @@ type rig struct {
 
 type rigOption func(*Options)
 
-func newRig(t *testing.T, script gatewaytest.Script, opts ...rigOption) *rig {
+func newRig(t *testing.T, script scriptedmodel.Script, opts ...rigOption) *rig {
 	t.Helper()
-	up := gatewaytest.New(script)
+	up := scriptedmodel.New(script)
 	t.Cleanup(up.Close)
 	core, logs := observer.New(zapcore.DebugLevel)
 	o := Options{

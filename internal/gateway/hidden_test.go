@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -33,23 +35,23 @@ type preambleModel struct {
 
 const preamble = "I will compress the early reads first."
 
-func (m *preambleModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *preambleModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nudges = append(m.nudges, nudged(r.Body))
 	tags := refs(r.Body)
 	if m.done || !hasTool(r.Body, noa.CompressToolName) || len(tags) < 4 {
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("final answer")}}
 	}
 	m.done = true
 	// tags[0] is the task, which noa never compresses.
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Earlier reads, each a long run of repeated text; nothing else of note."}]}`,
 		tags[1], tags[len(tags)-3])
-	parts := []gatewaytest.Part{gatewaytest.Text(preamble), gatewaytest.ToolCall("toolu_pre", noa.CompressToolName, args)}
+	parts := []scriptedmodel.Part{scriptedmodel.Text(preamble), scriptedmodel.ToolCall("toolu_pre", noa.CompressToolName, args)}
 	if m.thinking {
-		parts = append([]gatewaytest.Part{gatewaytest.Thinking("The reads are done; compress them.", "sig-p")}, parts...)
+		parts = append([]scriptedmodel.Part{scriptedmodel.Thinking("The reads are done; compress them.", "sig-p")}, parts...)
 	}
-	return gatewaytest.Reply{Parts: parts}
+	return scriptedmodel.Reply{Parts: parts}
 }
 
 // openaiToolConversation is a tool-heavy Chat Completions conversation of n
@@ -209,12 +211,12 @@ type retryingModel struct {
 
 const failedMark = "call failed and changed nothing"
 
-func (m *retryingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *retryingModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	body := string(r.Body)
 	if strings.Contains(body, `"tool_choice":{"type":"none"}`) || strings.Contains(body, `"tool_choice":"none"`) {
-		return gatewaytest.Say("forced answer")
+		return scriptedmodel.Say("forced answer")
 	}
 	// Not the example ref of noa's prompt, a system message in OpenAI's
 	// format.
@@ -223,15 +225,15 @@ func (m *retryingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
 	})
 	switch {
 	case !strings.Contains(body, `"toolu_dup"`):
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", ReadArchiveTool, fmt.Sprintf(`{"ref":%q}`, tags[0]))}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("toolu_dup", ReadArchiveTool, fmt.Sprintf(`{"ref":%q}`, tags[0]))}}
 	case !strings.Contains(body, failedMark):
 		m.args = fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"reads","summary":"Read files 0 to 5 earlier; each held a long run of repeated lines naming its number."}]}`, tags[1], tags[len(tags)-3])
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_dup", noa.CompressToolName, m.args)}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("toolu_dup", noa.CompressToolName, m.args)}}
 	case !strings.Contains(body, `"toolu_ok"`):
 		m.saw = true
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("toolu_ok", noa.CompressToolName, m.args)}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("toolu_ok", noa.CompressToolName, m.args)}}
 	}
-	return gatewaytest.Say("real answer")
+	return scriptedmodel.Say("real answer")
 }
 
 // TestFailedHiddenCallRetried: a hidden call that fails is answered to the

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // TestHopHeadersLikeReverseProxy: a model request the gateway sends itself
@@ -13,8 +13,8 @@ import (
 // hop-by-hop headers both ways, those a Connection header names included
 // (RFC 9110 §7.6.1), and keep the rest.
 func TestHopHeadersLikeReverseProxy(t *testing.T) {
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply {
-		return gatewaytest.Reply{Raw: &gatewaytest.Raw{Header: http.Header{
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Raw: &scriptedmodel.Raw{Header: http.Header{
 			"Connection": {"X-Upstream-Hop"}, "X-Upstream-Hop": {"1"}, "Keep-Alive": {"timeout=5"}, "X-Upstream": {"yes"},
 			"Content-Type": {"application/json"}}, Body: []byte(`{}`)}}
 	}, projectOff)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/server"
 )
 
@@ -75,7 +75,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 
 func benchmarkOverhead(b *testing.B, hosts Hosts, tokens int) {
 	body := overheadBody(tokens)
-	up := gatewaytest.New(func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("the third") })
+	up := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("the third") })
 	defer up.Close()
 	gw, err := New(Options{Hosts: hosts, Config: config.GatewayConfig{Enabled: true,
 		Anthropic: config.GatewayProvider{BaseURL: up.URL},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -24,7 +25,7 @@ func deepBody(api api, depth int) string {
 // A request nested past gateway.limits.max_json_depth is refused with a
 // provider-style 400 naming the key, and never reaches the provider.
 func TestDeepRequestRefused(t *testing.T) {
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("x") }, withHosts(&MemoryHosts{}))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("x") }, withHosts(&MemoryHosts{}))
 	for _, tc := range []struct {
 		api        api
 		path, want string
@@ -67,8 +68,8 @@ func TestParseStopsWhenTheClientHangsUp(t *testing.T) {
 }
 
 // sse is a scripted model's raw stream.
-func sse(events ...string) gatewaytest.Reply {
-	return gatewaytest.Reply{Raw: &gatewaytest.Raw{Header: http.Header{"Content-Type": {"text/event-stream"}},
+func sse(events ...string) scriptedmodel.Reply {
+	return scriptedmodel.Reply{Raw: &scriptedmodel.Raw{Header: http.Header{"Content-Type": {"text/event-stream"}},
 		Body: []byte(strings.Join(events, "\n\n") + "\n\n")}}
 }
 
@@ -91,7 +92,7 @@ func TestMalformedStreamEndsWithAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		openai bool
-		reply  gatewaytest.Reply
+		reply  scriptedmodel.Reply
 		want   string // in the error event
 	}{
 		{"well formed", false, sse(aStart, aBlock, aDelta, aBlockStop, aMsgDelta, aStop), ""},
@@ -113,7 +114,7 @@ func TestMalformedStreamEndsWithAnError(t *testing.T) {
 		{"openai no [DONE]", true, sse(oChunk, oFinish), "ended early"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return tc.reply }, withHosts(&MemoryHosts{}))
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return tc.reply }, withHosts(&MemoryHosts{}))
 			path, body := "/v1/messages", streamBody(t, conversation(1, 100, "go on"))
 			if tc.openai {
 				path, body = "/openai/v1/chat/completions", `{"model":"`+testModel+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -169,16 +170,16 @@ func TestAnswerLimits(t *testing.T) {
 		name   string
 		limits config.GatewayLimits
 		stream bool
-		reply  gatewaytest.Reply
+		reply  scriptedmodel.Reply
 		want   string
 	}{
 		{"event", config.GatewayLimits{MaxStreamEventBytes: 1000}, true, sse(aStart, aBlock, bigDelta, aBlockStop, aMsgDelta, aStop), "(gateway.limits.max_stream_event_bytes)"},
 		{"streamed answer", config.GatewayLimits{MaxAnswerBytes: 3000}, true, sse(aStart, aBlock, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aDelta, aBlockStop, aMsgDelta, aStop), "(gateway.limits.max_answer_bytes)"},
-		{"JSON answer", config.GatewayLimits{MaxAnswerBytes: 3000}, false, gatewaytest.Say(long), "(gateway.limits.max_answer_bytes)"},
+		{"JSON answer", config.GatewayLimits{MaxAnswerBytes: 3000}, false, scriptedmodel.Say(long), "(gateway.limits.max_answer_bytes)"},
 		{"within", config.GatewayLimits{MaxAnswerBytes: 8000, MaxStreamEventBytes: 5000}, true, sse(aStart, aBlock, bigDelta, aBlockStop, aMsgDelta, aStop), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return tc.reply }, withHosts(&MemoryHosts{}), withLimits(tc.limits))
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return tc.reply }, withHosts(&MemoryHosts{}), withLimits(tc.limits))
 			body := anthropicBody(conversation(1, 100, "go on"))
 			body["stream"] = tc.stream
 			resp, b := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(mustJSON(t, body)), nil)

@@ -11,16 +11,17 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 func projectOff(o *Options) { off := false; o.Config.Project = &off }
 
-func weatherReply(*gatewaytest.Request) gatewaytest.Reply {
-	return gatewaytest.Reply{Parts: []gatewaytest.Part{
-		gatewaytest.Thinking("The user wants the weather.", "sig-9"),
-		gatewaytest.Text("Let me look that up."),
-		gatewaytest.ToolCall("toolu_w", "get_weather", `{"city":"Oslo"}`),
-	}, Usage: gatewaytest.Usage{InputTokens: 31, OutputTokens: 12}}
+func weatherReply(*scriptedmodel.Request) scriptedmodel.Reply {
+	return scriptedmodel.Reply{Parts: []scriptedmodel.Part{
+		scriptedmodel.Thinking("The user wants the weather.", "sig-9"),
+		scriptedmodel.Text("Let me look that up."),
+		scriptedmodel.ToolCall("toolu_w", "get_weather", `{"city":"Oslo"}`),
+	}, Usage: scriptedmodel.Usage{InputTokens: 31, OutputTokens: 12}}
 }
 
 // TestPassthroughSDKs drives both official SDKs through the gateway,
@@ -120,11 +121,11 @@ func TestPassthroughBytes(t *testing.T) {
 // TestPassthroughOtherPaths: everything else under /v1/ and <prefix>/v1/
 // goes upstream untouched, in any method.
 func TestPassthroughOtherPaths(t *testing.T) {
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		if req.Path == "/v1/messages/count_tokens" {
-			return gatewaytest.Reply{}
+			return scriptedmodel.Reply{}
 		}
-		return gatewaytest.Reply{Raw: &gatewaytest.Raw{Status: 200, Header: http.Header{"X-Upstream": {"yes"}},
+		return scriptedmodel.Reply{Raw: &scriptedmodel.Raw{Status: 200, Header: http.Header{"X-Upstream": {"yes"}},
 			Body: []byte(`{"method":"` + req.Method + `","path":"` + req.Path + `"}`)}}
 	})
 	tests := []struct {
@@ -164,8 +165,8 @@ func TestPassthroughOtherPaths(t *testing.T) {
 func TestUpstreamErrorsUnchanged(t *testing.T) {
 	for _, status := range []int{429, 529, 500, 400} {
 		for _, path := range []string{"/v1/messages", "/openai/v1/chat/completions"} {
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply {
-				return gatewaytest.Reply{Status: status, ErrorMessage: "scripted " + http.StatusText(status)}
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {
+				return scriptedmodel.Reply{Status: status, ErrorMessage: "scripted " + http.StatusText(status)}
 			})
 			upPath := strings.TrimPrefix(path, "/openai")
 			direct, err := http.Post(r.up.URL+upPath, "application/json", strings.NewReader(`{"model":"m"}`))
@@ -181,8 +182,8 @@ func TestUpstreamErrorsUnchanged(t *testing.T) {
 			}
 		}
 	}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply {
-		return gatewaytest.Reply{Status: 529, ErrorMessage: "Overloaded"}
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Status: 529, ErrorMessage: "Overloaded"}
 	})
 	o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: r.url, APIKey: "k", Kind: "stream",
 		Body: map[string]any{"model": "m", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
@@ -203,8 +204,8 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		{"anthropic-json", "/v1/messages", `{"model":"m"}`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply {
-				return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("a long answer that never ends")}, Stall: true, StallAfter: tc.stallAfter}
+			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {
+				return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("a long answer that never ends")}, Stall: true, StallAfter: tc.stallAfter}
 			}, projectOff)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // agentModel is the model of the replayed agent conversations: a window
@@ -49,7 +50,7 @@ func TestCachePrefixStaysStable(t *testing.T) {
 			stable, compresses := 0, 0
 			var prev gatewaytest.Prefix
 			for i, q := range reqs {
-				p, err := q.Prefix()
+				p, err := gatewaytest.RequestPrefix(q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,8 +60,8 @@ func TestCachePrefixStaysStable(t *testing.T) {
 					t.Logf("request %d: prefix changed", q.Seq)
 				}
 				prev = p
-				if gatewaytest.EstimateTokens(q.Body) > window*5/4 {
-					t.Errorf("request %d is ~%d tokens, far past the %d window", q.Seq, gatewaytest.EstimateTokens(q.Body), window)
+				if scriptedmodel.EstimateTokens(q.Body) > window*5/4 {
+					t.Errorf("request %d is ~%d tokens, far past the %d window", q.Seq, scriptedmodel.EstimateTokens(q.Body), window)
 				}
 			}
 			for _, h := range hosts.hosts {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -90,7 +91,7 @@ func anthropicBody(msgs []any) map[string]any {
 
 func TestProjectionAddsNoaAndKeepsTheRest(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("answer") }, withHosts(hosts))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("answer") }, withHosts(hosts))
 	body := anthropicBody(conversation(2, 200, "What was in file 1?"))
 	o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: r.url, APIKey: "k", Kind: "create", Body: body})
 	if !o.OK || !strings.Contains(string(o.Result), `"answer"`) {
@@ -128,24 +129,24 @@ type compressingModel struct {
 	withTool string // a client tool call to make beside Compress ("" none)
 }
 
-func (m *compressingModel) script(r *gatewaytest.Request) gatewaytest.Reply {
+func (m *compressingModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r.Path == "/v1/messages/count_tokens" {
-		return gatewaytest.Reply{} // counted by the server's estimate
+		return scriptedmodel.Reply{} // counted by the server's estimate
 	}
 	tags := refs(r.Body)
 	if m.done || !hasTool(r.Body, noa.CompressToolName) || len(tags) < 4 {
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("final answer")}, Usage: gatewaytest.Usage{InputTokens: 100, OutputTokens: 10}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("final answer")}, Usage: scriptedmodel.Usage{InputTokens: 100, OutputTokens: 10}}
 	}
 	m.done = true
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"file reads","summary":"Read files 0 to %d; each holds repeated lines naming its number. Nothing else of note."}]}`,
 		tags[1], tags[len(tags)-3], len(tags))
-	parts := []gatewaytest.Part{gatewaytest.Thinking("I should compress first.", "sig-c"), gatewaytest.ToolCall("toolu_c1", noa.CompressToolName, args)}
+	parts := []scriptedmodel.Part{scriptedmodel.Thinking("I should compress first.", "sig-c"), scriptedmodel.ToolCall("toolu_c1", noa.CompressToolName, args)}
 	if m.withTool != "" {
-		parts = append(parts, gatewaytest.ToolCall("toolu_client", m.withTool, `{"path":"/next"}`))
+		parts = append(parts, scriptedmodel.ToolCall("toolu_client", m.withTool, `{"path":"/next"}`))
 	}
-	return gatewaytest.Reply{Parts: parts, Usage: gatewaytest.Usage{InputTokens: 1000, OutputTokens: 50, CacheRead: 7}}
+	return scriptedmodel.Reply{Parts: parts, Usage: scriptedmodel.Usage{InputTokens: 1000, OutputTokens: 50, CacheRead: 7}}
 }
 
 func TestHiddenCompressRound(t *testing.T) {
@@ -245,12 +246,12 @@ func TestMixedCompressAndClientTool(t *testing.T) {
 func TestHiddenRoundsBounded(t *testing.T) {
 	hosts := &MemoryHosts{}
 	calls := 0
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		if bytes.Contains(req.Body, []byte(`"tool_choice":{"type":"none"}`)) {
-			return gatewaytest.Say("forced answer")
+			return scriptedmodel.Say("forced answer")
 		}
 		calls++
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall(fmt.Sprintf("toolu_%d", calls), noa.CompressToolName, `{"content":[]}`)}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall(fmt.Sprintf("toolu_%d", calls), noa.CompressToolName, `{"content":[]}`)}}
 	}, withHosts(hosts), func(o *Options) { o.Config.MaxHiddenRounds = 2 })
 	o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: r.url, APIKey: "k", Kind: "create",
 		Body: anthropicBody(conversation(1, 100, "hi"))})
@@ -264,11 +265,11 @@ func TestHiddenRoundsBounded(t *testing.T) {
 
 func TestProjectionFaults(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		if req.Model == "overloaded" {
-			return gatewaytest.Reply{Status: 529}
+			return scriptedmodel.Reply{Status: 529}
 		}
-		return gatewaytest.Say("ok")
+		return scriptedmodel.Say("ok")
 	}, withHosts(hosts))
 	// A malformed request reaches the provider as it came.
 	resp, _ := r.do(t, context.Background(), http.MethodPost, "/v1/messages", `{"model":"m","messages":"not a list"}`, nil)
@@ -289,7 +290,7 @@ func TestProjectionFaults(t *testing.T) {
 
 func TestForkStartsNewConversation(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }, withHosts(hosts))
 	send := func(msgs []any, header map[string]string) {
 		b, _ := json.Marshal(anthropicBody(msgs))
 		resp, body := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(b), header)
@@ -332,17 +333,17 @@ func TestProjectionOpenAI(t *testing.T) {
 	hosts := &MemoryHosts{}
 	var mu sync.Mutex
 	compressed := false
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		mu.Lock()
 		defer mu.Unlock()
 		tags := refs(req.Body)
 		if !compressed && hasTool(req.Body, noa.CompressToolName) && len(tags) >= 4 {
 			compressed = true
-			return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("call_c", noa.CompressToolName,
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("call_c", noa.CompressToolName,
 				fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"summary":"The user asked for several lookups; each returned a long block of repeated text."}]}`, tags[0], tags[len(tags)-3]))},
-				Usage: gatewaytest.Usage{InputTokens: 500, OutputTokens: 20}}
+				Usage: scriptedmodel.Usage{InputTokens: 500, OutputTokens: 20}}
 		}
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("done")}, Usage: gatewaytest.Usage{InputTokens: 100, OutputTokens: 5}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("done")}, Usage: scriptedmodel.Usage{InputTokens: 100, OutputTokens: 5}}
 	}, withHosts(hosts))
 	msgs := []any{map[string]any{"role": "system", "content": "sys"}, map[string]any{"role": "user", "content": "look things up"}}
 	for i := 0; i < 6; i++ {
@@ -374,7 +375,7 @@ func TestProjectionOpenAI(t *testing.T) {
 
 func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }, withHosts(hosts))
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }, withHosts(hosts))
 	seen := map[string]bool{} // conversations of the earlier cases
 	for i, tc := range []struct {
 		name   string
@@ -407,7 +408,7 @@ func TestPacingLeavesRoomForSystemAndTools(t *testing.T) {
 
 func TestIndexAheadOfHostRecordsEverything(t *testing.T) {
 	convs, _ := OpenConversations("", ConversationsOptions{})
-	script := func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("ok") }
+	script := func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("ok") }
 	first := newRig(t, script, withHosts(&MemoryHosts{}), func(o *Options) { o.Conversations = convs })
 	msgs := conversation(3, 200, "q1")
 	b, _ := json.Marshal(anthropicBody(msgs))

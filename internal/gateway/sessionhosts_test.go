@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -118,7 +119,7 @@ func TestSessionHostsPersist(t *testing.T) {
 	}
 
 	second := sessionHosts(t, sessions)
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply { return gatewaytest.Say("again") }, withAnyHosts(second), withIndex)
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("again") }, withAnyHosts(second), withIndex)
 	msgs := conversation(8, 1200, "What was in file 7?")
 	msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "final answer"}}},
 		map[string]any{"role": "user", "content": "And file 3?"},

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -99,14 +101,14 @@ func TestStreamMixedCompressAndClientTool(t *testing.T) {
 func TestStreamOpenAIHiddenRound(t *testing.T) {
 	hosts := &MemoryHosts{}
 	var compressed atomic.Bool
-	r := newRig(t, func(req *gatewaytest.Request) gatewaytest.Reply {
+	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
 		tags := refs(req.Body)
 		if hasTool(req.Body, noa.CompressToolName) && len(tags) >= 4 && compressed.CompareAndSwap(false, true) {
-			return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.ToolCall("call_c", noa.CompressToolName,
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("call_c", noa.CompressToolName,
 				`{"content":[{"start":"`+tags[0]+`","end":"`+tags[len(tags)-3]+`","summary":"The user asked for several lookups; each returned a long block of repeated text."}]}`)},
-				Usage: gatewaytest.Usage{InputTokens: 500, OutputTokens: 20}}
+				Usage: scriptedmodel.Usage{InputTokens: 500, OutputTokens: 20}}
 		}
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("done")}, Usage: gatewaytest.Usage{InputTokens: 100, OutputTokens: 5}}
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("done")}, Usage: scriptedmodel.Usage{InputTokens: 100, OutputTokens: 5}}
 	}, withHosts(hosts))
 	msgs := []any{map[string]any{"role": "user", "content": "look things up"}}
 	for i := 0; i < 6; i++ {
@@ -148,8 +150,8 @@ func TestStreamOpenAIHiddenRound(t *testing.T) {
 
 func TestStreamProjectedClientDisconnect(t *testing.T) {
 	hosts := &MemoryHosts{}
-	r := newRig(t, func(*gatewaytest.Request) gatewaytest.Reply {
-		return gatewaytest.Reply{Parts: []gatewaytest.Part{gatewaytest.Text("never finished")}, Stall: true, StallAfter: 2}
+	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("never finished")}, Stall: true, StallAfter: 2}
 	}, withHosts(hosts))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

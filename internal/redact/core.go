@@ -11,8 +11,8 @@ import (
 // Core wraps c so that every entry's message and fields pass through r
 // before they are written: a secret in an error (an upstream URL with its
 // token inside a *url.Error, say) never reaches the log, whichever package
-// logged it (mcp-go's slog output included, through zapslog). A nil r
-// returns c unchanged.
+// logged it (mcp-go's slog output included, through zap's zapslog
+// handler). A nil r returns c unchanged.
 func Core(c zapcore.Core, r *Redactor) zapcore.Core {
 	if r == nil {
 		return c

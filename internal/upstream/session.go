@@ -20,7 +20,6 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
-	"github.com/mcproxy/mcproxy/internal/zapslog"
 )
 
 // protocolVersion is the revision a connection asks for first (with
@@ -231,10 +230,7 @@ var errInitTimeout = errors.New("init timeout")
 
 // openTransport builds the transport for l's config and the client over it.
 func (l *link) openTransport(ctx context.Context, s *session) error {
-	// mcp-go's transport chatter is demoted: what it calls an error (a
-	// listener retrying) is a warning here, since the manager reports
-	// connection state itself.
-	slogger := zapslog.New(l.log, zapslog.Options{Source: "mcp-go", Demote: true})
+	slogger := mcpGoLog(l.log)
 	switch l.kind {
 	case config.TransportStdio:
 		p, err := startProcess(l.cfg, l.log)

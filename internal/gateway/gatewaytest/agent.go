@@ -6,11 +6,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // Agent is the model of a scenario (see NewScenario), for the Anthropic
-// Messages API: a Script whose every answer is a pure function of the
-// request it reads, as a model's is. It works the way an agent does:
+// Messages API: a scriptedmodel.Script whose every answer is a pure
+// function of the request it reads, as a model's is. It works the way an
+// agent does:
 //
 //   - A reading step gets one read call per file it names, one per answer,
 //     then a one-line report. A read is a read_file call when the request
@@ -27,17 +30,17 @@ import (
 //     summary keeps the keys of the facts its range held and where each
 //     value is: "FACT-007 (value in m00042)".
 //   - With tool_choice none it answers in text.
-func Agent(r *Request) Reply {
+func Agent(r *scriptedmodel.Request) scriptedmodel.Reply {
 	if r.Path == "/v1/messages/count_tokens" {
-		return Reply{}
+		return scriptedmodel.Reply{}
 	}
 	v, err := readView(r.Body)
 	if err != nil {
-		return Say("I could not read the request: " + err.Error())
+		return scriptedmodel.Say("I could not read the request: " + err.Error())
 	}
 	if !v.noTools && v.offers("Compress") && v.nudge != "" {
 		if args, ok := v.compress(); ok {
-			return Reply{Parts: []Part{ToolCall("", "Compress", args)}}
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("", "Compress", args)}}
 		}
 	}
 	step, at := v.step()
@@ -45,49 +48,49 @@ func Agent(r *Request) Reply {
 	case strings.HasPrefix(step, questionOpening):
 		key := factKey.FindString(step)
 		if val, ok := v.value(key); ok {
-			return Say(FactLine(key, val))
+			return scriptedmodel.Say(FactLine(key, val))
 		}
 		if ref, ok := v.pointer(key); ok && !v.noTools && v.offers("read_archive") {
-			return Reply{Parts: []Part{ToolCall("", "read_archive", fmt.Sprintf(`{"ref":%q}`, ref))}}
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("", "read_archive", fmt.Sprintf(`{"ref":%q}`, ref))}}
 		}
-		return Say("I cannot find " + key + " any more.")
+		return scriptedmodel.Say("I cannot find " + key + " any more.")
 	case strings.HasPrefix(step, taskOpening):
 		paths := filePath.FindAllString(step, -1)
 		done := v.read(at)
 		for _, p := range paths {
 			if !done[p] && !v.noTools {
 				if call, ok := v.readCall(p); ok {
-					return Reply{Parts: []Part{call}}
+					return scriptedmodel.Reply{Parts: []scriptedmodel.Part{call}}
 				}
-				return Say("I have no tool to read " + p + ".")
+				return scriptedmodel.Say("I have no tool to read " + p + ".")
 			}
 		}
-		return Say(fmt.Sprintf("Read %d files (%s): service logs, each a run of timed events.", len(paths), strings.Join(paths, ", ")))
+		return scriptedmodel.Say(fmt.Sprintf("Read %d files (%s): service logs, each a run of timed events.", len(paths), strings.Join(paths, ", ")))
 	}
-	return Say("What should I do?")
+	return scriptedmodel.Say("What should I do?")
 }
 
 // readCall is the tool call that reads path with the tools the request
 // offers (false when none can).
-func (v *view) readCall(path string) (Part, bool) {
+func (v *view) readCall(path string) (scriptedmodel.Part, bool) {
 	if v.offers("read_file") {
 		in, _ := json.Marshal(map[string]string{"path": path})
-		return ToolCall("", "read_file", string(in)), true
+		return scriptedmodel.ToolCall("", "read_file", string(in)), true
 	}
 	call, retrieve := v.offered("call_tool"), v.offered("retrieve_tools")
 	if call == "" {
-		return Part{}, false
+		return scriptedmodel.Part{}, false
 	}
 	for _, b := range v.blocks {
 		if id := readToolID.FindString(b.text); id != "" {
 			in, _ := json.Marshal(map[string]any{"name": id, "arguments": map[string]string{"path": path}})
-			return ToolCall("", call, string(in)), true
+			return scriptedmodel.ToolCall("", call, string(in)), true
 		}
 	}
 	if retrieve == "" {
-		return Part{}, false
+		return scriptedmodel.Part{}, false
 	}
-	return ToolCall("", retrieve, `{"query":"read the contents of a text file"}`), true
+	return scriptedmodel.ToolCall("", retrieve, `{"query":"read the contents of a text file"}`), true
 }
 
 // offered is the name of the offered tool whose name ends in suffix ("" if

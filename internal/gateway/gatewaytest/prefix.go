@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // NudgeMarker starts every nudge noa renders (noa.RenderNudgeText: "[noa]
@@ -31,9 +33,9 @@ type Prefix struct {
 	end int
 }
 
-// Prefix cuts the request's body into cache units, reading it as the API
-// its path names.
-func (r *Request) Prefix() (Prefix, error) {
+// RequestPrefix cuts a recorded request's body into cache units, reading
+// it as the API its path names.
+func RequestPrefix(r *scriptedmodel.Request) (Prefix, error) {
 	return ParsePrefix(r.Body, strings.HasSuffix(r.Path, "/chat/completions"))
 }
 

@@ -1,4 +1,4 @@
-package gatewaytest
+package scriptedmodel_test
 
 import (
 	"bytes"
@@ -8,30 +8,33 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 // post sends body to url and returns the status and the raw answer.
 func post(t *testing.T, ctx context.Context, url string, body string) (int, []byte) {
 	t.Helper()
-	resp, b := Do(t, ctx, http.MethodPost, url, body, map[string]string{"Content-Type": "application/json"})
+	resp, b := gatewaytest.Do(t, ctx, http.MethodPost, url, body, map[string]string{"Content-Type": "application/json"})
 	return resp.StatusCode, b
 }
 
-func richReply(*Request) Reply {
-	return Reply{Parts: []Part{
-		Thinking("Let me think about the weather in Paris.", "sig-1"),
-		Text("Checking the weather — one moment."),
-		ToolCall("toolu_1", "get_weather", `{"city":"Paris","units":"metric"}`),
-	}, Usage: Usage{InputTokens: 120, OutputTokens: 40, CacheRead: 7}}
+func richReply(*scriptedmodel.Request) scriptedmodel.Reply {
+	return scriptedmodel.Reply{Parts: []scriptedmodel.Part{
+		scriptedmodel.Thinking("Let me think about the weather in Paris.", "sig-1"),
+		scriptedmodel.Text("Checking the weather — one moment."),
+		scriptedmodel.ToolCall("toolu_1", "get_weather", `{"city":"Paris","units":"metric"}`),
+	}, Usage: scriptedmodel.Usage{InputTokens: 120, OutputTokens: 40, CacheRead: 7}}
 }
 
 func TestAnthropicThroughSDK(t *testing.T) {
-	s := New(richReply)
+	s := scriptedmodel.New(richReply)
 	defer s.Close()
 	body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "weather?"}}}
 	for _, kind := range []string{"create", "stream"} {
 		t.Run(kind, func(t *testing.T) {
-			o := RunSDK(t, Call{SDK: Anthropic, BaseURL: s.URL, APIKey: "sk-test", Kind: kind, Body: body})
+			o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: s.URL, APIKey: "sk-test", Kind: kind, Body: body})
 			if !o.OK {
 				t.Fatalf("SDK failed: %s %s", o.Name, o.Message)
 			}
@@ -81,13 +84,13 @@ func TestAnthropicThroughSDK(t *testing.T) {
 }
 
 func TestAnthropicStreamBytes(t *testing.T) {
-	s := New(richReply)
+	s := scriptedmodel.New(richReply)
 	defer s.Close()
 	code, b := post(t, context.Background(), s.URL+"/v1/messages", `{"model":"m","stream":true,"messages":[]}`)
 	if code != 200 {
 		t.Fatalf("got %d %s", code, b)
 	}
-	if err := CheckAnthropicStream(b); err != nil {
+	if err := gatewaytest.CheckAnthropicStream(b); err != nil {
 		t.Fatalf("stream invalid: %v\n%s", err, b)
 	}
 	for _, want := range []string{"event: ping", `"type":"thinking_delta"`, `"type":"signature_delta"`, `"type":"input_json_delta"`, `"type":"text_delta"`, `"stop_reason":"tool_use"`} {
@@ -98,12 +101,12 @@ func TestAnthropicStreamBytes(t *testing.T) {
 }
 
 func TestOpenAIThroughSDK(t *testing.T) {
-	s := New(func(r *Request) Reply {
-		return Reply{Parts: []Part{
-			Text("Two calls coming."),
-			ToolCall("call_a", "get_weather", `{"city":"Paris"}`),
-			ToolCall("", "get_time", `{"tz":"Europe/Paris"}`),
-		}, Usage: Usage{InputTokens: 50, OutputTokens: 9}}
+	s := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{
+			scriptedmodel.Text("Two calls coming."),
+			scriptedmodel.ToolCall("call_a", "get_weather", `{"city":"Paris"}`),
+			scriptedmodel.ToolCall("", "get_time", `{"tz":"Europe/Paris"}`),
+		}, Usage: scriptedmodel.Usage{InputTokens: 50, OutputTokens: 9}}
 	})
 	defer s.Close()
 	body := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "weather and time?"}}}
@@ -113,7 +116,7 @@ func TestOpenAIThroughSDK(t *testing.T) {
 			if kind == "stream" {
 				b = map[string]any{"model": "gpt-4o", "messages": body["messages"], "stream_options": map[string]any{"include_usage": true}}
 			}
-			o := RunSDK(t, Call{SDK: OpenAI, BaseURL: s.URL + "/v1", APIKey: "sk-test", Kind: kind, Body: b})
+			o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.OpenAI, BaseURL: s.URL + "/v1", APIKey: "sk-test", Kind: kind, Body: b})
 			if !o.OK {
 				t.Fatalf("SDK failed: %s %s", o.Name, o.Message)
 			}
@@ -154,33 +157,35 @@ func TestOpenAIThroughSDK(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("got %d", code)
 	}
-	if err := CheckOpenAIStream(b); err != nil {
+	if err := gatewaytest.CheckOpenAIStream(b); err != nil {
 		t.Fatalf("stream invalid: %v\n%s", err, b)
 	}
 }
 
 func TestErrorsThroughSDK(t *testing.T) {
 	tests := []struct {
-		sdk     SDK
+		sdk     gatewaytest.SDK
 		status  int
 		errType string
 	}{
-		{Anthropic, 429, "rate_limit_error"},
-		{Anthropic, 529, "overloaded_error"},
-		{Anthropic, 500, "api_error"},
-		{OpenAI, 429, "rate_limit_exceeded"},
-		{OpenAI, 500, "server_error"},
+		{gatewaytest.Anthropic, 429, "rate_limit_error"},
+		{gatewaytest.Anthropic, 529, "overloaded_error"},
+		{gatewaytest.Anthropic, 500, "api_error"},
+		{gatewaytest.OpenAI, 429, "rate_limit_exceeded"},
+		{gatewaytest.OpenAI, 500, "server_error"},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.sdk)+"-"+http.StatusText(tc.status), func(t *testing.T) {
-			s := New(func(*Request) Reply { return Reply{Status: tc.status, ErrorMessage: "scripted failure"} })
+			s := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply {
+				return scriptedmodel.Reply{Status: tc.status, ErrorMessage: "scripted failure"}
+			})
 			defer s.Close()
-			c := Call{SDK: tc.sdk, BaseURL: s.URL, APIKey: "k", Kind: "create",
+			c := gatewaytest.Call{SDK: tc.sdk, BaseURL: s.URL, APIKey: "k", Kind: "create",
 				Body: map[string]any{"model": "m", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}}
-			if tc.sdk == OpenAI {
+			if tc.sdk == gatewaytest.OpenAI {
 				c.BaseURL += "/v1"
 			}
-			o := RunSDK(t, c)
+			o := gatewaytest.RunSDK(t, c)
 			if o.OK || o.Status != tc.status {
 				t.Fatalf("got ok=%v status %d, want status %d", o.OK, o.Status, tc.status)
 			}
@@ -195,22 +200,24 @@ func TestErrorsThroughSDK(t *testing.T) {
 }
 
 func TestStreamErrorEvent(t *testing.T) {
-	s := New(func(*Request) Reply {
-		return Reply{Parts: []Part{Text("partial answer here")}, StreamError: &StreamError{After: 3, Type: "overloaded_error", Message: "Overloaded"}}
+	s := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("partial answer here")}, StreamError: &scriptedmodel.StreamError{After: 3, Type: "overloaded_error", Message: "Overloaded"}}
 	})
 	defer s.Close()
 	code, b := post(t, context.Background(), s.URL+"/v1/messages", `{"model":"m","stream":true}`)
 	if code != 200 {
 		t.Fatalf("got %d", code)
 	}
-	err := CheckAnthropicStream(b)
+	err := gatewaytest.CheckAnthropicStream(b)
 	if err == nil || !strings.Contains(err.Error(), "overloaded_error") {
 		t.Fatalf("got %v, want the error event reported", err)
 	}
 }
 
 func TestStallAndAbort(t *testing.T) {
-	s := New(func(*Request) Reply { return Reply{Parts: []Part{Text("never finished")}, Stall: true, StallAfter: 2} })
+	s := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply {
+		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.Text("never finished")}, Stall: true, StallAfter: 2}
+	})
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/messages", strings.NewReader(`{"model":"m","stream":true}`))
@@ -241,47 +248,5 @@ func TestStallAndAbort(t *testing.T) {
 	}
 	if got, _ := s.Aborted(); len(got) != 1 || got[0] != 1 {
 		t.Errorf("got aborted %v, want [1]", got)
-	}
-}
-
-func TestCheckersRejectBrokenStreams(t *testing.T) {
-	good := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n" +
-		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
-		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
-		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{}}\n\n" +
-		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-	if err := CheckAnthropicStream([]byte(good)); err != nil {
-		t.Fatalf("good stream rejected: %v", err)
-	}
-	bad := map[string]string{
-		"cut":            strings.TrimSuffix(good, "\n"),
-		"wrong index":    strings.Replace(good, `"index":0,"delta"`, `"index":1,"delta"`, 1),
-		"no stop":        strings.Replace(good, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", "", 1),
-		"wrong delta":    strings.Replace(good, "text_delta", "input_json_delta", 1),
-		"second start":   strings.Replace(good, "event: message_delta", "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: message_delta", 1),
-		"not json":       strings.Replace(good, `{"type":"message_stop"}`, `{"type":"message_stop"`, 1),
-		"event mismatch": strings.Replace(good, "event: message_stop", "event: message_end", 1),
-	}
-	for name, b := range bad {
-		if err := CheckAnthropicStream([]byte(b)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	okOpenAI := "data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":null}]}\n\n" +
-		"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
-	if err := CheckOpenAIStream([]byte(okOpenAI)); err != nil {
-		t.Fatalf("good OpenAI stream rejected: %v", err)
-	}
-	for name, b := range map[string]string{
-		"no done":     strings.TrimSuffix(okOpenAI, "data: [DONE]\n\n"),
-		"two ids":     strings.Replace(okOpenAI, `"id":"a"`, `"id":"b"`, 1),
-		"no finish":   strings.Replace(okOpenAI, `"stop"`, `null`, 1),
-		"event lines": "event: x\n" + okOpenAI,
-		"tool no id":  strings.Replace(okOpenAI, `{"content":"x"}`, `{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}`, 1),
-	} {
-		if err := CheckOpenAIStream([]byte(b)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
 	}
 }

@@ -1,14 +1,18 @@
-// Package gatewaytest runs a scripted model API for tests: a real HTTP server
-// on loopback speaking the Anthropic Messages API (JSON and SSE) and OpenAI
+// Package scriptedmodel runs a scripted model API: a real HTTP server on
+// loopback speaking the Anthropic Messages API (JSON and SSE) and OpenAI
 // Chat Completions (JSON and SSE chunks), whose answers come from a Go
-// function the test supplies. It records every request it receives, answers
+// function the caller supplies. It records every request it receives, answers
 // with the providers' error bodies on demand (429, 529, 500, ...), can stall
 // a stream part way, and reports requests that ended before their answer
 // did (a client or a gateway that hung up).
 //
-// It stands in for the one thing a test cannot run here, a model; the wire
-// formats are the providers' own, so the official SDKs read its answers.
-package gatewaytest
+// It stands in for the one thing a test or a benchmark cannot run here, a
+// model; the wire formats are the providers' own, so the official SDKs read
+// its answers. It is not test-support code: the mcproxy binary links it for
+// `mcproxy bench gateway`, so it serves through package loopback, not
+// httptest, and imports no testing (the test helpers that drive it live in
+// gatewaytest).
+package scriptedmodel
 
 import (
 	"bytes"
@@ -16,9 +20,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
+
+	"github.com/mcproxy/mcproxy/internal/loopback"
 )
 
 // Script decides the reply to one request. It runs on the server's handler
@@ -66,7 +71,7 @@ type Server struct {
 	// paths (/v1/messages, /v1/chat/completions, ...) hang below it.
 	URL string
 
-	srv     *httptest.Server
+	srv     *loopback.Server
 	script  Script
 	closing chan struct{}
 	once    sync.Once
@@ -79,19 +84,32 @@ type Server struct {
 	seq     int
 }
 
-// New starts a server answering with script; Close stops it.
+// New starts a server on a free loopback port answering with script; Close
+// stops it. Like httptest.NewServer, whose place it takes, it panics when no
+// loopback port can be had: a caller that can report the error uses Start.
 func New(script Script) *Server {
-	s := &Server{script: script, closing: make(chan struct{}), ended: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s, err := Start(script)
+	if err != nil {
+		panic(err)
+	}
 	return s
+}
+
+// Start is New returning the error instead of panicking.
+func Start(script Script) (*Server, error) {
+	s := &Server{script: script, closing: make(chan struct{}), ended: make(chan struct{})}
+	srv, err := loopback.Listen(http.HandlerFunc(s.serve))
+	if err != nil {
+		return nil, fmt.Errorf("starting the scripted model: %w", err)
+	}
+	s.srv, s.URL = srv, srv.URL
+	return s, nil
 }
 
 // Close releases every stalled answer and stops the server, waiting for
 // the requests in flight to finish.
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.closing) })
-	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
 

@@ -1,4 +1,4 @@
-package gatewaytest
+package scriptedmodel
 
 import (
 	"encoding/json"
