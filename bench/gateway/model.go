@@ -37,6 +37,7 @@ type coop struct {
 	count *counter
 	byID  map[string]int   // tool-call id → step
 	texts map[string][]int // assistant text → steps, ascending
+	heads map[string][]int // the first headLen bytes of a long assistant text → steps
 	users map[string]bool  // the run's own user texts: the task, feedback
 	facts map[int][]trajectory.Fact
 
@@ -49,7 +50,7 @@ type coop struct {
 }
 
 func newCoop(t *trajectory.Trajectory, count *counter, facts []trajectory.Fact) *coop {
-	m := &coop{t: t, count: count, byID: map[string]int{}, texts: map[string][]int{}, users: map[string]bool{t.TaskMessage: true}, facts: map[int][]trajectory.Fact{},
+	m := &coop{t: t, count: count, byID: map[string]int{}, texts: map[string][]int{}, heads: map[string][]int{}, users: map[string]bool{t.TaskMessage: true}, facts: map[int][]trajectory.Fact{},
 		out: map[int]int{}, found: map[string]string{}}
 	for k := range t.Steps {
 		for _, b := range t.AnthropicAssistant(k).Content {
@@ -59,6 +60,9 @@ func newCoop(t *trajectory.Trajectory, count *counter, facts []trajectory.Fact) 
 		}
 		if s := t.Steps[k].Text; s != "" {
 			m.texts[s] = append(m.texts[s], k)
+			if len(s) > 2*headLen {
+				m.heads[s[:headLen]] = append(m.heads[s[:headLen]], k)
+			}
 		}
 		for _, u := range t.Steps[k].User {
 			m.users[u] = true
@@ -219,8 +223,27 @@ func (m *coop) turnOf(content json.RawMessage, after int) (int, bool) {
 			}
 		}
 	}
+	// A long text of its own that the gateway cut to fit the window (noa
+	// keeps its head and tail around a note) is still the model's: it
+	// knows it by its opening.
+	for _, b := range blocks {
+		if b.Type != "text" || len(b.Text) < headLen || m.texts[b.Text] != nil {
+			continue
+		}
+		for _, k := range m.heads[b.Text[:headLen]] {
+			if k > after && strings.HasSuffix(m.t.Steps[k].Text, lastLine(b.Text)) {
+				return k, true
+			}
+		}
+	}
 	return 0, false
 }
+
+// headLen is how much of a long assistant text recognises it when cut.
+const headLen = 200
+
+// lastLine is the text after s's last newline (all of s when it has none).
+func lastLine(s string) string { return s[strings.LastIndexByte(s, '\n')+1:] }
 
 func (v *mview) offers(tool string) bool { return !v.noTools && slices.Contains(v.tools, tool) }
 
