@@ -188,11 +188,19 @@ func (s *Server) callable(server, id string) bool {
 // isError untouched, except that an error result whose arguments plainly do
 // not fit the tool's schema gains a text block naming what to fix.
 func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	id := config.ToolID(server, tool)
 	if p := s.peer(ctx); p != nil {
 		ctx = upstream.WithPeer(ctx, p)
 	}
-	res, err := s.up.Call(ctx, server, tool, args)
+	start := time.Now()
+	raw, rawErr := s.up.Call(ctx, server, tool, args)
+	res, err := s.upstreamResult(ctx, server, tool, args, raw, rawErr)
+	s.observe(ctx, start, server, tool, args, res, err, rawErr)
+	return res, err
+}
+
+// upstreamResult is callUpstream's answer for the manager's res and err.
+func (s *Server) upstreamResult(ctx context.Context, server, tool string, args map[string]any, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	id := config.ToolID(server, tool)
 	if err == nil {
 		if res == nil {
 			return mcp.NewToolResultError(fmt.Sprintf("%s returned no result.", id)), nil

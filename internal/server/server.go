@@ -112,6 +112,11 @@ type Deps struct {
 	// Catalogs serves the upstreams' prompts, resources and completion
 	// (catalog.go); nil means the front offers tools only.
 	Catalogs Catalogs
+	// OnCall, when set, is told of every tool call that reached the
+	// upstream manager, once it is answered (observe.go: metrics, the call
+	// history). It runs on the call's path and must not block. nil means
+	// nothing is told.
+	OnCall func(Call)
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -217,6 +222,10 @@ type Server struct {
 
 	// relay carries what upstreams send during a call to its client (relay.go).
 	relay *relay
+
+	// onCall is Deps.OnCall; clients names each session's client.
+	onCall  func(Call)
+	clients clientNames
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -275,6 +284,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
+		onCall:  deps.OnCall,
 		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, loaded: make(chan struct{})},
 	}
 	if !opts.WaitForStart {
@@ -309,6 +319,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
 	}
 	s.relay.hooks(hooks)
+	s.hookClients(hooks)
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
@@ -407,6 +418,18 @@ func (s *Server) sessionIDFunc() sessionIDFunc {
 // nothing.
 func (s *Server) Started() {
 	s.startedOnce.Do(func() { close(s.started) })
+}
+
+// IsStarted reports whether Started has been called: the upstreams have had
+// their first chance to connect and the catalog holds what they listed
+// (/readyz).
+func (s *Server) IsStarted() bool {
+	select {
+	case <-s.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitStarted blocks until Started or until ctx ends.

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	prommodel "github.com/prometheus/common/model"
+)
+
+const obsToken = "obs-token-0123456789abcdef"
+
+// newObservedUpstream is a Go upstream "obs" with echo (succeeds) and
+// fail (a tool error), and a config over it with auth_token set.
+func newObservedUpstream(t *testing.T, extra map[string]any) (string, string) {
+	t.Helper()
+	up := newGoUpstream(t, "obs")
+	up.mcp.AddTool(mcp.NewTool("fail", mcp.WithDescription("Fail on purpose."), mcp.WithString("why")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("failed on purpose: " + req.GetString("why", "")), nil
+		})
+	dir := t.TempDir()
+	cfg := map[string]any{
+		"mcpServers": map[string]any{"obs": map[string]any{"url": up.url()}},
+		"data_dir":   filepath.Join(dir, "data"),
+		"log_level":  "debug",
+		"auth_token": obsToken,
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return writeConfigFile(t, filepath.Join(dir, "config.json"), cfg), dir
+}
+
+// get fetches base+path, with mcproxy's token when token is set.
+func get(t *testing.T, base, path string, token bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token {
+		req.Header.Set("Authorization", "Bearer "+obsToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// connectObserved opens an MCP session with the token, as client name.
+func connectObserved(t *testing.T, base, name string) *client.Client {
+	t.Helper()
+	c := startHTTP(t, base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + obsToken}))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "0"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return c
+}
+
+// sample finds the value of the series of family name whose labels include
+// want; ok is false when there is none.
+func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) (*dto.Metric, bool) {
+	f := fams[name]
+	if f == nil {
+		return nil, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// TestMetricsCountCalls runs one call that succeeds and one that fails
+// through the binary, then scrapes /metrics with the Prometheus text parser:
+// the counts by server, tool and outcome, the latency histogram and the
+// upstream's state match. /metrics wants auth_token like /status; /healthz
+// and /readyz answer without it.
+func TestMetricsCountCalls(t *testing.T) {
+	t.Parallel()
+	config, _ := newObservedUpstream(t, nil)
+	base, _ := serveHTTP(t, config)
+
+	if code, body := get(t, base, "/healthz", false); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: got %d %q, want 200 \"ok\"", code, body)
+	}
+	waitFor(t, 60*time.Second, "/readyz to answer 200", func() bool {
+		code, _ := get(t, base, "/readyz", false)
+		return code == http.StatusOK
+	})
+	if _, body := get(t, base, "/readyz", false); body != "ready: 1 of 1 servers ready\n" {
+		t.Errorf("/readyz: got %q, want \"ready: 1 of 1 servers ready\"", body)
+	}
+	if code, _ := get(t, base, "/metrics", false); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without auth_token: got %d, want 401", code)
+	}
+
+	c := connectObserved(t, base, "metrics-client")
+	if res := callTool(t, c, "call_tool", map[string]any{"name": "obs:echo", "arguments": map[string]any{"message": "hi"}}); res.IsError {
+		t.Fatalf("obs:echo: got a tool error %q", text(res))
+	}
+	if res := callTool(t, c, "call_tool", map[string]any{"name": "obs:fail", "arguments": map[string]any{"why": "test"}}); !res.IsError {
+		t.Fatalf("obs:fail: got %q, want a tool error", text(res))
+	}
+
+	code, body := get(t, base, "/metrics", true)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: got %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(prommodel.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	for _, tc := range []struct {
+		tool, outcome string
+		want          float64
+	}{
+		{"echo", "ok", 1}, {"fail", "error", 1}, {"echo", "error", 0}, {"fail", "ok", 0},
+	} {
+		m, ok := sample(fams, "mcproxy_tool_calls_total", map[string]string{"server": "obs", "tool": tc.tool, "outcome": tc.outcome})
+		got := 0.0
+		if ok {
+			got = m.GetCounter().GetValue()
+		}
+		if got != tc.want {
+			t.Errorf("mcproxy_tool_calls_total{obs,%s,%s}: got %v, want %v", tc.tool, tc.outcome, got, tc.want)
+		}
+	}
+	for _, tool := range []string{"echo", "fail"} {
+		m, ok := sample(fams, "mcproxy_tool_call_duration_seconds", map[string]string{"server": "obs", "tool": tool})
+		if !ok || m.GetHistogram().GetSampleCount() != 1 || m.GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("mcproxy_tool_call_duration_seconds{obs,%s}: got %v, want one observation", tool, m)
+		}
+	}
+	if m, ok := sample(fams, "mcproxy_upstream_state", map[string]string{"server": "obs", "state": "ready"}); !ok || m.GetGauge().GetValue() != 1 {
+		t.Errorf("mcproxy_upstream_state{obs,ready}: got %v, want 1", m)
+	}
+	if m, ok := sample(fams, "mcproxy_upstream_state", map[string]string{"server": "obs", "state": "down"}); !ok || m.GetGauge().GetValue() != 0 {
+		t.Errorf("mcproxy_upstream_state{obs,down}: got %v, want 0", m)
+	}
+}
