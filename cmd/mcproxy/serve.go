@@ -100,6 +100,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// mcp-go gives the one stdio connection the constant session id
 	// "stdio"; each run gets its own noa session instead.
 	stdioID := session.NewSessionID(time.Now())
+	history, err := openActivity(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	if history != nil {
+		// Deferred before the stack, so it runs after: the calls still
+		// answered while the upstreams stop are written too.
+		defer func() {
+			if err := history.Close(); err != nil {
+				log.Warn("closing the call history", zap.Error(err))
+			}
+		}()
+	}
 	var st *stack
 	mx := metrics.New(metrics.Options{Upstreams: func() []metrics.Upstream { return upstreamStates(st) }})
 	st, err = newStack(cfg, stackOptions{
@@ -119,6 +133,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				tool = metrics.UnknownTool
 			}
 			mx.Call(c.Server, tool, c.Error == "", c.Duration)
+			if history != nil {
+				history.Add(activityEntry(c))
+			}
 		},
 	})
 	if err != nil {

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,5 +168,101 @@ func TestMetricsCountCalls(t *testing.T) {
 	}
 	if m, ok := sample(fams, "mcproxy_upstream_state", map[string]string{"server": "obs", "state": "down"}); !ok || m.GetGauge().GetValue() != 0 {
 		t.Errorf("mcproxy_upstream_state{obs,down}: got %v, want 0", m)
+	}
+}
+
+// TestActivityHistory runs calls through the binary, one failing and one
+// with a token in its arguments, stops mcproxy (Close flushes the history)
+// and reads the history back with `mcproxy activity`: newest first, with the
+// client's name and session, each filter keeping what it should, and the
+// token masked in the file as transcripts mask it.
+func TestActivityHistory(t *testing.T) {
+	t.Parallel()
+	config, dir := newObservedUpstream(t, nil)
+	base, p := serveHTTP(t, config)
+	c := connectObserved(t, base, "activity-client")
+	session := c.GetSessionId()
+	secret := "ghp_" + strings.Repeat("a1B2", 9)
+	if res := callTool(t, c, "call_tool", map[string]any{"name": "obs:echo", "arguments": map[string]any{"message": "token " + secret}}); res.IsError {
+		t.Fatalf("obs:echo: got a tool error %q", text(res))
+	}
+	if res := callTool(t, c, "call_tool", map[string]any{"name": "obs:fail", "arguments": map[string]any{"why": "on purpose"}}); !res.IsError {
+		t.Fatalf("obs:fail: got %q, want a tool error", text(res))
+	}
+	p.stop(t)
+
+	raw, err := os.ReadFile(filepath.Join(dir, "data", "activity.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), secret) {
+		t.Errorf("the history file holds the token unmasked:\n%s", raw)
+	}
+
+	read := func(args ...string) []map[string]any {
+		t.Helper()
+		code, out, errOut := runBinary(t, 30*time.Second, append([]string{"activity", "--config", config, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("mcproxy activity %v: exit %d\n%s", args, code, errOut)
+		}
+		var list []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line == "" {
+				continue
+			}
+			var e map[string]any
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("mcproxy activity --json: line %q: %v", line, err)
+			}
+			list = append(list, e)
+		}
+		return list
+	}
+	tools := func(list []map[string]any) string {
+		var names []string
+		for _, e := range list {
+			names = append(names, fmt.Sprint(e["server"], ":", e["tool"]))
+		}
+		return strings.Join(names, " ")
+	}
+	all := read()
+	if got := tools(all); got != "obs:fail obs:echo" {
+		t.Fatalf("mcproxy activity: got %q, want \"obs:fail obs:echo\" (newest first)", got)
+	}
+	for _, e := range all {
+		if e["client"] != "activity-client" || e["session"] != session {
+			t.Errorf("entry %v: got client %v session %v, want activity-client %s", e["tool"], e["client"], e["session"], session)
+		}
+		if ms, _ := e["duration_ms"].(float64); ms <= 0 {
+			t.Errorf("entry %v: got duration_ms %v, want > 0", e["tool"], e["duration_ms"])
+		}
+	}
+	if got, _ := all[0]["error"].(string); !strings.Contains(got, "failed on purpose: on purpose") {
+		t.Errorf("the failed call's error: got %q, want the tool's error text", got)
+	}
+	if _, ok := all[1]["error"]; ok {
+		t.Errorf("the call that succeeded has an error: %v", all[1]["error"])
+	}
+	if args, _ := all[1]["arguments"].(string); strings.Contains(args, secret) || !strings.Contains(args, "token ") {
+		t.Errorf("the echo call's arguments: got %q, want them with the token masked", args)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--errors"}, "obs:fail"},
+		{[]string{"--tool", "obs:echo"}, "obs:echo"},
+		{[]string{"--tool", "fail"}, "obs:fail"},
+		{[]string{"--server", "other"}, ""},
+		{[]string{"--session", session}, "obs:fail obs:echo"},
+		{[]string{"--session", "nobody"}, ""},
+	} {
+		if got := tools(read(tc.args...)); got != tc.want {
+			t.Errorf("mcproxy activity %v: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	code, out, _ := runBinary(t, 30*time.Second, "activity", "--config", config)
+	if code != 0 || !strings.Contains(out, "activity-client") || !strings.Contains(out, "obs:fail") || !strings.Contains(out, "error: failed on purpose") {
+		t.Errorf("mcproxy activity: exit %d, got\n%s\nwant a table with the client and the failed call", code, out)
 	}
 }
