@@ -200,7 +200,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, sessions, convs)
+		opts.Dashboard = newDashboard(cfg, st, started, log, observed{history: history, metrics: mx, gateway: opts.Gateway != nil}, sessions, convs)
 		opts.Metrics = mx.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)

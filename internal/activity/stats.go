@@ -32,6 +32,9 @@ type Summary struct {
 	Tools   []Figures `json:"tools"`
 }
 
+// Summary is the figures of every call l keeps.
+func (l *Log) Summary() Summary { return Summarize(l.Recent(Filter{}, 0)) }
+
 // Summarize computes the figures of entries.
 func Summarize(entries []Entry) Summary {
 	type acc struct {
