@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -23,6 +24,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
+	"github.com/mcproxy/mcproxy/internal/tracing"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -114,6 +116,26 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 		}()
 	}
+	var tracer *tracing.Tracer
+	if cfg.Tracing.Enabled() {
+		// The SDK reports export failures through its global handler.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", zap.Error(err)) }))
+		if tracer, err = tracing.New(tracing.Options{URL: cfg.Tracing.TracesURL(), Version: versionString(), Mask: redactor(cfg, true).String}); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		// Deferred before the stack, so the spans of the calls answered
+		// while the upstreams stop are exported too.
+		defer func() {
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 5*time.Second,
+				errors.New("the OTLP collector took over 5s to take the last spans"))
+			defer cancel()
+			if err := tracer.Close(ctx); err != nil {
+				log.Warn("closing the tracer", zap.Error(err))
+			}
+		}()
+		log.Info("exporting traces of tool calls", zap.String("endpoint", cfg.Tracing.TracesURL()))
+	}
 	var st *stack
 	mx := metrics.New(metrics.Options{Upstreams: func() []metrics.Upstream { return upstreamStates(st) }})
 	st, err = newStack(cfg, stackOptions{
@@ -136,6 +158,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if history != nil {
 				history.Add(activityEntry(c))
 			}
+			tracer.Call(tracing.Call{Start: c.Time, Duration: c.Duration, Server: c.Server, Tool: c.Tool,
+				Session: c.Session, Client: c.Client, Error: c.Error})
 		},
 	})
 	if err != nil {

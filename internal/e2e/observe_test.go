@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	prommodel "github.com/prometheus/common/model"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 const obsToken = "obs-token-0123456789abcdef"
@@ -264,5 +269,88 @@ func TestActivityHistory(t *testing.T) {
 	code, out, _ := runBinary(t, 30*time.Second, "activity", "--config", config)
 	if code != 0 || !strings.Contains(out, "activity-client") || !strings.Contains(out, "obs:fail") || !strings.Contains(out, "error: failed on purpose") {
 		t.Errorf("mcproxy activity: exit %d, got\n%s\nwant a table with the client and the failed call", code, out)
+	}
+}
+
+// otlpCollector is an in-process OTLP/HTTP collector: it keeps every span
+// posted to /v1/traces.
+type otlpCollector struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := io.ReadAll(r.Body)
+	var req coltracepb.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(b, &req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.spans = append(c.spans, ss.GetSpans()...)
+		}
+	}
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// TestTracesExported sends a call that succeeds and one that fails through
+// the binary with tracing.endpoint set to an in-process OTLP collector;
+// stopping mcproxy exports what is queued, and the collector holds one span
+// per call, named and timed after it, the failed one with an error status.
+func TestTracesExported(t *testing.T) {
+	t.Parallel()
+	col := &otlpCollector{}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	config, _ := newObservedUpstream(t, map[string]any{"tracing": map[string]any{"endpoint": srv.URL}})
+	base, p := serveHTTP(t, config)
+	c := connectObserved(t, base, "traced-client")
+	session := c.GetSessionId()
+	callTool(t, c, "call_tool", map[string]any{"name": "obs:echo", "arguments": map[string]any{"message": "hi"}})
+	callTool(t, c, "call_tool", map[string]any{"name": "obs:fail", "arguments": map[string]any{"why": "traced"}})
+	p.stop(t)
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	byName := map[string]*tracepb.Span{}
+	for _, s := range col.spans {
+		byName[s.GetName()] = s
+	}
+	if len(col.spans) != 2 || byName["tools/call obs:echo"] == nil || byName["tools/call obs:fail"] == nil {
+		var names []string
+		for _, s := range col.spans {
+			names = append(names, s.GetName())
+		}
+		t.Fatalf("the collector got spans %q, want one each for tools/call obs:echo and obs:fail\n%s", names, p.output())
+	}
+	for name, s := range byName {
+		attrs := map[string]string{}
+		for _, kv := range s.GetAttributes() {
+			attrs[kv.GetKey()] = kv.GetValue().GetStringValue()
+		}
+		if attrs["mcproxy.server"] != "obs" || attrs["mcp.session.id"] != session || attrs["mcproxy.client.name"] != "traced-client" || attrs["mcp.method.name"] != "tools/call" {
+			t.Errorf("%s: got attributes %v, want server obs, session %s, client traced-client", name, attrs, session)
+		}
+		if s.GetEndTimeUnixNano() <= s.GetStartTimeUnixNano() {
+			t.Errorf("%s: ends at %d, not after its start %d", name, s.GetEndTimeUnixNano(), s.GetStartTimeUnixNano())
+		}
+	}
+	if st := byName["tools/call obs:fail"].GetStatus(); st.GetCode() != tracepb.Status_STATUS_CODE_ERROR || !strings.Contains(st.GetMessage(), "failed on purpose: traced") {
+		t.Errorf("the failed call's span status: got %v, want an error with the tool's text", st)
+	}
+	if st := byName["tools/call obs:echo"].GetStatus(); st.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("the echo call's span status: got %v, want no error", st)
 	}
 }
