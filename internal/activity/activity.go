@@ -116,7 +116,7 @@ type Log struct {
 	done <-chan struct{}
 
 	mu     sync.Mutex
-	recent []Entry // oldest first, within retention
+	recent []Entry // oldest first; the newest MaxEntries are kept
 	closed bool
 	// dropped counts entries whose write was dropped (queue full);
 	// guarded by mu.
@@ -156,8 +156,9 @@ func (l *Log) Add(e Entry) {
 		return
 	}
 	l.recent = append(l.recent, e)
-	if over := len(l.recent) - l.opts.MaxEntries; over > 0 {
-		l.recent = slices.Delete(l.recent, 0, over)
+	// Trimmed a quarter at a time, so a full history costs a call no copy.
+	if len(l.recent) > l.opts.MaxEntries+l.opts.MaxEntries/4 {
+		l.recent = slices.Clone(l.recent[len(l.recent)-l.opts.MaxEntries:])
 	}
 	select {
 	case l.ch <- e:
@@ -189,7 +190,7 @@ func (l *Log) Close() error {
 func (l *Log) Recent(f Filter, n int) []Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return newest(l.recent, f, n, l.cutoff())
+	return newest(l.recent[max(0, len(l.recent)-l.opts.MaxEntries):], f, n, l.cutoff())
 }
 
 // cutoff is the oldest time retention keeps (zero: any).

@@ -158,3 +158,23 @@ func TestFilters(t *testing.T) {
 		t.Errorf("Summarize servers: got %+v, want fs with 2 calls and 1 error first", s.Servers)
 	}
 }
+
+// TestRecentKeepsMaxEntries: in memory too, only the newest max_entries
+// calls are kept.
+func TestRecentKeepsMaxEntries(t *testing.T) {
+	t.Parallel()
+	l, err := Open(filepath.Join(t.TempDir(), "activity.jsonl"), Options{MaxEntries: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 7 {
+		l.Add(Entry{Time: time.Now(), Server: "s", Tool: fmt.Sprintf("t%d", i)})
+		if got := len(l.Recent(Filter{}, 0)); got != min(i+1, 4) {
+			t.Fatalf("after %d calls: Recent holds %d, want %d", i+1, got, min(i+1, 4))
+		}
+	}
+	if got := tools(l.Recent(Filter{}, 0)); got != "t6 t5 t4 t3" {
+		t.Errorf("got %q, want the newest 4", got)
+	}
+}

@@ -25,7 +25,9 @@
 // 400 naming the key. Parsing is linear in the request's size and stops
 // when the client hangs up; a model's answer is read within
 // gateway.limits too, and a malformed model stream ends the client's with
-// the provider's error event.
+// the provider's error event. Each model request is counted in
+// Options.Metrics: its rounds, hidden ones included, the client's tokens and
+// those forwarded, and the usage the provider reported.
 package gateway
 
 import (

@@ -14,6 +14,10 @@
 // sends while serving a call (progress, log messages, sampling, elicitation
 // and roots requests) is relayed to the client session that made the call, a
 // stateless 2026-07-28 client through multi round-trip results (relay.go).
+// Every call that reaches an upstream is reported, once answered, to
+// Deps.OnCall (observe.go: metrics, the call history, traces), with the
+// client session and the name its client gave in initialize. It also
+// answers the probes /healthz and /readyz (transport.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status
