@@ -10,24 +10,15 @@ import (
 	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
-	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
-
-// observed is what the dashboard shows of activity: the call history (nil
-// when off) and the metrics, whose gateway figures it shows when gateway
-// is set.
-type observed struct {
-	history *activity.Log
-	metrics *metrics.Metrics
-	gateway bool
-}
 
 // newDashboard serves /status and the web page of a serving stack. managers
 // are the running session managers (MCP clients', the gateway's; nil ones
 // are skipped), whose live message counts and sessions that cannot record
-// /status shows.
-func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs observed, managers ...*session.Manager) http.Handler {
+// /status shows. It shows obs's call history, and with gateway set the
+// gateway's figures.
+func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, gateway bool, managers ...*session.Manager) http.Handler {
 	src := dashboard.Source{
 		Servers:   st.mgr.Status,
 		Tools:     st.mgr.Tools,
@@ -39,7 +30,7 @@ func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Log
 		src.Calls = func(n int) []activity.Entry { return obs.history.Recent(activity.Filter{}, n) }
 		src.CallSummary = obs.history.Summary
 	}
-	if obs.gateway {
+	if gateway {
 		src.Gateway = obs.metrics.GatewayTotals
 	}
 	if cfg.Mode != config.ModeDirect {

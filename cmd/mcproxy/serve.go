@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -21,10 +20,8 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
-	"github.com/mcproxy/mcproxy/internal/tracing"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -102,42 +99,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// mcp-go gives the one stdio connection the constant session id
 	// "stdio"; each run gets its own noa session instead.
 	stdioID := session.NewSessionID(time.Now())
-	history, err := openActivity(cfg, log)
+	var st *stack
+	obs, err := newObservers(cfg, log, func() []metrics.Upstream { return upstreamStates(st) })
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	if history != nil {
-		// Deferred before the stack, so it runs after: the calls still
-		// answered while the upstreams stop are written too.
-		defer func() {
-			if err := history.Close(); err != nil {
-				log.Warn("closing the call history", zap.Error(err))
-			}
-		}()
-	}
-	var tracer *tracing.Tracer
-	if cfg.Tracing.Enabled() {
-		// The SDK reports export failures through its global handler.
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", zap.Error(err)) }))
-		if tracer, err = tracing.New(tracing.Options{URL: cfg.Tracing.TracesURL(), Version: versionString(), Mask: redactor(cfg, true).String}); err != nil {
-			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
-			return exitError
-		}
-		// Deferred before the stack, so the spans of the calls answered
-		// while the upstreams stop are exported too.
-		defer func() {
-			ctx, cancel := context.WithTimeoutCause(context.Background(), 5*time.Second,
-				errors.New("the OTLP collector took over 5s to take the last spans"))
-			defer cancel()
-			if err := tracer.Close(ctx); err != nil {
-				log.Warn("closing the tracer", zap.Error(err))
-			}
-		}()
-		log.Info("exporting traces of tool calls", zap.String("endpoint", cfg.Tracing.TracesURL()))
-	}
-	var st *stack
-	mx := metrics.New(metrics.Options{Upstreams: func() []metrics.Upstream { return upstreamStates(st) }})
+	// Deferred before the stack, so it runs after: the calls still
+	// answered while the upstreams stop are kept too.
+	defer obs.close()
 	st, err = newStack(cfg, stackOptions{
 		IndexDir:       filepath.Join(dataDir, "index"),
 		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
@@ -149,18 +119,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		StdioSessionID: stdioID,
 		LearnFile:      learnFile(cfg),
 		OpenBrowser:    oauth.SystemOpener(),
-		OnCall: func(c server.Call) {
-			tool := c.Tool
-			if !c.Known {
-				tool = metrics.UnknownTool
-			}
-			mx.Call(c.Server, tool, c.Error == "", c.Duration)
-			if history != nil {
-				history.Add(activityEntry(c))
-			}
-			tracer.Call(tracing.Call{Start: c.Time, Duration: c.Duration, Server: c.Server, Tool: c.Tool,
-				Session: c.Session, Client: c.Client, Error: c.Error})
-		},
+		OnCall:         obs.call,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -219,13 +178,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		opts := httpOptions(cfg)
 		var closeGateway func()
 		var convs *session.Manager
-		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log, mx); err != nil {
+		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, observed{history: history, metrics: mx, gateway: opts.Gateway != nil}, sessions, convs)
-		opts.Metrics = mx.Handler()
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, opts.Gateway != nil, sessions, convs)
+		opts.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)
 	}
