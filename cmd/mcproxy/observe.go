@@ -47,11 +47,11 @@ func newObservers(cfg *config.Config, log *zap.Logger, upstreams func() []metric
 
 // call is server.Deps.OnCall.
 func (o *observers) call(c server.Call) {
-	tool := c.Tool
+	server, tool := c.Server, c.Tool
 	if !c.Known {
-		tool = metrics.UnknownTool
+		server, tool = metrics.Unknown, metrics.Unknown
 	}
-	o.metrics.Call(c.Server, tool, c.Error == "", c.Duration)
+	o.metrics.Call(server, tool, c.Error == "", c.Duration)
 	if o.history != nil {
 		o.history.Add(activityEntry(c))
 	}

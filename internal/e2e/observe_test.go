@@ -106,10 +106,11 @@ next:
 	return nil, false
 }
 
-// TestMetricsCountCalls runs one call that succeeds and one that fails
-// through the binary, then scrapes /metrics with the Prometheus text parser:
-// the counts by server, tool and outcome, the latency histogram and the
-// upstream's state match. /metrics wants auth_token like /status; /healthz
+// TestMetricsCountCalls runs one call that succeeds, one that fails and two
+// that call_tool refuses (an unknown tool, arguments not an object) through
+// the binary, then scrapes /metrics with the Prometheus text parser: the
+// counts by server, tool and outcome (the unknown tool under "(unknown)"),
+// the latency histogram and the upstream's state match. /metrics wants auth_token like /status; /healthz
 // and /readyz answer without it.
 func TestMetricsCountCalls(t *testing.T) {
 	t.Parallel()
@@ -137,6 +138,16 @@ func TestMetricsCountCalls(t *testing.T) {
 	if res := callTool(t, c, "call_tool", map[string]any{"name": "obs:fail", "arguments": map[string]any{"why": "test"}}); !res.IsError {
 		t.Fatalf("obs:fail: got %q, want a tool error", text(res))
 	}
+	// Refused before the upstream: a tool nobody has, arguments that are
+	// not an object.
+	for _, args := range []map[string]any{
+		{"name": "obs:no_such_tool", "arguments": map[string]any{}},
+		{"name": "obs:echo", "arguments": []any{"hi"}},
+	} {
+		if res := callTool(t, c, "call_tool", args); !res.IsError {
+			t.Fatalf("call_tool %v: got %q, want a tool error", args, text(res))
+		}
+	}
 
 	code, body := get(t, base, "/metrics", true)
 	if code != http.StatusOK {
@@ -148,24 +159,25 @@ func TestMetricsCountCalls(t *testing.T) {
 		t.Fatalf("parsing /metrics: %v\n%s", err, body)
 	}
 	for _, tc := range []struct {
-		tool, outcome string
-		want          float64
+		server, tool, outcome string
+		want                  float64
 	}{
-		{"echo", "ok", 1}, {"fail", "error", 1}, {"echo", "error", 0}, {"fail", "ok", 0},
+		{"obs", "echo", "ok", 1}, {"obs", "fail", "error", 1}, {"obs", "echo", "error", 1}, {"obs", "fail", "ok", 0},
+		{"(unknown)", "(unknown)", "error", 1}, {"obs", "no_such_tool", "error", 0},
 	} {
-		m, ok := sample(fams, "mcproxy_tool_calls_total", map[string]string{"server": "obs", "tool": tc.tool, "outcome": tc.outcome})
+		m, ok := sample(fams, "mcproxy_tool_calls_total", map[string]string{"server": tc.server, "tool": tc.tool, "outcome": tc.outcome})
 		got := 0.0
 		if ok {
 			got = m.GetCounter().GetValue()
 		}
 		if got != tc.want {
-			t.Errorf("mcproxy_tool_calls_total{obs,%s,%s}: got %v, want %v", tc.tool, tc.outcome, got, tc.want)
+			t.Errorf("mcproxy_tool_calls_total{%s,%s,%s}: got %v, want %v", tc.server, tc.tool, tc.outcome, got, tc.want)
 		}
 	}
-	for _, tool := range []string{"echo", "fail"} {
+	for tool, n := range map[string]uint64{"echo": 2, "fail": 1} {
 		m, ok := sample(fams, "mcproxy_tool_call_duration_seconds", map[string]string{"server": "obs", "tool": tool})
-		if !ok || m.GetHistogram().GetSampleCount() != 1 || m.GetHistogram().GetSampleSum() <= 0 {
-			t.Errorf("mcproxy_tool_call_duration_seconds{obs,%s}: got %v, want one observation", tool, m)
+		if !ok || m.GetHistogram().GetSampleCount() != n || m.GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("mcproxy_tool_call_duration_seconds{obs,%s}: got %v, want %d observations", tool, m, n)
 		}
 	}
 	if m, ok := sample(fams, "mcproxy_upstream_state", map[string]string{"server": "obs", "state": "ready"}); !ok || m.GetGauge().GetValue() != 1 {

@@ -28,10 +28,10 @@ const (
 	OutcomeError = "error"
 )
 
-// UnknownTool is the tool label of a call to a tool its server does not
-// have: the name came from the model, and labelling with it would let any
+// Unknown is the server and tool label of a call to a tool no server has:
+// the names came from the model, and labelling with them would let any
 // client grow the series without bound.
-const UnknownTool = "(unknown)"
+const Unknown = "(unknown)"
 
 // States is every upstream state the mcproxy_upstream_state gauge reports
 // (upstream.State values), so a server's series are there at 0 before it
@@ -112,8 +112,8 @@ func (m *Metrics) Handler() http.Handler {
 // Registry is the registry, for tests that gather it directly.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Call records one tool call; tool is UnknownTool when the server does not
-// have it.
+// Call records one tool call; server and tool are Unknown for a tool no
+// server has.
 func (m *Metrics) Call(server, tool string, ok bool, d time.Duration) {
 	if m == nil {
 		return

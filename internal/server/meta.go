@@ -147,16 +147,28 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !ok {
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	}
+	// A call refused before the upstream is still one the user should see
+	// failing (issue 30); one to a tool nobody has is not labelled with it.
+	start := time.Now()
+	refused := func(text string, known bool) (*mcp.CallToolResult, error) {
+		res := mcp.NewToolResultError(text)
+		var rawErr error
+		if !known {
+			rawErr = upstream.ErrUnknownTool
+		}
+		s.observe(ctx, start, server, tool, nil, res, nil, rawErr)
+		return res, nil
+	}
 	toolArgs, problem := toolArguments(args["arguments"])
 	if problem != "" {
-		t, _ := s.tool(id)
-		return mcp.NewToolResultError(badArgumentsText(id, problem, t.Schema)), nil
+		t, known := s.tool(id)
+		return refused(badArgumentsText(id, problem, t.Schema), known)
 	}
 	if !s.callable(server, id) {
 		if held := s.heldText(server, tool); held != "" {
-			return mcp.NewToolResultError(held), nil
+			return refused(held, true)
 		}
-		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
+		return refused(unknownToolText(id, s.suggestions(ctx, id)), false)
 	}
 	res, err := s.callUpstream(ctx, server, tool, toolArgs)
 	s.learnCall(ctx, id, res, err)

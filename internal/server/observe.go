@@ -12,8 +12,10 @@ import (
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// Call is one tool call through the proxy to an upstream, as Deps.OnCall
-// receives it (issue 30: metrics and the call history).
+// Call is one tool call through the proxy, as Deps.OnCall receives it
+// (issue 30: metrics, the call history, traces): one that reached the
+// upstream manager, or a call_tool refused before it (arguments that are
+// not an object, a held or unknown tool).
 type Call struct {
 	Time time.Time
 	// Session is the client session's id ("" for a client without one, the
@@ -21,8 +23,8 @@ type Call struct {
 	// initialize's clientInfo ("" when unknown).
 	Session, Client string
 	Server, Tool    string
-	// Known is false when the server does not have the tool: the name came
-	// from the model, so it is no metric label.
+	// Known is false when no server has the tool: the names came from the
+	// model, so they are no metric labels.
 	Known    bool
 	Duration time.Duration
 	// Error is "" for a call that succeeded; otherwise the text of the tool
