@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -14,14 +15,23 @@ import (
 
 // newDashboard serves /status and the web page of a serving stack. managers
 // are the running session managers (MCP clients', the gateway's; nil ones
-// are skipped), whose sessions that cannot record /status shows.
-func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, managers ...*session.Manager) http.Handler {
+// are skipped), whose live message counts and sessions that cannot record
+// /status shows. It shows obs's call history, and with gateway set the
+// gateway's figures.
+func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, gateway bool, managers ...*session.Manager) http.Handler {
 	src := dashboard.Source{
 		Servers:   st.mgr.Status,
 		Tools:     st.mgr.Tools,
 		IndexSize: st.ix.Count,
 		Version:   versionString(),
 		Started:   started,
+	}
+	if obs.history != nil {
+		src.Calls = func(n int) []activity.Entry { return obs.history.Recent(activity.Filter{}, n) }
+		src.CallSummary = obs.history.Summary
+	}
+	if gateway {
+		src.Gateway = obs.metrics.GatewayTotals
 	}
 	if cfg.Mode != config.ModeDirect {
 		src.Search = func(ctx context.Context, q string, limit int) ([]dashboard.Hit, error) {
@@ -45,34 +55,45 @@ func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Log
 					out[i] = dashboard.Session{ID: s.ID, LastActive: s.LastActive, Messages: s.Messages, Blocks: s.Blocks,
 						ActiveBlocks: s.ActiveBlocks, TokensSaved: s.TokensSaved, Bytes: s.Bytes}
 				}
-				return withRecording(out, managers), err
+				return withManagers(out, managers, st.front.ClientName), err
 			}
 		}
 	}
 	return dashboard.New(src, log.Named("dashboard"))
 }
 
-// withRecording marks the sessions of list whose recording fails in one of
-// managers (issue 26); a failing session with nothing on disk yet (its
-// directory could not be created) is added by id.
-func withRecording(list []dashboard.Session, managers []*session.Manager) []dashboard.Session {
+// withManagers adds to list what managers (nil ones skipped) know and the
+// files do not: the message counts of the sessions open now (state.json
+// lags behind a session in use, issue 30), and the sessions whose recording
+// fails (issue 26). A session open or failing with nothing on disk yet (its
+// directory could not be created) is added by id. Each session is named by
+// its client.
+func withManagers(list []dashboard.Session, managers []*session.Manager, client func(id string) string) []dashboard.Session {
 	at := make(map[string]int, len(list))
 	for i, s := range list {
 		at[s.ID] = i
+	}
+	find := func(id string, since time.Time) *dashboard.Session {
+		i, ok := at[id]
+		if !ok {
+			at[id], i = len(list), len(list)
+			list = append(list, dashboard.Session{ID: id, LastActive: since})
+		}
+		return &list[i]
 	}
 	for _, m := range managers {
 		if m == nil {
 			continue
 		}
-		for id, r := range m.Failing() {
-			rec := &dashboard.Recording{State: dashboard.RecordingFailing, LastError: r.Err, Since: r.Since}
-			if i, ok := at[id]; ok {
-				list[i].Recording = rec
-				continue
-			}
-			at[id] = len(list)
-			list = append(list, dashboard.Session{ID: id, LastActive: r.Since, Recording: rec})
+		for id, l := range m.Live() {
+			find(id, time.Now()).Messages = l.Messages
 		}
+		for id, r := range m.Failing() {
+			find(id, r.Since).Recording = &dashboard.Recording{State: dashboard.RecordingFailing, LastError: r.Err, Since: r.Since}
+		}
+	}
+	for i := range list {
+		list[i].Client = client(list[i].ID)
 	}
 	return list
 }

@@ -82,12 +82,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// One client call, so there is a session to show.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.NewStreamableHttpClient(s.base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	startClient(ctx, t, c)
+	c := tokenClient(ctx, t, s.base, token)
 	call := mcp.CallToolRequest{}
 	call.Params.Name = "retrieve_tools"
 	call.Params.Arguments = map[string]any{"query": "search nodes in the knowledge graph"}
@@ -201,6 +196,19 @@ func TestDashboardInChromium(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("page with a foreign Host: got %d, want 403", resp.StatusCode)
 	}
+}
+
+// tokenClient is an initialized MCP client of the mcproxy at base, sending
+// auth_token token; the test closes it.
+func tokenClient(ctx context.Context, t *testing.T, base, token string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	startClient(ctx, t, c)
+	return c
 }
 
 // colors counts the distinct colours of img, up to 1000.

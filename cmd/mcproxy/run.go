@@ -36,6 +36,7 @@ Usage:
   mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
+  mcproxy activity [--server S] [--tool T] [--session ID] [--errors] [--limit N] [--json]
   mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
   mcproxy auth   login SERVER|status|logout SERVER [--config F]
   mcproxy bench  ...          (the profiler; mcproxy bench --help)
@@ -83,6 +84,10 @@ sessions Inspects noa's per-session files under <data_dir>/sessions: list
          them, show one's blocks and archives, print an archived original,
          or rebuild a session's state from its transcript
          (mcproxy sessions help).
+activity The call history, newest first: each tool call through mcproxy
+         (time, client and session, server:tool, duration, ok or the
+         error), kept in <data_dir>/activity.jsonl within activity.retention
+         and activity.max_entries.
 learned  Shows and edits what retrieve_tools learned from use: the words of
          searches that led the agent to a tool it then called successfully
          (<data_dir>/learned.json; "learn": false turns learning off).
@@ -117,6 +122,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSessions(rest, stdout, stderr)
 	case "learned":
 		return runLearned(rest, stdout, stderr)
+	case "activity":
+		return runActivity(rest, stdout, stderr)
 	case "auth":
 		return runAuth(ctx, rest, stdout, stderr)
 	case "bench":

@@ -18,6 +18,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
@@ -101,7 +102,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// mcp-go gives the one stdio connection the constant session id
 	// "stdio"; each run gets its own noa session instead.
 	stdioID := session.NewSessionID(time.Now())
-	st, err := newStack(cfg, stackOptions{
+	var st *stack
+	obs, err := newObservers(cfg, log, func() []metrics.Upstream { return upstreamStates(st) })
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	// Deferred before the stack, so it runs after: the calls still
+	// answered while the upstreams stop are kept too.
+	defer obs.close()
+	st, err = newStack(cfg, stackOptions{
 		IndexDir:       filepath.Join(dataDir, "index"),
 		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
 		Revisions:      filepath.Join(dataDir, upstream.RevisionsFile),
@@ -112,6 +122,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		StdioSessionID: stdioID,
 		LearnFile:      learnFile(cfg),
 		OpenBrowser:    oauth.SystemOpener(),
+		OnCall:         obs.call,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -176,12 +187,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		opts := httpOptions(cfg)
 		var closeGateway func()
 		var convs *session.Manager
-		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log); err != nil {
+		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, sessions, convs)
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, opts.Gateway != nil, sessions, convs)
+		opts.Metrics = obs.metrics.Handler()
+		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)
 	}
 	if err != nil {
@@ -190,6 +203,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log.Info("mcproxy stopped")
 	return exitOK
+}
+
+// upstreamStates are st's servers' states for mcproxy_upstream_state (none
+// before st is built).
+func upstreamStates(st *stack) []metrics.Upstream {
+	if st == nil {
+		return nil
+	}
+	list := st.status()
+	out := make([]metrics.Upstream, len(list))
+	for i, s := range list {
+		out[i] = metrics.Upstream{Server: s.Server, State: string(s.State)}
+	}
+	return out
 }
 
 // logStatus logs every upstream's state after start-up.
@@ -247,7 +274,7 @@ func loadConfigNotes(path string, override func(*config.Config)) (*config.Config
 // MCP client's, paced against its model's window with the config's noa
 // knobs; the index that recognises conversations is
 // <data_dir>/gateway/conversations.jsonl.
-func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, *session.Manager, func(), error) {
+func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.Handler, *session.Manager, func(), error) {
 	nothing := func() {}
 	if !cfg.Gateway.Enabled {
 		return nil, nil, nothing, nil
@@ -283,7 +310,7 @@ func newGateway(cfg *config.Config, log *zap.Logger) (http.Handler, *session.Man
 		c, _ := session.EngineConfig(knobs)
 		return c
 	}, Logger: log.Named("gateway"), EngageAt: cfg.Gateway.EngageAt}
-	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs})
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs, Metrics: mx})
 	if err != nil {
 		_ = sessions.Close()
 		_ = convs.Close()

@@ -71,6 +71,9 @@ type stackOptions struct {
 	// browser when the upstream asks for one (oauth.SystemOpener). nil =
 	// such an upstream waits in "needs sign-in" for mcproxy auth login.
 	OpenBrowser func(ctx context.Context, url string) error
+	// OnCall is told of every tool call through the front
+	// (server.Deps.OnCall); nil tells nobody.
+	OnCall func(server.Call)
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -157,6 +160,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		Sessions:  opts.Sessions,
 		Learner:   learner,
 		Catalogs:  mgr,
+		OnCall:    opts.OnCall,
 	}, server.Options{
 		Version:        opts.Version,
 		Mode:           cfg.Mode,
@@ -188,6 +192,26 @@ func (s *stack) start(ctx context.Context) {
 	s.startGuard()
 	s.mgr.Start(ctx)
 	s.front.Resync()
+}
+
+// ready is /readyz: ready once the upstream start has finished (every
+// configured server has reported a state and the catalog holds the tools of
+// those that are up); the line counts the servers ready.
+func (s *stack) ready() (bool, string) {
+	list := s.status()
+	up, enabled := 0, 0
+	for _, st := range list {
+		if st.State != upstream.StateDisabled {
+			enabled++
+		}
+		if st.State == upstream.StateReady {
+			up++
+		}
+	}
+	if !s.front.IsStarted() {
+		return false, fmt.Sprintf("not ready: the upstreams are starting (%d of %d servers ready)", up, enabled)
+	}
+	return true, fmt.Sprintf("ready: %d of %d servers ready", up, enabled)
 }
 
 // status reports every configured upstream.

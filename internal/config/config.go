@@ -79,6 +79,12 @@ type Config struct {
 	// Gateway serves the model APIs on the same listener (see
 	// GatewayConfig); the zero value means off.
 	Gateway GatewayConfig `json:"gateway,omitempty"`
+	// Activity is the call history (see ActivityConfig); the zero value
+	// records with the defaults.
+	Activity ActivityConfig `json:"activity,omitempty"`
+	// Tracing exports OpenTelemetry spans of tool calls (see
+	// TracingConfig); the zero value means off.
+	Tracing TracingConfig `json:"tracing,omitempty"`
 	// Synonyms are groups of words retrieve_tools treats as the same when
 	// matching a query to tools, added to mcproxy's built-in lexicon:
 	// [["k8s", "kubernetes"], ["ticket", "issue"]]. Each group needs two

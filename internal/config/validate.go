@@ -145,6 +145,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Noa.validate("noa")...)
 	errs = append(errs, c.Embeddings.validate("embeddings")...)
 	errs = append(errs, c.Gateway.validate("gateway")...)
+	errs = append(errs, c.Activity.validate("activity")...)
+	errs = append(errs, c.Tracing.validate("tracing")...)
 	errs = append(errs, validateRedact(c.Redact)...)
 
 	names := make([]string, 0, len(c.MCPServers))

@@ -1,7 +1,9 @@
 // Package dashboard serves what a running mcproxy knows about itself: GET
 // /status as JSON (each server's state, last error, tools and uptime; the
-// noa sessions; the index size), GET /status/search (what retrieve_tools
-// would answer) and a small web page at / that shows both (issue 18). The
+// noa sessions with their clients; the index size; the newest calls with
+// per-server and per-tool counts, error rates and latency; the gateway's
+// figures), GET /status/search (what retrieve_tools would answer) and a
+// small web page at / that shows them (issues 18 and 30). The
 // page is one embedded file with no external assets. The package reads
 // through the functions of Source and changes nothing; the HTTP guard (Host,
 // Origin, auth_token) is the front's, around it. The page holds no data and
@@ -24,8 +26,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -47,7 +51,10 @@ type Hit struct {
 
 // Session is one noa session as the page shows it.
 type Session struct {
-	ID           string    `json:"id"`
+	ID string `json:"id"`
+	// Client is the name the session's client gave in initialize ("" when
+	// unknown: a gateway conversation, a session of an earlier run).
+	Client       string    `json:"client,omitempty"`
 	LastActive   time.Time `json:"last_active"`
 	Messages     int       `json:"messages"`
 	Blocks       int       `json:"blocks"`
@@ -79,6 +86,14 @@ type Source struct {
 	Search    func(ctx context.Context, query string, limit int) ([]Hit, error)
 	Sessions  func() ([]Session, error)
 	IndexSize func() (int, error)
+	// Calls returns up to n of the newest calls, newest first, and
+	// CallSummary the figures of every call kept; nil leaves them out (the
+	// history is off).
+	Calls       func(n int) []activity.Entry
+	CallSummary func() activity.Summary
+	// Gateway returns the gateway's figures since start; nil when the
+	// gateway is off.
+	Gateway func() metrics.Gateway
 	// Version is mcproxy's version; Started is when it started.
 	Version string
 	Started time.Time
@@ -115,7 +130,52 @@ type Status struct {
 	Sessions      []Session `json:"sessions"`
 	SessionsError string    `json:"sessions_error,omitempty"`
 	IndexSize     int       `json:"index_size"`
+	// Calls are the newest calls, newest first; CallStats the figures of
+	// every call the history keeps (nil with the history off).
+	Calls     []activity.Entry  `json:"calls"`
+	CallStats *activity.Summary `json:"call_stats,omitempty"`
+	// Gateway is nil when the gateway is off.
+	Gateway *Gateway `json:"gateway,omitempty"`
 }
+
+// Gateway is the gateway's figures since start, with what they come to.
+type Gateway struct {
+	metrics.Gateway
+	// SavedTokens is ClientTokens less ForwardedTokens (negative when the
+	// hidden rounds cost more than compression saved); SavedShare is it
+	// over ClientTokens.
+	SavedTokens int64   `json:"saved_tokens"`
+	SavedShare  float64 `json:"saved_share"`
+	// CacheShare is the share of the provider's input tokens read from
+	// its cache (0 without usage).
+	CacheShare float64 `json:"cache_share"`
+	// CostSavedShare estimates the share of input cost saved against going
+	// straight: what was billed, in input-token equivalents at Anthropic's
+	// multipliers (cache reads 0.1, cache writes 1.25; mcproxy's forwarded
+	// count when the provider reported no usage), over ClientTokens.
+	CostSavedShare float64 `json:"cost_saved_share"`
+}
+
+// gatewayFigures derives Gateway from the totals.
+func gatewayFigures(g metrics.Gateway) *Gateway {
+	out := &Gateway{Gateway: g, SavedTokens: g.ClientTokens - g.ForwardedTokens}
+	if g.ClientTokens > 0 {
+		out.SavedShare = float64(out.SavedTokens) / float64(g.ClientTokens)
+	}
+	usage := g.UsageInput + g.UsageCacheRead + g.UsageCacheWrite
+	billed := float64(g.ForwardedTokens)
+	if usage > 0 {
+		out.CacheShare = float64(g.UsageCacheRead) / float64(usage)
+		billed = float64(g.UsageInput) + 0.1*float64(g.UsageCacheRead) + 1.25*float64(g.UsageCacheWrite)
+	}
+	if g.ClientTokens > 0 {
+		out.CostSavedShare = 1 - billed/float64(g.ClientTokens)
+	}
+	return out
+}
+
+// maxCalls bounds the calls /status lists.
+const maxCalls = 100
 
 // maxSessions bounds the sessions /status lists (the most recent first).
 const maxSessions = 50
@@ -217,6 +277,17 @@ func (d *dash) snapshot() Status {
 			return b.LastActive.Compare(a.LastActive)
 		})
 		st.Sessions = append(st.Sessions, list[:min(len(list), maxSessions)]...)
+	}
+	st.Calls = []activity.Entry{}
+	if d.src.Calls != nil {
+		st.Calls = d.src.Calls(maxCalls)
+	}
+	if d.src.CallSummary != nil {
+		sum := d.src.CallSummary()
+		st.CallStats = &sum
+	}
+	if d.src.Gateway != nil {
+		st.Gateway = gatewayFigures(d.src.Gateway())
 	}
 	if d.src.IndexSize != nil {
 		if n, err := d.src.IndexSize(); err == nil {

@@ -272,6 +272,9 @@ func (x *exchange) summaryRound(t Turn) error {
 	if !ok {
 		return fmt.Errorf("the request cannot take the instruction (its last message is not the user's, or it forces a tool call)")
 	}
+	// A hidden round of the client's messages plus the instruction.
+	x.figures.HiddenRounds++
+	x.figures.ForwardedTokens += int64(t.Tokens)
 	resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, body)
 	if err != nil {
 		return fmt.Errorf("sending the round: %w", err)

@@ -25,7 +25,9 @@
 // 400 naming the key. Parsing is linear in the request's size and stops
 // when the client hangs up; a model's answer is read within
 // gateway.limits too, and a malformed model stream ends the client's with
-// the provider's error event.
+// the provider's error event. Each model request is counted in
+// Options.Metrics: its rounds, hidden ones included, the client's tokens and
+// those forwarded, and the usage the provider reported.
 package gateway
 
 import (
@@ -39,6 +41,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/metrics"
 )
 
 // Headers the gateway reads and never forwards.
@@ -72,6 +75,9 @@ type Options struct {
 	// index kept in memory only (conversations are then not recognised
 	// after a restart).
 	Conversations *Conversations
+	// Metrics counts requests, input tokens and hidden rounds; nil counts
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 // Gateway is the model-API handler. Create it with New; it is safe for
@@ -86,6 +92,7 @@ type Gateway struct {
 	openai    *provider
 	hosts     Hosts
 	convs     *Conversations
+	metrics   *metrics.Metrics
 
 	mu    sync.Mutex
 	locks map[string]*convLock // one request at a time per conversation
@@ -138,7 +145,7 @@ func New(opts Options) (*Gateway, error) {
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
 	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
-		hosts: opts.Hosts, convs: opts.Conversations, locks: map[string]*convLock{}}
+		hosts: opts.Hosts, convs: opts.Conversations, metrics: opts.Metrics, locks: map[string]*convLock{}}
 	if !cfg.ProjectEnabled() {
 		g.hosts = nil
 	}

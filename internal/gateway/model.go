@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/metrics"
 )
 
 // MaxRequestBytes bounds one model request's body (Anthropic's own limit is
@@ -21,6 +23,7 @@ func (g *Gateway) modelRequest(w http.ResponseWriter, r *http.Request, p *provid
 	}
 	path := r.URL.Path[len(p.prefix):]
 	if g.hosts == nil {
+		g.metrics.GatewayRequest(string(p.api), metrics.Gateway{})
 		g.forward(w, r, p, path, body)
 		return
 	}

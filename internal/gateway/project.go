@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -49,6 +50,40 @@ type exchange struct {
 	// or OpenAI message text.
 	shown     []json.RawMessage
 	shownText string
+	// figures are the request's counts for Options.Metrics.
+	figures metrics.Gateway
+}
+
+// sent counts a round about to be sent for turn t: the client's tokens
+// with the first, and what goes upstream with every one.
+func (x *exchange) sent(t Turn, round int) {
+	if round == 0 {
+		x.figures.Projected = 1
+		x.figures.ClientTokens = int64(t.Tokens)
+	} else {
+		x.figures.HiddenRounds++
+	}
+	if t.Engaged {
+		x.figures.ForwardedTokens += int64(t.Projected)
+	} else {
+		x.figures.ForwardedTokens += int64(t.Tokens)
+	}
+}
+
+// report hands the request's figures to Options.Metrics, the usage the
+// provider reported summed over the rounds.
+func (x *exchange) report() {
+	f := x.figures
+	if x.p.api == anthropicAPI {
+		f.UsageInput = x.usage["input_tokens"]
+		f.UsageCacheRead = x.usage["cache_read_input_tokens"]
+		f.UsageCacheWrite = x.usage["cache_creation_input_tokens"]
+	} else {
+		// OpenAI's cached share sits in prompt_tokens_details, which the
+		// sum does not reach: prompt_tokens counts it all as input.
+		f.UsageInput = x.usage["prompt_tokens"]
+	}
+	x.g.metrics.GatewayRequest(string(x.p.api), f)
 }
 
 // project serves a model request through noa. Anything that fails before
@@ -57,10 +92,12 @@ type exchange struct {
 func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) {
 	in, ok := g.parseProjected(w, r, p, path, body)
 	if !ok {
+		g.metrics.GatewayRequest(string(p.api), metrics.Gateway{})
 		return
 	}
 	conv, h, release, err := g.open(r.Context(), in.scope, in.q, in.limit)
 	if err != nil {
+		g.metrics.GatewayRequest(string(p.api), metrics.Gateway{})
 		if r.Context().Err() == nil {
 			g.unprojected(w, r, p, path, body, "", err)
 		}
@@ -70,6 +107,7 @@ func (g *Gateway) project(w http.ResponseWriter, r *http.Request, p *provider, p
 	h = engaging{Host: h, core: in.q.core, at: g.cfg.EngageAt}
 	x := &exchange{g: g, w: w, r: r, p: p, path: path, raw: body, q: in.q, d: in.d, h: h, conv: conv, stream: in.head.Stream,
 		ours: g.ours(in.q), calls: map[string]json.RawMessage{}, usage: usageSum{}, clientIncludeUsage: in.head.IncludeUsage}
+	defer x.report()
 	if x.stream {
 		x.runStream()
 		return
@@ -626,6 +664,7 @@ func (x *exchange) runJSON() {
 			return
 		}
 		final := x.final(round)
+		x.sent(t, round)
 		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
 		if err != nil {
 			x.g.upstreamFailed(x.w, x.r, x.p, err)

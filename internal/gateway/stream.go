@@ -256,6 +256,7 @@ func (x *exchange) runStream() {
 			return
 		}
 		final := x.final(n)
+		x.sent(t, n)
 		resp, err := x.g.send(x.r.Context(), x.r, x.p, x.path, x.build(t, final))
 		if err != nil {
 			if sw == nil {

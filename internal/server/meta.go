@@ -147,16 +147,28 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !ok {
 		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
 	}
+	// A call refused before the upstream is still one the user should see
+	// failing (issue 30); one to a tool nobody has is not labelled with it.
+	start := time.Now()
+	refused := func(text string, known bool) (*mcp.CallToolResult, error) {
+		res := mcp.NewToolResultError(text)
+		var rawErr error
+		if !known {
+			rawErr = upstream.ErrUnknownTool
+		}
+		s.observe(ctx, start, server, tool, nil, res, nil, rawErr)
+		return res, nil
+	}
 	toolArgs, problem := toolArguments(args["arguments"])
 	if problem != "" {
-		t, _ := s.tool(id)
-		return mcp.NewToolResultError(badArgumentsText(id, problem, t.Schema)), nil
+		t, known := s.tool(id)
+		return refused(badArgumentsText(id, problem, t.Schema), known)
 	}
 	if !s.callable(server, id) {
 		if held := s.heldText(server, tool); held != "" {
-			return mcp.NewToolResultError(held), nil
+			return refused(held, true)
 		}
-		return mcp.NewToolResultError(unknownToolText(id, s.suggestions(ctx, id))), nil
+		return refused(unknownToolText(id, s.suggestions(ctx, id)), false)
 	}
 	res, err := s.callUpstream(ctx, server, tool, toolArgs)
 	s.learnCall(ctx, id, res, err)
@@ -188,11 +200,19 @@ func (s *Server) callable(server, id string) bool {
 // isError untouched, except that an error result whose arguments plainly do
 // not fit the tool's schema gains a text block naming what to fix.
 func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	id := config.ToolID(server, tool)
 	if p := s.peer(ctx); p != nil {
 		ctx = upstream.WithPeer(ctx, p)
 	}
-	res, err := s.up.Call(ctx, server, tool, args)
+	start := time.Now()
+	raw, rawErr := s.up.Call(ctx, server, tool, args)
+	res, err := s.upstreamResult(ctx, server, tool, args, raw, rawErr)
+	s.observe(ctx, start, server, tool, args, res, err, rawErr)
+	return res, err
+}
+
+// upstreamResult is callUpstream's answer for the manager's res and err.
+func (s *Server) upstreamResult(ctx context.Context, server, tool string, args map[string]any, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	id := config.ToolID(server, tool)
 	if err == nil {
 		if res == nil {
 			return mcp.NewToolResultError(fmt.Sprintf("%s returned no result.", id)), nil

@@ -14,6 +14,10 @@
 // sends while serving a call (progress, log messages, sampling, elicitation
 // and roots requests) is relayed to the client session that made the call, a
 // stateless 2026-07-28 client through multi round-trip results (relay.go).
+// Every call that reaches an upstream is reported, once answered, to
+// Deps.OnCall (observe.go: metrics, the call history, traces), with the
+// client session and the name its client gave in initialize. It also
+// answers the probes /healthz and /readyz (transport.go).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status
@@ -112,6 +116,11 @@ type Deps struct {
 	// Catalogs serves the upstreams' prompts, resources and completion
 	// (catalog.go); nil means the front offers tools only.
 	Catalogs Catalogs
+	// OnCall, when set, is told of every tool call that reached the
+	// upstream manager, once it is answered (observe.go: metrics, the call
+	// history). It runs on the call's path and must not block. nil means
+	// nothing is told.
+	OnCall func(Call)
 }
 
 // Options tune the front. The zero value is retrieve mode with the interim
@@ -217,6 +226,10 @@ type Server struct {
 
 	// relay carries what upstreams send during a call to its client (relay.go).
 	relay *relay
+
+	// onCall is Deps.OnCall; clients names each session's client.
+	onCall  func(Call)
+	clients clientNames
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -275,6 +288,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
+		onCall:  deps.OnCall,
 		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, loaded: make(chan struct{})},
 	}
 	if !opts.WaitForStart {
@@ -309,6 +323,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
 	}
 	s.relay.hooks(hooks)
+	s.hookClients(hooks)
 	instructions := s.instructions()
 	var nf *noaFront
 	if deps.Sessions != nil {
@@ -407,6 +422,18 @@ func (s *Server) sessionIDFunc() sessionIDFunc {
 // nothing.
 func (s *Server) Started() {
 	s.startedOnce.Do(func() { close(s.started) })
+}
+
+// IsStarted reports whether Started has been called: the upstreams have had
+// their first chance to connect and the catalog holds what they listed
+// (/readyz).
+func (s *Server) IsStarted() bool {
+	select {
+	case <-s.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitStarted blocks until Started or until ctx ends.

@@ -30,6 +30,11 @@ const (
 	PathStreamable = "/mcp"
 	PathSSE        = "/sse"
 	PathMessage    = "/message"
+	// PathHealth answers 200 while the process serves; PathReady 200 once
+	// HTTPOptions.Ready says so, 503 before. Both answer without auth_token
+	// (Guard): probes often cannot send it, and they tell nothing else.
+	PathHealth = "/healthz"
+	PathReady  = "/readyz"
 )
 
 // HTTPOptions configure the HTTP transports' safety checks.
@@ -48,6 +53,12 @@ type HTTPOptions struct {
 	// /status/ (internal/dashboard), behind the same Guard. Its page, GET /,
 	// is static and needs no auth_token (see Guard); its data does.
 	Dashboard http.Handler
+	// Metrics, when non-nil, serves GET /metrics (internal/metrics), behind
+	// the same Guard and auth_token as /status.
+	Metrics http.Handler
+	// Ready reports whether mcproxy is ready to serve and a line saying
+	// why (or why not) for /readyz; nil means ready once serving.
+	Ready func() (bool, string)
 	// AllowedHosts are more host names Host and Origin may carry (config
 	// allowed_hosts): a deployment's name behind a reverse proxy or on a LAN.
 	AllowedHosts []string
@@ -129,6 +140,9 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		mux.Handle("GET /{$}", opts.Dashboard)
 		mux.Handle("GET /status", opts.Dashboard)
 		mux.Handle("GET /status/", opts.Dashboard)
+	}
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
 	}
 	closeSessions := func(ctx context.Context) {
 		stopSweep()
@@ -232,7 +246,9 @@ func (u *unusedConns) closeAll() {
 //     carries it: a browser sends a cookie to every port of the host
 //     (issue 26). Only the dashboard's page (GET /, with opts.Dashboard) is
 //     served without it: static HTML a browser navigates to, which reads the
-//     token from the URL fragment (never sent) and puts it on its requests.
+//     token from the URL fragment (never sent) and puts it on its requests;
+//     and the probes, GET /healthz and /readyz, whose answers say only
+//     whether mcproxy is up and ready.
 //
 // It never logs header values.
 func Guard(next http.Handler, opts HTTPOptions) http.Handler {
@@ -261,6 +277,10 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 			}
 			got := sha256.Sum256([]byte(token))
 			authorized = ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1
+		}
+		if isProbe(r) {
+			serveProbe(w, r, opts.Ready)
+			return
 		}
 		if opts.Dashboard != nil && isDashboardPage(r) {
 			// Straight to the page, not through the mux, so no other
@@ -308,6 +328,31 @@ func (u *unauthorizedPage) WriteHeader(code int) {
 func (u *unauthorizedPage) Write(b []byte) (int, error) {
 	u.WriteHeader(http.StatusOK)
 	return u.ResponseWriter.Write(b)
+}
+
+// isProbe reports whether r asks for /healthz or /readyz.
+func isProbe(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.RawPath == "" &&
+		(r.URL.Path == PathHealth || r.URL.Path == PathReady)
+}
+
+// serveProbe answers /healthz (the process serves) and /readyz (ready
+// reports so).
+func serveProbe(w http.ResponseWriter, r *http.Request, ready func() (bool, string)) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if r.URL.Path == PathHealth {
+		_, _ = io.WriteString(w, "ok\n")
+		return
+	}
+	ok, why := true, "ready"
+	if ready != nil {
+		ok, why = ready()
+	}
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_, _ = io.WriteString(w, why+"\n")
 }
 
 // isDashboardPage reports whether r asks for the dashboard's page: GET /

@@ -55,7 +55,15 @@ func List(opts Options) ([]Summary, error) {
 		}
 		s := Summary{ID: e.Name(), LastActive: fi.ModTime(), TranscriptBytes: fi.Size()}
 		s.Bytes, _ = dirSize(dir) // a file removed meanwhile only makes it smaller
-		if saved, ok, err := readState(filepath.Join(dir, StateFile)); err == nil && ok {
+		saved, ok, err := readState(filepath.Join(dir, StateFile))
+		if err == nil && !ok {
+			// No state.json yet: a session in use writes it at a turn,
+			// checkpointed; until then its transcript counts (issue 30).
+			if tr, err := readTranscript(filepath.Join(dir, TranscriptFile)); err == nil {
+				s.Messages = tr.messages()
+			}
+		}
+		if err == nil && ok {
 			st := saved.State
 			s.Messages, s.Blocks = len(st.MessageRefs.ByRaw), len(st.Blocks)
 			for _, b := range st.Blocks {

@@ -55,6 +55,24 @@ func TestInspect(t *testing.T) {
 			t.Errorf("alpha: got %d bytes at %v, want the transcript's %d at %v", alpha.TranscriptBytes, alpha.LastActive, fi.Size(), fi.ModTime())
 		}
 	})
+	t.Run("list a session with no state.json yet", func(t *testing.T) {
+		o := persistOptions(t)
+		h := openHost(t, o, "gamma")
+		defer h.Close()
+		call(t, h, "fs:a", "one")
+		call(t, h, "fs:b", "two")
+		// As it is before its first checkpoint (issue 30: 0 messages).
+		if err := os.Remove(filepath.Join(h.Dir(), StateFile)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		list, err := List(o)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("got %v, %v; want gamma", list, err)
+		}
+		if want := len(h.Messages()); want == 0 || list[0].Messages != want {
+			t.Errorf("gamma: got %d messages, want the transcript's %d", list[0].Messages, want)
+		}
+	})
 	t.Run("list with no sessions", func(t *testing.T) {
 		o := opts
 		o.Dir = filepath.Join(t.TempDir(), "none")

@@ -110,6 +110,38 @@ func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
 	return e.h, e.err
 }
 
+// Live is what an open session holds now. state.json is written at turns
+// and on close, so a status page reading the files alone lags behind a
+// session in use (issue 30: live sessions showed 0 messages).
+type Live struct {
+	// Messages is how many messages the session has recorded.
+	Messages int
+}
+
+// Live reports every session open in m, by id; sessions still opening are
+// left out.
+func (m *Manager) Live() map[string]Live {
+	m.mu.Lock()
+	hosts := make([]*Host, 0, len(m.hosts))
+	for _, e := range m.hosts {
+		select {
+		case <-e.ready:
+			if e.h != nil {
+				hosts = append(hosts, e.h)
+			}
+		default:
+		}
+	}
+	m.mu.Unlock()
+	out := make(map[string]Live, len(hosts))
+	for _, h := range hosts {
+		h.mu.Lock()
+		out[h.id] = Live{Messages: len(h.msgs)}
+		h.mu.Unlock()
+	}
+	return out
+}
+
 // Release closes the host of session id (when the client's session or the
 // conversation ends).
 // Its files stay; a later Host(id) restores it.

@@ -147,6 +147,17 @@ type transcript struct {
 // byte, the start of the reserve (trfile.go); any other byte from there on
 // was a write that never became durable, reported the same way. A
 // malformed complete line is corruption: an error naming the line.
+// messages counts the distinct messages t records.
+func (t transcript) messages() int {
+	ids := map[string]bool{}
+	for _, r := range t.records {
+		if r.Kind == kindMessage && r.Message != nil {
+			ids[r.Message.ID] = true
+		}
+	}
+	return len(ids)
+}
+
 func readTranscript(path string) (transcript, error) {
 	var t transcript
 	f, err := os.Open(path)
