@@ -161,7 +161,7 @@ func TestParseRoundTrip(t *testing.T) {
 		Synonyms: [][]string{{"k8s", "kubernetes"}},
 		Redact:   []string{`tok_[a-z0-9]{8}`}, Quarantine: true, Learn: boolPtr(false),
 		SessionIdleTimeout: Duration(time.Minute), AllowedHosts: []string{"mcproxy.lan"},
-		Limits: LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second), MaxSessions: 7},
+		Limits:   LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second), MaxSessions: 7},
 		Activity: ActivityConfig{Enabled: boolPtr(false), Retention: "48h", MaxEntries: 500},
 		Tracing:  TracingConfig{Endpoint: "http://127.0.0.1:4318"},
 	}
