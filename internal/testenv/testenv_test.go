@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -209,5 +210,31 @@ func TestOnlyTestsImportTestenv(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatalf("got no Go files under %s, want the module's sources", root)
+	}
+}
+
+// TestNPMMissingSkipsUnlessRequired: on a checkout without node_modules a
+// test that needs an npm package is skipped with the fix (npm ci), and with
+// MCPROXY_REQUIRE_NPM set (scripts/test, CI) it fails instead.
+func TestNPMMissingSkipsUnlessRequired(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("TESTENV_NPM_CHILD") != "" {
+		t.Chdir(dir)
+		NodeBin(t, "mcp-server-everything")
+		return
+	}
+	for _, require := range []string{"", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNPMMissingSkipsUnlessRequired$", "-test.v")
+		cmd.Env = append(os.Environ(), "TESTENV_NPM_CHILD=1", RequireNPMEnv+"="+require)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case require == "" && (err != nil || !strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "run npm ci")):
+			t.Errorf("without %s: want a skip that says to run npm ci, got (%v):\n%s", RequireNPMEnv, err, out)
+		case require != "" && (err == nil || !strings.Contains(string(out), "--- FAIL") || !strings.Contains(string(out), "run npm ci")):
+			t.Errorf("with %s=1: want a failure that says to run npm ci, got (%v):\n%s", RequireNPMEnv, err, out)
+		}
 	}
 }
