@@ -205,7 +205,7 @@ const (
 	// output tokens; each later request then reads about 27K fewer tokens
 	// at 0.1x. Measured on the public runs of docs/benchmarks.md: at 30K
 	// a 200K-window run that ends soon after costs 3.7% more than
-	// straight; at 40K none costs more and the set costs 10.9% less.
+	// straight; at 40K none costs more and the set costs about 11% less.
 	DefaultCompressAtTokens = 40000
 	// DefaultMaxJSONDepth is far deeper than any real request nests (a
 	// tool's arguments inside a block inside a message: about 10 levels
