@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +12,12 @@ import (
 )
 
 // A refused config reload is shown until the file is fixed (issue 30): in
-// /status, in `mcproxy status` (which exits 1 meanwhile) and as a banner on
+// /status, in `mcproxy status` and `servers` (which exit 1 meanwhile and
+// still list the running servers) and as a banner on
 // the dashboard in chromium; the next reload that succeeds clears it.
 func TestRefusedReloadShown(t *testing.T) {
 	bin := chromium(t)
-	cfg := map[string]any{"noa": map[string]any{"enabled": false}, "mcpServers": map[string]any{}}
+	cfg := map[string]any{"noa": map[string]any{"enabled": false}, "mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}}}
 	s := startServe(t, cfg)
 	status := func() dashboard.Status {
 		t.Helper()
@@ -31,6 +33,7 @@ func TestRefusedReloadShown(t *testing.T) {
 		return st
 	}
 	dump := func() string { return s.stderr.String() }
+	eventually(t, "obs ready", 30*time.Second, func() bool { st := status(); return len(st.Servers) == 1 && st.Servers[0].State == "ready" }, dump)
 	if st := status(); st.RefusedReload != nil {
 		t.Fatalf("/status before any reload: got refused_reload %+v, want none", st.RefusedReload)
 	}
@@ -45,6 +48,11 @@ func TestRefusedReloadShown(t *testing.T) {
 	code, out, errOut := runCLI(t, "status", "--config", s.config)
 	if code != exitError || !strings.Contains(out, "config change refused at ") || !strings.Contains(out, "retrieve_limit") || !strings.Contains(out, s.config) {
 		t.Errorf("mcproxy status with a refused reload: exit %d (want 1)\n%s%s", code, out, errOut)
+	}
+	// servers lists the running mcproxy's servers: the file's are unknown.
+	code, out, errOut = runCLI(t, "servers", "--config", s.config)
+	if code != exitError || !regexp.MustCompile(`obs\s+ready`).MatchString(out) || !strings.Contains(out, "config change refused at ") {
+		t.Errorf("mcproxy servers with a refused reload: exit %d (want 1), want obs ready and the refused change\n%s%s", code, out, errOut)
 	}
 	dom := string(headless(t, bin, s.base+"/", "--dump-dom"))
 	if !strings.Contains(dom, `<div id="reload-refused" class="banner" role="alert">`) ||

@@ -107,6 +107,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		return exitUsage
 	}
 	cfg, err := loadConfig(*cfgPath, func(*config.Config) {})
+	refusedFile := err != nil
 	if err != nil {
 		// A running mcproxy keeps its configuration when an edit is
 		// refused; it is the one to ask what is wrong, so find it with
@@ -164,7 +165,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	for n := range cfg.Broken {
 		names = append(names, n)
 	}
-	if !servers {
+	if !servers || refusedFile { // the file's servers are unknown: show the running ones
 		names = names[:0]
 		for n := range live {
 			names = append(names, n)
