@@ -64,7 +64,8 @@ servers, status
          last error and tools, its sessions and index (the same as the
          web page it serves at /). They find an mcproxy serving the same
          config wherever --listen put it; --listen (or --addr) names
-         another. Exit 1 when a server is down or misconfigured.
+         another. Exit 1 when a server is down or misconfigured, or the
+         last change to the config file was refused (it shows why).
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it
