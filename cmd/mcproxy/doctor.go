@@ -104,7 +104,12 @@ func checkConfig(cfg *config.Config, path string, add func(check)) {
 	if abs, err := filepath.Abs(config.ExpandHome(path)); err == nil {
 		path = abs
 	}
-	add(check{"config", checkOK, fmt.Sprintf("%s parses: %d servers enabled, %d set aside", path, enabled, len(cfg.Broken)), ""})
+	detail := fmt.Sprintf("%s parses: %d servers enabled, %d set aside", path, enabled, len(cfg.Broken))
+	if enabled == 0 {
+		add(check{"config", checkWarn, detail, "mcproxy add NAME -- COMMAND, or mcproxy import CLIENT"})
+	} else {
+		add(check{"config", checkOK, detail, ""})
+	}
 	for _, name := range sortedKeys(cfg.Broken) {
 		add(check{"server " + name, checkFail, "misconfigured, not started: " + oneLine(cfg.Broken[name]), "fix mcpServers." + name + " in the config as the problem says"})
 	}
