@@ -16,15 +16,16 @@ import (
 // newDashboard serves /status and the web page of a serving stack. managers
 // are the running session managers (MCP clients', the gateway's; nil ones
 // are skipped), whose live message counts and sessions that cannot record
-// /status shows. It shows obs's call history, and with gateway set the
-// gateway's figures.
-func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, gateway bool, managers ...*session.Manager) http.Handler {
+// /status shows. It shows obs's call history, the last refused reload
+// (refused), and with gateway set the gateway's figures.
+func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, refused func() *dashboard.RefusedReload, gateway bool, managers ...*session.Manager) http.Handler {
 	src := dashboard.Source{
-		Servers:   st.mgr.Status,
-		Tools:     st.mgr.Tools,
-		IndexSize: st.ix.Count,
-		Version:   versionString(),
-		Started:   started,
+		Servers:       st.mgr.Status,
+		Tools:         st.mgr.Tools,
+		IndexSize:     st.ix.Count,
+		RefusedReload: refused,
+		Version:       versionString(),
+		Started:       started,
 	}
 	if obs.history != nil {
 		src.Calls = func(n int) []activity.Entry { return obs.history.Recent(activity.Filter{}, n) }

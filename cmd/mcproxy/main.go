@@ -7,6 +7,7 @@
 //	mcproxy serve [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
 //	mcproxy search "QUERY" [--config F] [--limit N]
 //	mcproxy list [tools|prompts|resources] [--config F] [--mode retrieve|direct]
+//	mcproxy doctor [--config F] [--json] [--timeout D]
 //	mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
 //	mcproxy bench ...
 //	mcproxy version

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -30,7 +32,8 @@ const reloadDelay = 300 * time.Millisecond
 // and restarts only what changed. A server whose entry has problems stops
 // and shows as misconfigured while the others are applied (issue 30); a
 // file with problems in mcproxy's own keys is refused with the error
-// logged, and the running configuration stays. Settings other than
+// logged and kept for /status and the dashboard until a reload succeeds,
+// and the running configuration stays. Settings other than
 // the servers and their timeouts need a restart; a change to one is logged.
 type reloader struct {
 	path     string // absolute
@@ -41,7 +44,12 @@ type reloader struct {
 	log *zap.Logger
 
 	running *config.Config
+	// refused is the last refused reload; nil after one that succeeded.
+	refused atomic.Pointer[dashboard.RefusedReload]
 }
+
+// refusedReload is the last refused reload, nil when the latest succeeded.
+func (r *reloader) refusedReload() *dashboard.RefusedReload { return r.refused.Load() }
 
 // run watches until ctx ends, reloading on each signal from hup too. It
 // owns no goroutine besides fsnotify's.
@@ -98,7 +106,11 @@ func (r *reloader) reload() {
 	}
 	if err != nil {
 		r.log.Error("config change refused; the running configuration stays (fix the file and save it again)", zap.String("config", r.path), zap.Error(err))
+		r.refused.Store(&dashboard.RefusedReload{Time: time.Now(), Config: r.path, Error: err.Error()})
 		return
+	}
+	if r.refused.Swap(nil) != nil {
+		r.log.Info("config fixed: the refused change is cleared", zap.String("config", r.path))
 	}
 	for _, n := range notes {
 		r.log.Info("config note", zap.String("note", n))
@@ -136,9 +148,9 @@ func restartOnly(a, b *config.Config) []string {
 	return out
 }
 
-// watchConfig starts the reloader of a serving stack and returns the
-// function that stops it and waits for it.
-func watchConfig(ctx context.Context, path string, override func(*config.Config), running *config.Config, st *stack, log *zap.Logger) (stop func()) {
+// watchConfig starts the reloader of a serving stack and returns it with
+// the function that stops it and waits for it.
+func watchConfig(ctx context.Context, path string, override func(*config.Config), running *config.Config, st *stack, log *zap.Logger) (_ *reloader, stop func()) {
 	abs, err := filepath.Abs(config.ExpandHome(path))
 	if err != nil {
 		abs = config.ExpandHome(path)
@@ -150,7 +162,7 @@ func watchConfig(ctx context.Context, path string, override func(*config.Config)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
 	done := goroutine.Go(r.log, "config reload", func() { r.run(ctx, hup) })
-	return func() {
+	return r, func() {
 		cancel()
 		<-done
 		signal.Stop(hup)

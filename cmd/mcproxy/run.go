@@ -34,6 +34,7 @@ Usage:
   mcproxy remove NAME
   mcproxy servers | status    [--config F] [--listen ADDR] [--json]
   mcproxy list   [tools|prompts|resources] [--config F] [--mode retrieve|direct]
+  mcproxy doctor [--config F] [--json] [--timeout D]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
   mcproxy activity [--server S] [--tool T] [--session ID] [--errors] [--limit N] [--json]
@@ -63,11 +64,17 @@ servers, status
          last error and tools, its sessions and index (the same as the
          web page it serves at /). They find an mcproxy serving the same
          config wherever --listen put it; --listen (or --addr) names
-         another. Exit 1 when a server is down or misconfigured.
+         another. Exit 1 when a server is down or misconfigured, or the
+         last change to the config file was refused (it shows why).
 search   Connects to every configured server, indexes their tools, prints the
          best matches for QUERY with scores and any server that is not working,
          and exits (1 when a server is not working; it says which servers it
          still waits for while they connect). Run it first to check a config.
+doctor   Checks a setup end to end and prints one line per check (ok, warn
+         or FAIL with the fix): the config and the servers it sets aside,
+         each enabled server's start and tools, the MCP clients' files setup
+         writes, the data dir's permissions, the embeddings endpoint and the
+         gateway's providers. Exit 1 when a check FAILs; --json for machines.
 list     Connects to every configured server and prints what each offers
          (tools, prompts, resources and templates) under the names a client
          of mcproxy sees, then exits.
@@ -140,6 +147,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runAdd(rest, stdout, stderr)
 	case "remove":
 		return runRemove(rest, stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, rest, stdout, stderr)
 	case "status":
 		return runStatus(ctx, rest, stdout, stderr, false)
 	case "servers":

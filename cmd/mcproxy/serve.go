@@ -176,7 +176,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cancelStart()
 		<-startDone
 	}()
-	defer watchConfig(ctx, *cfgPath, override, cfg, st, log)()
+	reload, stopWatch := watchConfig(ctx, *cfgPath, override, cfg, st, log)
+	defer stopWatch()
 
 	if *stdio {
 		if cfg.Gateway.Enabled {
@@ -192,7 +193,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, opts.Gateway != nil, sessions, convs)
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, reload.refusedReload, opts.Gateway != nil, sessions, convs)
 		opts.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -83,7 +84,8 @@ func fetchStatusAt(ctx context.Context, cfg *config.Config, addr string) (*dashb
 }
 
 // runStatus prints what a running mcproxy reports; runServers lists the
-// configured servers with their live state when an mcproxy runs.
+// configured servers with their live state when an mcproxy runs. Both exit
+// 1 while a server is down or misconfigured or a config change was refused.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, servers bool) int {
 	name := "status"
 	if servers {
@@ -105,9 +107,18 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		return exitUsage
 	}
 	cfg, err := loadConfig(*cfgPath, func(*config.Config) {})
+	refusedFile := err != nil
 	if err != nil {
-		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
-		return exitError
+		// A running mcproxy keeps its configuration when an edit is
+		// refused; it is the one to ask what is wrong, so find it with
+		// what can still be read of the file.
+		rough, ok := roughConfig(*cfgPath)
+		if !ok {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stderr, "mcproxy %s: the config file has problems (%v); asking the running mcproxy\n", name, oneLine(err.Error()))
+		cfg = rough
 	}
 	addrs := candidateAddrs(cfg, *cfgPath)
 	if addr != "" {
@@ -131,6 +142,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		if base, err := localBase(at); err == nil {
 			fmt.Fprintf(stdout, "dashboard: %s\n", dashboardLink(base, cfg.AuthToken != ""))
 		}
+		if r := st.RefusedReload; r != nil {
+			fmt.Fprintf(stdout, "config change refused at %s; the running configuration stays until %s is fixed and saved: %s\n",
+				r.Time.Local().Format(time.DateTime), r.Config, oneLine(r.Error))
+		}
 		for _, s := range st.Servers {
 			live[s.Name] = s
 		}
@@ -150,7 +165,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 	for n := range cfg.Broken {
 		names = append(names, n)
 	}
-	if !servers {
+	if !servers || refusedFile { // the file's servers are unknown: show the running ones
 		names = names[:0]
 		for n := range live {
 			names = append(names, n)
@@ -183,10 +198,35 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer, ser
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n, s.State, s.ToolCount, up, oneLine(s.LastError))
 	}
 	_ = tw.Flush()
-	if down > 0 {
+	if down > 0 || (st != nil && st.RefusedReload != nil) {
 		return exitError
 	}
 	return exitOK
+}
+
+// roughConfig reads only listen, data_dir and auth_token of the file at
+// path, for finding a running mcproxy when the file as a whole is refused;
+// ok is false when not even that much can be read.
+func roughConfig(path string) (_ *config.Config, ok bool) {
+	data, err := os.ReadFile(config.ExpandHome(path))
+	if err != nil {
+		return nil, false
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(data, &raw) != nil {
+		return nil, false
+	}
+	str := func(key string) string {
+		var v string
+		if json.Unmarshal(raw[key], &v) != nil {
+			return ""
+		}
+		v, _ = config.ExpandEnv(v)
+		return v
+	}
+	cfg := &config.Config{Listen: str("listen"), DataDir: str("data_dir"), AuthToken: str("auth_token")}
+	cfg.ApplyDefaults()
+	return cfg, true
 }
 
 // dashboardLink is how to open the dashboard at base: with auth_token set,

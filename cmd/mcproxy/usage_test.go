@@ -10,7 +10,7 @@ import (
 // must read "-name" or "-name ARG".
 func TestFlagUsageArgumentNames(t *testing.T) {
 	for _, cmd := range [][]string{
-		{"serve"}, {"search"}, {"bench"}, {"import"}, {"setup"}, {"add"}, {"remove"}, {"status"}, {"servers"},
+		{"serve"}, {"search"}, {"bench"}, {"import"}, {"setup"}, {"add"}, {"remove"}, {"status"}, {"servers"}, {"doctor"},
 		{"sessions", "list"}, {"sessions", "prune"},
 	} {
 		_, out, errOut := runCLI(t, append(cmd, "--help")...)

@@ -196,22 +196,33 @@ func (s *stack) start(ctx context.Context) {
 
 // ready is /readyz: ready once the upstream start has finished (every
 // configured server has reported a state and the catalog holds the tools of
-// those that are up); the line counts the servers ready.
+// those that are up); the line counts the servers ready. A misconfigured
+// server is left out of the count, as a disabled one is: no restart or
+// wait makes it ready, only an edit of the file (issue 30), so it must not
+// hold a probe back; the line names how many there are.
 func (s *stack) ready() (bool, string) {
 	list := s.status()
-	up, enabled := 0, 0
+	up, enabled, broken := 0, 0, 0
 	for _, st := range list {
-		if st.State != upstream.StateDisabled {
+		switch st.State {
+		case upstream.StateDisabled:
+		case upstream.StateMisconfigured:
+			broken++
+		default:
 			enabled++
 		}
 		if st.State == upstream.StateReady {
 			up++
 		}
 	}
-	if !s.front.IsStarted() {
-		return false, fmt.Sprintf("not ready: the upstreams are starting (%d of %d servers ready)", up, enabled)
+	note := ""
+	if broken > 0 {
+		note = fmt.Sprintf("; %d misconfigured (fix the config entry: mcproxy servers)", broken)
 	}
-	return true, fmt.Sprintf("ready: %d of %d servers ready", up, enabled)
+	if !s.front.IsStarted() {
+		return false, fmt.Sprintf("not ready: the upstreams are starting (%d of %d servers ready%s)", up, enabled, note)
+	}
+	return true, fmt.Sprintf("ready: %d of %d servers ready%s", up, enabled, note)
 }
 
 // status reports every configured upstream.

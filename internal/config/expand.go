@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -56,6 +57,10 @@ func expand(s string, getenv func(string) (string, bool)) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// ExpandEnv is expand with the process environment, for a caller that
+// reads one field of a file the loader refused (mcproxy status).
+func ExpandEnv(s string) (string, error) { return expand(s, os.LookupEnv) }
 
 // matchBrace returns the index of the '}' closing the '{' at open, counting
 // nested ${...} so a default may hold references of its own; -1 if none.

@@ -2,7 +2,8 @@
 // /status as JSON (each server's state, last error, tools and uptime; the
 // noa sessions with their clients; the index size; the newest calls with
 // per-server and per-tool counts, error rates and latency; the gateway's
-// figures), GET /status/search (what retrieve_tools would answer) and a
+// figures; the last refused config reload until one succeeds), GET
+// /status/search (what retrieve_tools would answer) and a
 // small web page at / that shows them (issues 18 and 30). The
 // page is one embedded file with no external assets. The package reads
 // through the functions of Source and changes nothing; the HTTP guard (Host,
@@ -94,6 +95,9 @@ type Source struct {
 	// Gateway returns the gateway's figures since start; nil when the
 	// gateway is off.
 	Gateway func() metrics.Gateway
+	// RefusedReload returns the last config reload that was refused, nil
+	// once a later one succeeded; a nil func leaves it out.
+	RefusedReload func() *RefusedReload
 	// Version is mcproxy's version; Started is when it started.
 	Version string
 	Started time.Time
@@ -136,6 +140,18 @@ type Status struct {
 	CallStats *activity.Summary `json:"call_stats,omitempty"`
 	// Gateway is nil when the gateway is off.
 	Gateway *Gateway `json:"gateway,omitempty"`
+	// RefusedReload is the last config reload refused, kept until a later
+	// reload succeeds: the log alone does not reach a user who runs
+	// mcproxy under a client (issue 30). Nil when there is none.
+	RefusedReload *RefusedReload `json:"refused_reload,omitempty"`
+}
+
+// RefusedReload is a config reload that was refused: when, the file, and
+// why. The running configuration stays until the file is fixed.
+type RefusedReload struct {
+	Time   time.Time `json:"time"`
+	Config string    `json:"config"`
+	Error  string    `json:"error"`
 }
 
 // Gateway is the gateway's figures since start, with what they come to.
@@ -288,6 +304,9 @@ func (d *dash) snapshot() Status {
 	}
 	if d.src.Gateway != nil {
 		st.Gateway = gatewayFigures(d.src.Gateway())
+	}
+	if d.src.RefusedReload != nil {
+		st.RefusedReload = d.src.RefusedReload()
 	}
 	if d.src.IndexSize != nil {
 		if n, err := d.src.IndexSize(); err == nil {

@@ -380,9 +380,17 @@ func listTools(t testing.TB, c *client.Client) []string {
 // exitCode runs the binary to completion and returns its exit code and output.
 func runBinary(t testing.TB, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	return runBinaryIn(t, timeout, "", nil, args...)
+}
+
+// runBinaryIn is runBinary in folder dir ("" = this one) with environment
+// env (nil = this process's).
+func runBinaryIn(t testing.TB, timeout time.Duration, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,10 +1,14 @@
 package importer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/mcproxy/mcproxy/internal/config"
 )
 
 // Clients are the names import and setup accept for a client's usual file.
@@ -65,4 +69,49 @@ func ServersKey(data []byte) string {
 		return "servers"
 	}
 	return "mcpServers"
+}
+
+// Launcher is a server entry of a client's file that launches mcproxy.
+type Launcher struct {
+	Name    string // the entry's key
+	Command string
+	// Config is the --config it is given; "" when none (mcproxy's default).
+	Config string
+}
+
+// Launchers reads a client's file (its top-level servers) and returns the
+// entries that launch mcproxy, and how many other servers it has, so
+// doctor can tell whether setup's entry is there and whose config it runs.
+func Launchers(data []byte) (list []Launcher, others int, err error) {
+	plain := stripJSONC(data)
+	top, err := members(plain)
+	if err != nil {
+		return nil, 0, err
+	}
+	i := indexOf(top, ServersKey(plain))
+	if i < 0 {
+		return nil, 0, nil
+	}
+	servers, err := members(top[i].raw)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", top[i].key, err)
+	}
+	for _, m := range servers {
+		// Only the launch: other keys are the client's and may not be
+		// mcproxy's types.
+		var sc struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		}
+		if json.Unmarshal(m.raw, &sc) != nil || !isMcproxy(config.ServerConfig{Command: sc.Command, Args: sc.Args}) {
+			others++
+			continue
+		}
+		l := Launcher{Name: m.key, Command: sc.Command}
+		if j := slices.Index(sc.Args, "--config"); j >= 0 && j+1 < len(sc.Args) {
+			l.Config = sc.Args[j+1]
+		}
+		list = append(list, l)
+	}
+	return list, others, nil
 }

@@ -4,7 +4,8 @@
 // files in place, keeping their other keys and order, so mcproxy's config
 // can take imported servers and a client's can be pointed at mcproxy
 // (issue 18) and back, keeping what the client changed since (Restore,
-// issue 30). It reads and returns bytes: the caller owns file access,
+// issue 30), and find the entries that launch mcproxy (Launchers, for
+// doctor). It reads and returns bytes: the caller owns file access,
 // backups and prompting, and nothing here starts a server or logs.
 package importer
 
