@@ -316,15 +316,26 @@ func TestCommandLine(t *testing.T) {
 		}
 	})
 	t.Run("malformed config names the field", func(t *testing.T) {
+		// A bad key of mcproxy's own refuses the file.
 		bad := filepath.Join(dir, "bad.json")
-		if err := os.WriteFile(bad, []byte(`{"mcpServers": {"git": {"command": "git-mcp", "call_timeout": "soon"}}}`), 0o600); err != nil {
+		if err := os.WriteFile(bad, []byte(`{"call_timeout": "soon", "mcpServers": {"git": {"command": "git-mcp"}}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{{"serve", "--config", bad}, {"search", "x", "--config", bad}} {
 			code, out, errOut := runBinary(t, 30*time.Second, args...)
-			if code == 0 || !strings.Contains(errOut, "mcpServers.git.call_timeout") || out != "" {
+			if code == 0 || !strings.Contains(errOut, "call_timeout") || out != "" {
 				t.Errorf("%v: got exit %d, stdout %q, stderr %q; want non-zero, nothing on stdout and the field path on stderr", args, code, out, errOut)
 			}
+		}
+		// A bad field of one server's entry sets that server aside, named
+		// with the field (issue 30); with no other server, search says so.
+		badServer := filepath.Join(dir, "bad-server.json")
+		if err := os.WriteFile(badServer, []byte(`{"mcpServers": {"git": {"command": "git-mcp", "call_timeout": "soon"}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runBinary(t, 30*time.Second, "search", "x", "--config", badServer)
+		if code == 0 || !strings.Contains(out, "mcpServers.git.call_timeout") || !strings.Contains(out, "misconfigured") || !strings.Contains(errOut, "no server is working") {
+			t.Errorf("search with one misconfigured server: got exit %d, stdout %q, stderr %q; want non-zero, the server named misconfigured with the field path, and why on stderr", code, out, errOut)
 		}
 	})
 	t.Run("missing config", func(t *testing.T) {
