@@ -297,9 +297,7 @@ func (x *exchange) summaryRound(t Turn) error {
 	if err != nil {
 		return err
 	}
-	if index := archiveIndex(t.View, t.Refs, r.StartRef, r.EndRef); index != "" {
-		summary += "\n\n" + index
-	}
+	summary = withIndex(summary, archiveIndex(t.View, t.Refs, r.StartRef, r.EndRef), noa.DefaultConfig(t.Limit).Compress.MaxSummaryLength)
 	id := "toolu_mcproxy_" + r.StartRef + "_" + r.EndRef
 	call := noa.CoreMessage{ID: "gw_" + id, Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: noa.CompressToolName,
 		ToolCallID: id, Text: summaryCompressArgs(r.StartRef, r.EndRef, summary)}
@@ -307,6 +305,56 @@ func (x *exchange) summaryRound(t Turn) error {
 		return fmt.Errorf("applying the summary: %w", err)
 	}
 	return nil
+}
+
+// withIndex is the first round's summary followed by the archive index,
+// within limit characters (noa's MaxSummaryLength, which Compress would
+// otherwise refuse, sending the turn to the costlier nudge round): a
+// summary longer than the model was asked for is cut at a line, saying so,
+// and the index keeps as many of its lines as fit; limit <= 0 bounds
+// nothing.
+func withIndex(summary, index string, limit int) string {
+	const cutNote = "\n[mcproxy: the summary was cut here to fit the summary limit; the originals are archived]"
+	out := summary
+	if index != "" {
+		out += "\n\n" + index
+	}
+	if limit <= 0 || utf8.RuneCountInString(out) <= limit {
+		return out
+	}
+	// The index first gives up lines (it points into the archive; the
+	// summary is the only account of the span), down to a quarter of the
+	// limit.
+	lines := strings.Split(index, "\n")
+	for len(lines) > 1 && utf8.RuneCountInString(summary)+2+utf8.RuneCountInString(strings.Join(lines, "\n")) > limit &&
+		utf8.RuneCountInString(strings.Join(lines, "\n")) > limit/4 {
+		lines = lines[:len(lines)-1]
+	}
+	index = ""
+	if len(lines) > 1 {
+		index = strings.Join(lines, "\n")
+	}
+	switch n := utf8.RuneCountInString(summary); {
+	case index == "" && n <= limit:
+		return summary
+	case index != "" && n+2+utf8.RuneCountInString(index) <= limit:
+		return summary + "\n\n" + index
+	}
+	room := limit - utf8.RuneCountInString(cutNote)
+	if index != "" {
+		room -= 2 + utf8.RuneCountInString(index)
+	}
+	if utf8.RuneCountInString(summary) > room {
+		r := []rune(summary)[:max(room, 0)]
+		if i := strings.LastIndexByte(string(r), '\n'); i > len(string(r))/2 {
+			r = []rune(string(r)[:i])
+		}
+		summary = string(r) + cutNote
+	}
+	if index == "" {
+		return summary
+	}
+	return summary + "\n\n" + index
 }
 
 // Bounds of archiveIndex: lines, runes of each line's call, and names of

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/noa"
@@ -329,5 +330,52 @@ func TestArchiveIndexNamesWhatEachResultTaught(t *testing.T) {
 	}
 	if i, j := strings.Index(second, "render_invoice"), strings.Index(second, "app.common_base"); i < 0 || j >= 0 && j < i {
 		t.Errorf("the second result's line: got %q, want render_invoice, ahead of app.common_base, which both results hold", second)
+	}
+}
+
+// TestFirstRoundClipsALongSummary: a first-round summary longer than noa's
+// summary limit (the model wrote more than it was asked for) is cut at a
+// line with a note and applied, rather than refused by Compress, which
+// would send the turn to the nudge round that rewrites the whole cache.
+func TestFirstRoundClipsALongSummary(t *testing.T) {
+	t.Parallel()
+	long := func(req *scriptedmodel.Request) scriptedmodel.Reply {
+		if r := summarising(req); len(r.Parts) == 1 && strings.Contains(r.Parts[0].Text, summaryOpen) {
+			return scriptedmodel.Say(summaryOpen + strings.Repeat("Read a file and noted what it holds.\n", 800) + summaryClose)
+		}
+		return scriptedmodel.Say("ok")
+	}
+	r := newRig(t, long, withHosts(&MemoryHosts{}), compressAt(0.5))
+	small := conversation(2, 200, "What was in file 1?")
+	large := reads(small, 0, 8, 2400, "What was in g7?")
+	for _, msgs := range [][]any{small, large} {
+		if resp, a := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(indented(t, anthropicBody(msgs))), map[string]string{"x-api-key": "k"}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("got %d %s", resp.StatusCode, a)
+		}
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream got %d requests, want 3 (the small conversation, the summary round, the engaged request)", len(reqs))
+	}
+	engaged := reqs[2].Body
+	if !bytes.Contains(engaged, []byte("[Compressed conversation section]")) || !bytes.Contains(engaged, []byte("the summary was cut here")) {
+		t.Errorf("the engaged request lacks the cut summary (a refused summary leaves the nudge round):\n%.2000s", engaged)
+	}
+}
+
+func TestWithIndexFitsTheLimit(t *testing.T) {
+	t.Parallel()
+	index := "Tool results archived in this block, by ref:\n" + strings.Repeat("m00012: bash cat a_file.py · some_name\n", 100)
+	for _, summary := range []string{"short", strings.Repeat("a line of summary\n", 2000)} {
+		got := withIndex(summary, strings.TrimSuffix(index, "\n"), 3000)
+		if n := utf8.RuneCountInString(got); n > 3000 {
+			t.Errorf("summary of %d: got %d characters, want at most 3000", len(summary), n)
+		}
+		if !strings.Contains(got, "m00012: bash") || !strings.HasPrefix(got, summary[:min(len(summary), 100)]) {
+			t.Errorf("summary of %d: lost the summary's start or the whole index:\n%.300s", len(summary), got)
+		}
+	}
+	if got := withIndex("s", "i", 0); got != "s\n\ni" {
+		t.Errorf("no limit: got %q", got)
 	}
 }
