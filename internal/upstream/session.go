@@ -129,7 +129,8 @@ func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.
 
 		catalogRefresh: make(chan struct{}, 1),
 	}
-	ictx, icancel := context.WithTimeoutCause(sctx, l.init.d, errInitTimeout)
+	lim := l.initLimit()
+	ictx, icancel := context.WithTimeoutCause(sctx, lim.d, errInitTimeout)
 	defer icancel()
 	// Some transports block in Start on the long-lived context (SSE waits
 	// for its endpoint event); if the init timeout passes first, end that
@@ -143,7 +144,7 @@ func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.
 
 	fail := func(step string, err error) (*session, []mcp.Tool, error) {
 		if errors.Is(context.Cause(ictx), errInitTimeout) {
-			err = fmt.Errorf("%s timed out after %s (limit set by %s)", step, l.init.d, l.init.setting)
+			err = fmt.Errorf("%s timed out after %s (limit set by %s)", step, lim.d, lim.setting)
 		} else {
 			err = fmt.Errorf("%s: %w", step, l.explainAuth(err))
 		}
