@@ -105,3 +105,24 @@ func npxCached(dir, pkg string) bool {
 	}
 	return false
 }
+
+// halfInstalledHint is what to do when npx, run for sc, found its cached
+// install of the package broken: the shell cannot find the package's
+// command ("sh: 1: mcp-server-memory: not found"), which an install cut
+// short leaves behind, and which every later start repeats until the
+// folder is gone. "" for anything else.
+func halfInstalledHint(sc config.ServerConfig, stderr string) string {
+	if base := filepath.Base(sc.Command); (base != "npx" && base != "npx.cmd") || !strings.Contains(stderr, ": not found") {
+		return ""
+	}
+	return "; npx's cache holds a half-installed copy of " + orThePackage(npxPackage(sc.Args)) +
+		", left by an install that was cut short: delete npx's cache folder (rm -rf ~/.npm/_npx, or _npx under" +
+		" npm_config_cache) and mcproxy installs it again on its next retry"
+}
+
+func orThePackage(pkg string) string {
+	if pkg == "" {
+		return "the package"
+	}
+	return pkg
+}

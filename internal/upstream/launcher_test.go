@@ -3,6 +3,7 @@ package upstream
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -60,5 +61,22 @@ func TestInstallingReadsNPXsCache(t *testing.T) {
 		return ""
 	}) {
 		t.Errorf("npx with ~/.npm empty: want installing")
+	}
+}
+
+// TestHalfInstalledHint: the shell's "not found" from npx, as a cache left
+// half-installed makes it print on every start, gets the fix; other
+// failures, and other commands, get nothing.
+func TestHalfInstalledHint(t *testing.T) {
+	npx := config.ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}
+	got := halfInstalledHint(npx, "sh: 1: mcp-server-memory: not found")
+	if !strings.Contains(got, "@modelcontextprotocol/server-memory") || !strings.Contains(got, "rm -rf ~/.npm/_npx") {
+		t.Errorf("got %q, want the package and how to clear npx's cache", got)
+	}
+	if got := halfInstalledHint(npx, "Error: Cannot find module 'zod'"); got != "" {
+		t.Errorf("another failure: got %q, want no hint", got)
+	}
+	if got := halfInstalledHint(config.ServerConfig{Command: "uv"}, "sh: 1: x: not found"); got != "" {
+		t.Errorf("another command: got %q, want no hint", got)
 	}
 }

@@ -151,7 +151,7 @@ func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.
 		if s.proc != nil && isConnErr(err) && s.proc.waitFor(time.Second) {
 			// The child died during start-up; its exit status and stderr
 			// say why.
-			err = fmt.Errorf("%w (%v)", err, s.proc.exitError())
+			err = fmt.Errorf("%w (%v)%s", err, s.proc.exitError(), halfInstalledHint(l.cfg, s.proc.stderrTail()))
 		}
 		return s, nil, l.m.mask(err)
 	}
