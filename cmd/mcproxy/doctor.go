@@ -186,7 +186,7 @@ func checkEmbeddings(ctx context.Context, cfg *config.Config, add func(check)) {
 		add(check{"embeddings", checkFail, err.Error(), "start the embeddings server or fix embeddings.url"})
 		return
 	}
-	add(check{"embeddings", checkOK, cfg.Embeddings.URL + " answers", ""})
+	add(check{"embeddings", checkOK, redactedURL(cfg.Embeddings.URL) + " answers", ""})
 }
 
 // checkGateway probes each provider the gateway forwards to.
@@ -207,8 +207,17 @@ func checkGateway(ctx context.Context, cfg *config.Config, add func(check)) {
 			add(check{name, checkFail, err.Error(), "check the network, or fix gateway." + p.key + ".base_url"})
 			continue
 		}
-		add(check{name, checkOK, base + " resolves and accepts connections", ""})
+		add(check{name, checkOK, redactedURL(base) + " resolves and accepts connections", ""})
 	}
+}
+
+// redactedURL is rawURL with any password masked, for output: a URL in
+// the config may carry credentials.
+func redactedURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return "(a URL that does not parse)"
 }
 
 // reachable resolves rawURL's host and opens a TCP connection to it,
@@ -216,7 +225,7 @@ func checkGateway(ctx context.Context, cfg *config.Config, add func(check)) {
 func reachable(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("%q is not a URL", rawURL)
+		return fmt.Errorf("%q is not a URL", redactedURL(rawURL))
 	}
 	port := u.Port()
 	if port == "" {
@@ -229,7 +238,7 @@ func reachable(ctx context.Context, rawURL string) error {
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
-		return fmt.Errorf("%s is not reachable: %w", rawURL, err)
+		return fmt.Errorf("%s is not reachable: %w", u.Redacted(), err)
 	}
 	return conn.Close()
 }
