@@ -135,15 +135,28 @@ func startChildLines(t *testing.T, env ...string) (*exec.Cmd, <-chan string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	lines := make(chan string, 1)
+	done := make(chan struct{})
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
+		defer close(lines)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-done: // the test stopped reading: drop the rest
+			}
 		}
-		close(lines)
 	}()
+	// The reader ends before the test does, however many lines the child
+	// printed that nobody read.
+	t.Cleanup(func() {
+		close(done)
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+	})
 	return cmd, lines
 }
 
