@@ -6,8 +6,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,11 +16,11 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
-	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/sdklog"
 )
 
 // HTTP paths the front serves.
@@ -86,21 +84,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return nil
 }
 
-// mcpGoLog is the slog.Logger handed to mcp-go's HTTP transports: zap's own
-// slog bridge writing into log's core, so mcp-go's lines go where the
-// process's logs go (never stdout) and pass its redaction, at slog's own
-// levels and marked source=mcp-go. No stack traces: mcp-go's own frames say
-// nothing to an operator.
-func mcpGoLog(log *zap.Logger) *slog.Logger {
-	h := zapslog.NewHandler(log.Core(), zapslog.WithName(log.Name()), zapslog.AddStacktraceAt(slog.Level(math.MaxInt)))
-	return slog.New(h).With("source", "mcp-go")
-}
-
 // Handler returns the HTTP handler for streamable HTTP at /mcp and legacy SSE
 // at /sse + /message, behind the safety checks of Guard, and a function that
 // closes every open session (streams) for shutdown.
 func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
-	slogger := mcpGoLog(s.log.Named("http"))
+	slogger := sdklog.New(s.log.Named("http"), false)
 	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
 	// accepts the configured listen host and checks Origin.
 	idle := opts.SessionIdleTimeout

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/sdklog"
 )
 
 // protocolVersion is the revision a connection asks for first (with
@@ -231,7 +232,7 @@ var errInitTimeout = errors.New("init timeout")
 
 // openTransport builds the transport for l's config and the client over it.
 func (l *link) openTransport(ctx context.Context, s *session) error {
-	slogger := mcpGoLog(l.log)
+	slogger := sdklog.New(l.log, true)
 	switch l.kind {
 	case config.TransportStdio:
 		p, err := startProcess(l.cfg, l.log)
