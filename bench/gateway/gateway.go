@@ -274,7 +274,7 @@ func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
 	model.mu.Lock()
 	defer model.mu.Unlock()
 	m.res.OffScript += len(model.off)
-	m.res.CompressCalls, m.res.ReadArchiveCalls = model.compress, model.reads
+	m.res.CompressCalls, m.res.ReadArchiveCalls, m.res.ArchiveSearches = model.compress, model.reads, model.searches
 	for _, f := range r.facts {
 		switch model.found[f.Text] {
 		case inView:

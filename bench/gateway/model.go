@@ -47,6 +47,7 @@ type coop struct {
 	off   []string // answers that were not the run's next turn
 	// compress and reads count the hidden calls the model made.
 	compress, reads int
+	searches        int // reads that were searches
 }
 
 func newCoop(t *trajectory.Trajectory, count *counter, facts []trajectory.Fact) *coop {
@@ -262,6 +263,35 @@ func (v *mview) justCalled(tool string) bool {
 	return false
 }
 
+// searchFor is the query of a read_archive search for the missing facts
+// no search in view has looked for yet; false when every one was looked
+// for (the search found it, or it is in no archive).
+func (v *mview) searchFor(missing []trajectory.Fact) (string, bool) {
+	asked := map[string]bool{}
+	for _, b := range v.blocks {
+		if b.typ == "tool_use" && b.name == "read_archive" {
+			var in struct {
+				Query string `json:"query"`
+			}
+			_ = json.Unmarshal([]byte(b.text), &in)
+			for _, w := range strings.Fields(in.Query) {
+				asked[w] = true
+			}
+		}
+	}
+	var q []string
+	for _, f := range missing {
+		if !asked[f.Text] && len(q) < searchTerms {
+			q = append(q, f.Text)
+		}
+	}
+	return strings.Join(q, " "), len(q) > 0
+}
+
+// searchTerms is how many words the model puts in one search (the
+// gateway looks for at most eight).
+const searchTerms = 8
+
 func (v *mview) shows(s string) (bool, bool) {
 	seen, archived := false, false
 	for _, b := range v.blocks {
@@ -323,6 +353,16 @@ func (m *coop) reply(r *scriptedmodel.Request) scriptedmodel.Reply {
 		}
 	}
 	if len(missing) > 0 && v.offers("read_archive") {
+		if q, ok := v.searchFor(missing); ok {
+			// What the next call needs is out of view: look for it in
+			// every archive first, as an agent greps before it reads.
+			in, _ := json.Marshal(map[string]string{"query": q})
+			m.mu.Lock()
+			m.reads++
+			m.searches++
+			m.mu.Unlock()
+			return scriptedmodel.Reply{Parts: []scriptedmodel.Part{scriptedmodel.ToolCall("", "read_archive", string(in))}}
+		}
 		if refs := m.picks(v, next); len(refs) > 0 {
 			var calls []scriptedmodel.Part
 			for _, ref := range refs {

@@ -73,7 +73,10 @@ type PolicyResult struct {
 	HiddenRounds     int `json:"hidden_rounds,omitempty"`
 	CompressCalls    int `json:"compress_calls,omitempty"`
 	ReadArchiveCalls int `json:"read_archive_calls,omitempty"`
-	Compactions      int `json:"compactions,omitempty"`
+	// ArchiveSearches are the read_archive calls that searched every
+	// archive ({"query": ...}) rather than read one.
+	ArchiveSearches int `json:"archive_searches,omitempty"`
+	Compactions     int `json:"compactions,omitempty"`
 	// InputTokens sums every request's input; CacheRead, CacheWrite and
 	// Uncached split it as the cache model billed it; Output is the
 	// model's output (the run's own turns, and any summaries).

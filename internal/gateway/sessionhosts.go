@@ -204,7 +204,10 @@ func (s sessionHost) ReadArchive(ctx context.Context, call noa.CoreMessage) (noa
 		}
 		res.Text, isError = err.Error(), true
 	} else {
-		res.Text = page.Text + "\n\n" + page.Note
+		res.Text = page.Text
+		if page.Note != "" {
+			res.Text += "\n\n" + page.Note
+		}
 	}
 	if _, err := s.h.Record(ctx, session.Message{CoreMessage: call}, session.Message{CoreMessage: res, IsError: isError}); err != nil {
 		return noa.CoreMessage{}, fmt.Errorf("recording read_archive: %w", err)

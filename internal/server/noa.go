@@ -251,7 +251,11 @@ func (n *noaFront) readArchive(ctx context.Context, req mcp.CallToolRequest) (*m
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(page.Text), mcp.NewTextContent(page.Note)}}, nil
+		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(page.Text)}}
+		if page.Note != "" {
+			res.Content = append(res.Content, mcp.NewTextContent(page.Note))
+		}
+		return res, nil
 	})
 }
 

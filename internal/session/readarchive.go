@@ -18,7 +18,9 @@ import (
 // what to ask (a block id or a message ref, both as the model has seen them)
 // and how to page.
 const ReadArchiveDescription = "Return archived originals verbatim, by block id (\"b3\", from a summary) " +
-	"or message ref (\"m00042\", also a result cut for size). Long ones come in pages; each names the call for the next."
+	"or message ref (\"m00042\", also a result cut for size). Long ones come in pages; each names the call for the next. " +
+	"Or search every archive: {\"query\": \"parse_config settings.py\"} lists the archived lines holding any of the words, " +
+	"each with the call that reads from it."
 
 // ReadArchiveSchema is read_archive's input schema.
 func ReadArchiveSchema() map[string]any {
@@ -29,17 +31,19 @@ func ReadArchiveSchema() map[string]any {
 			"ref":    map[string]any{"type": "string"},
 			"offset": map[string]any{"type": "integer", "minimum": 0},
 			"limit":  map[string]any{"type": "integer", "minimum": 1, "description": "Bytes"},
+			"query":  map[string]any{"type": "string", "description": "Words to find in every archive, instead of block or ref"},
 		},
 	}
 }
 
 // ReadArchiveArgs are read_archive's arguments: Block or Ref (one of them),
-// and a byte range.
+// and a byte range; or Query alone, a search of every archive.
 type ReadArchiveArgs struct {
 	Block  string
 	Ref    string
 	Offset int
 	Limit  int
+	Query  string
 }
 
 // ParseReadArchiveArgs decodes read_archive's arguments, accepting numbers
@@ -60,7 +64,7 @@ func ParseReadArchiveArgs(raw []byte) (ReadArchiveArgs, error) {
 		case string:
 			return strings.TrimSpace(v), nil
 		default:
-			return "", fmt.Errorf("%q must be a string such as %q", k, map[string]string{"block": "b3", "ref": "m00042"}[k])
+			return "", fmt.Errorf("%q must be a string such as %q", k, map[string]string{"block": "b3", "ref": "m00042", "query": "parse_config"}[k])
 		}
 	}
 	num := func(k string) (int, error) {
@@ -89,6 +93,12 @@ func ParseReadArchiveArgs(raw []byte) (ReadArchiveArgs, error) {
 	if a.Ref, err = str("ref"); err != nil {
 		return a, err
 	}
+	if a.Query, err = str("query"); err != nil {
+		return a, err
+	}
+	if a.Query != "" && (a.Block != "" || a.Ref != "") {
+		return a, fmt.Errorf(`"query" searches every archive: send it alone, such as {"query": "parse_config"}, then read a hit with the call it names`)
+	}
 	if a.Offset, err = num("offset"); err != nil {
 		return a, err
 	}
@@ -102,7 +112,8 @@ func ParseReadArchiveArgs(raw []byte) (ReadArchiveArgs, error) {
 // a result, which stays under the limit for ordinary text.
 func (h *Host) pageBytes() int { return h.opts.MaxResultTokens * 3 }
 
-// Page is one page of an archived original.
+// Page is one page of an archived original, or a search's answer (Text
+// alone, Note empty).
 type Page struct {
 	// Text is exactly bytes [Start, End) of the original, cut on
 	// character boundaries. Concatenating the Texts of the pages from
@@ -122,10 +133,15 @@ type Page struct {
 // bytes and never more than fits a result. It only reads: recording the
 // call and its page is the front's business, like any tool call's.
 //
+// A call with a.Query is a search instead (SearchArchive).
+//
 // The error is written for the model: it says how to correct the call.
 func (h *Host) ReadArchive(ctx context.Context, a ReadArchiveArgs) (Page, error) {
 	if err := ctx.Err(); err != nil {
 		return Page{}, err
+	}
+	if a.Query != "" {
+		return h.SearchArchive(ctx, a.Query)
 	}
 	name, data, err := h.archived(a)
 	if err != nil {
@@ -224,7 +240,7 @@ func (h *Host) archived(a ReadArchiveArgs) (string, []byte, error) {
 		}
 		return name, []byte(h.msgs[h.index[id]].Text), nil
 	default:
-		return "", nil, fmt.Errorf(`%s needs "block" (a block id such as "b3", from a summary's archive line) or "ref" (a message ref such as "m00042"). %s`, h.opts.RecallTool(), h.blockList())
+		return "", nil, fmt.Errorf(`%s needs "block" (a block id such as "b3", from a summary's archive line), "ref" (a message ref such as "m00042") or "query" (words to find in every archive). %s`, h.opts.RecallTool(), h.blockList())
 	}
 }
 
