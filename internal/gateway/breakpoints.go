@@ -15,7 +15,12 @@ import (
 // leaves room, one more goes on the last summary, so the prefix the
 // gateway keeps byte-stable between compressions (tools, system with
 // noa's text, the summaries) is cached even as the client's markers move
-// on. OpenAI caches prefixes by itself: nothing is added there.
+// on. A hidden round's request ends with the gateway's own call and its
+// result, after the client's last breakpoint: one goes on that result too
+// (taken from the client's latest one when there is no room), so the next
+// request reads the round from the cache instead of paying it as input
+// and then writing it again. OpenAI caches prefixes by itself: nothing is
+// added there.
 
 // maxBreakpoints is the Messages API's limit of cache_control blocks per
 // request.
@@ -161,4 +166,71 @@ func (q *request) placeBreakpoints(out []json.RawMessage, moves []moved, summary
 	}
 	out[summary], _ = markLast(out[summary], cc)
 	return out
+}
+
+// markTail puts a breakpoint on the last of the rendered messages out, a
+// hidden round's result, when the client caches (it sent a breakpoint)
+// and that message has none. With room left it is added, with the TTL of
+// the latest breakpoint before it (a TTL may not exceed an earlier one's);
+// with none, the latest message breakpoint moves there: the prefix it
+// cached is part of the one cached now. out is changed in place.
+func (q *request) markTail(out []json.RawMessage) []json.RawMessage {
+	last := len(out) - 1
+	if last < 0 || len(marks(out[last])) > 0 {
+		return out
+	}
+	n := len(marks(q.top["tools"])) + len(marks(q.top["system"]))
+	latest := -1 // the last message with a breakpoint
+	var cc json.RawMessage
+	if m := append(marks(q.top["tools"]), marks(q.top["system"])...); len(m) > 0 {
+		cc = m[len(m)-1]
+	}
+	for i, m := range out {
+		if ms := marks(m); len(ms) > 0 {
+			n += len(ms)
+			latest, cc = i, ms[len(ms)-1]
+		}
+	}
+	if n == 0 {
+		return out // the client does not cache
+	}
+	if n >= maxBreakpoints {
+		if latest < 0 {
+			return out // every breakpoint is on tools or system: keep them
+		}
+		var ok bool
+		if out[latest], cc, ok = unmarkLast(out[latest]); !ok {
+			return out
+		}
+	}
+	out[last], _ = markLast(out[last], cc)
+	return out
+}
+
+// unmarkLast removes the last cache_control of message msg (on one of its
+// content blocks, or inside a tool result's content) and returns the
+// message without it and the breakpoint removed; false when it has none.
+func unmarkLast(msg json.RawMessage) (json.RawMessage, json.RawMessage, bool) {
+	obj, ok := objectFields(msg)
+	if !ok || firstByte(obj.vals["content"]) != '[' {
+		return msg, nil, false
+	}
+	blocks, _ := splitArray(obj.vals["content"])
+	for i := len(blocks) - 1; i >= 0; i-- {
+		blk, ok := objectFields(blocks[i])
+		if !ok || markOf(blocks[i]) == nil {
+			continue
+		}
+		cc := blk.vals["cache_control"]
+		var b json.RawMessage
+		if len(cc) > 0 && string(cc) != "null" {
+			b = blk.without("cache_control").encode()
+		} else {
+			// The breakpoint is inside a tool result's content.
+			b, cc, _ = unmarkLast(blocks[i])
+		}
+		blocks = append(append(blocks[:i:i], b), blocks[i+1:]...)
+		return obj.with("content", joinArray(blocks)).encode(), cc, true
+	}
+	return msg, nil, false
 }

@@ -197,3 +197,112 @@ func TestCompressionKeepsClientBreakpoints(t *testing.T) {
 		t.Errorf("the client's next request changed the continuation's cached prefix")
 	}
 }
+
+// TestHiddenRoundTailIsCached: a hidden round's request ends with the
+// gateway's call and its result after the client's last breakpoint; a
+// breakpoint goes on that result (added with room, moved from the client's
+// latest message breakpoint without), never a fifth, and none when the
+// client does not cache.
+func TestHiddenRoundTailIsCached(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		tools, system, kept, last bool
+		want                      []string // in order; the last is the tail's
+		tail                      string   // the tail's ("" none)
+	}{
+		{name: "added with room", system: true, last: true, want: []string{hour, minutes, minutes}, tail: minutes},
+		{name: "moved without room", tools: true, system: true, kept: true, last: true, want: []string{hour, hour, minutes, minutes}, tail: minutes},
+		{name: "the client does not cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mark := func(on bool, cc string) string {
+				if !on {
+					return ""
+				}
+				return `,"cache_control":` + cc
+			}
+			body := `{"model":"m",
+				"tools":[{"name":"read","input_schema":{"type":"object"}` + mark(tc.tools, hour) + `}],
+				"system":[{"type":"text","text":"sys"` + mark(tc.system, hour) + `}],
+				"messages":[
+				{"role":"user","content":"first"},
+				{"role":"assistant","content":[{"type":"text","text":"a1"` + mark(tc.kept, minutes) + `}]},
+				{"role":"user","content":[{"type":"text","text":"last"` + mark(tc.last, minutes) + `}]}]}`
+			q, err := parseAnthropic(context.Background(), []byte(body), config.DefaultMaxJSONDepth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := noa.CoreMessage{ID: "gw_toolu_h", Role: noa.RoleAssistant, ContentType: noa.CTToolCall, ToolName: "read_archive", ToolCallID: "toolu_h", Text: `{"ref":"m00001"}`}
+			res := noa.CoreMessage{ID: "gw_toolu_h/result", Role: noa.RoleTool, ContentType: noa.CTToolResult, ToolName: "read_archive", ToolCallID: "toolu_h", Text: "first"}
+			view := append(append([]noa.CoreMessage(nil), q.core...), call, res)
+			msgs := q.render(anthropicDialect{}, projection{View: view})
+			top := marshal(map[string]json.RawMessage{"tools": q.top["tools"], "system": q.top["system"], "messages": joinArray(msgs)})
+			if got := breakpoints(t, top); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got breakpoints %v, want %v", got, tc.want)
+			}
+			if got := strings.Join(breakpoints(t, msgs[len(msgs)-1]), " "); got != tc.tail {
+				t.Errorf("the hidden result has breakpoint %q, want %q", got, tc.tail)
+			}
+			// Rendered without the hidden round, the request is the
+			// client's: nothing moved.
+			plain := q.render(anthropicDialect{}, projection{View: q.core})
+			ptop := marshal(map[string]json.RawMessage{"tools": q.top["tools"], "system": q.top["system"], "messages": joinArray(plain)})
+			if got, want := len(breakpoints(t, ptop)), len(breakpoints(t, []byte(body))); got != want {
+				t.Errorf("without a hidden round: got %d breakpoints, want the client's %d", got, want)
+			}
+		})
+	}
+}
+
+// TestHiddenRoundReadFromCacheNextTurn: through the gateway, the client's
+// next request starts with every unit of the hidden round's request up to
+// that request's last breakpoint, the round's tail included, so the
+// provider reads it from the cache rather than billing it as input twice.
+func TestHiddenRoundReadFromCacheNextTurn(t *testing.T) {
+	model := &compressingModel{plain: true}
+	r := newRig(t, model.script, withHosts(&MemoryHosts{}))
+	// As Claude Code does: every user text a block, the marker on the last
+	// one only, so an earlier message is sent again as it was, unmarked.
+	question := func(text string, marked bool) map[string]any {
+		blk := map[string]any{"type": "text", "text": text}
+		if marked {
+			blk["cache_control"] = map[string]any{"type": "ephemeral"}
+		}
+		return map[string]any{"role": "user", "content": []any{blk}}
+	}
+	cached := func(msgs []any) map[string]any {
+		msgs = append([]any(nil), msgs...)
+		last := msgs[len(msgs)-1].(map[string]any)
+		msgs[len(msgs)-1] = question(last["content"].([]any)[0].(map[string]any)["text"].(string), true)
+		b := anthropicBody(msgs)
+		b["system"] = []any{map[string]any{"type": "text", "text": "You are terse.", "cache_control": map[string]any{"type": "ephemeral"}}}
+		return b
+	}
+	msgs := conversation(8, 1200, "What was in file 7?")
+	msgs[len(msgs)-1] = question("What was in file 7?", false)
+	next := append(append([]any(nil), msgs...), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "final answer"}}},
+		question("And file 3?", false))
+	for _, b := range []map[string]any{cached(msgs), cached(next)} {
+		if o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: r.url, APIKey: "k", Kind: "create", Body: b}); !o.OK {
+			t.Fatalf("SDK: %s", o.Message)
+		}
+	}
+	reqs := r.up.Requests()
+	if !model.done || len(reqs) != 3 {
+		t.Fatalf("upstream got %d requests (compressed: %v), want 3: the Compress round, its continuation, the next turn", len(reqs), model.done)
+	}
+	round := reqs[1]
+	var b struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(round.Body, &b)
+	if len(b.Messages) == 0 || !bytes.Contains(b.Messages[len(b.Messages)-1], []byte("Compress:")) || len(breakpoints(t, b.Messages[len(b.Messages)-1])) != 1 {
+		t.Fatalf("the continuation's last message %.200s: want the Compress result, with a breakpoint", b.Messages[len(b.Messages)-1])
+	}
+	if n := len(breakpoints(t, round.Body)); n > maxBreakpoints {
+		t.Errorf("the continuation has %d breakpoints, want at most %d", n, maxBreakpoints)
+	}
+	if !stablePrefix(t, round, reqs[2]) {
+		t.Errorf("the next turn does not start with the continuation's cached prefix, its hidden round included")
+	}
+}

@@ -127,6 +127,9 @@ type compressingModel struct {
 	mu       sync.Mutex
 	done     bool
 	withTool string // a client tool call to make beside Compress ("" none)
+	// plain: the Compress answer has no thinking block, so the gateway
+	// renders its call as it will in later requests.
+	plain bool
 }
 
 func (m *compressingModel) script(r *scriptedmodel.Request) scriptedmodel.Reply {
@@ -143,6 +146,9 @@ func (m *compressingModel) script(r *scriptedmodel.Request) scriptedmodel.Reply 
 	args := fmt.Sprintf(`{"content":[{"start":%q,"end":%q,"topic":"file reads","summary":"Read files 0 to %d; each holds repeated lines naming its number. Nothing else of note."}]}`,
 		tags[1], tags[len(tags)-3], len(tags))
 	parts := []scriptedmodel.Part{scriptedmodel.Thinking("I should compress first.", "sig-c"), scriptedmodel.ToolCall("toolu_c1", noa.CompressToolName, args)}
+	if m.plain {
+		parts = parts[1:]
+	}
 	if m.withTool != "" {
 		parts = append(parts, scriptedmodel.ToolCall("toolu_client", m.withTool, `{"path":"/next"}`))
 	}

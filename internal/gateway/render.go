@@ -134,6 +134,14 @@ func (q *request) render(d dialect, p projection) []json.RawMessage {
 	if anthropic {
 		gap(len(q.parts), -1)
 		out = q.placeBreakpoints(out, moves, lastSummary)
+		// A round whose call is sent as the model wrote it (with thinking,
+		// or text the client saw) is rendered otherwise later: marking it
+		// would write what no later request reads.
+		if n := len(p.View); n > 0 && p.View[n-1].ContentType == noa.CTToolResult && len(p.Calls) == 0 {
+			if _, theirs := q.byID[p.View[n-1].ID]; !theirs {
+				out = q.markTail(out)
+			}
+		}
 	}
 	if p.Nudge != "" {
 		out = d.nudge(out, p.Nudge)
