@@ -39,6 +39,15 @@
 // Each token gives at most one fact; facts are ordered by Needed, then Seen,
 // then text, so the list is the same on every run.
 //
-// The package reads nothing but the directory Open resolves and has no
-// production behaviour; only bench code imports it.
+// Import converts a run from the record its agent wrote (a mini-swe-agent
+// trajectory, 1.x with fenced bash blocks or 2.x with tool calls, or one
+// record of an OpenHands output.jsonl) into a Trajectory, moving pieces
+// into place without changing any text, command or output, and validates
+// it; Store.Write stores it and reads it back. SOURCES.md, "How each run
+// was converted", is the account of each format; `mcproxy bench import`
+// is the command.
+//
+// The package reads and writes nothing but the directory Open resolves and
+// the bytes Import is given, and has no production behaviour; only bench
+// code and `mcproxy bench` import it.
 package trajectory

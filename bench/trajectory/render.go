@@ -232,13 +232,14 @@ func compact(raw json.RawMessage) (string, error) {
 }
 
 // marshal encodes v as a client would send it: compact, and without the
-// HTML escaping encoding/json adds by default.
+// HTML escaping encoding/json adds by default. Stored runs are written the
+// same way (Encode).
 func marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encoding request: %w", err)
+		return nil, fmt.Errorf("encoding json: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -20,6 +20,7 @@ import (
 const benchUsage = `usage: mcproxy bench [run] [flags]
        mcproxy bench capture --config FILE --out FILE
        mcproxy bench gateway [flags]
+       mcproxy bench import [flags] FILE
 
 run (the default) measures every encoding arm on the frozen corpora: tokens
 per tool and per listing, savings against baseline_json, retrieval quality of
@@ -27,10 +28,11 @@ the production index on graded query sets, and the cost of discovery through
 retrieve_tools. capture connects to the upstreams of a config file and writes
 their tools as a corpus that run --corpus can measure. gateway replays real
 agent runs through the model-API gateway and beside the alternatives, and
-reports what each costs with prompt caching.
+reports what each costs with prompt caching. import converts an agent run
+(mini-swe-agent or OpenHands) into a run gateway replays.
 
-Run 'mcproxy bench run -h', 'mcproxy bench capture -h' or 'mcproxy bench
-gateway -h' for flags.
+Run 'mcproxy bench run -h', 'mcproxy bench capture -h', 'mcproxy bench
+gateway -h' or 'mcproxy bench import -h' for flags.
 `
 
 // runBench runs `mcproxy bench` with args (without the "bench" word itself)
@@ -50,6 +52,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = benchCapture(ctx, args, stdout, stderr)
 	case "gateway":
 		return benchGateway(ctx, args, stdout, stderr)
+	case "import":
+		err = benchImport(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, benchUsage)
 		return exitOK

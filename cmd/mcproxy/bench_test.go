@@ -43,6 +43,8 @@ func TestBenchUsage(t *testing.T) {
 		{"unknown arm", []string{"--arms", "compact_sig,nope"}, 2, `unknown arm "nope"`},
 		{"stray argument", []string{"run", "extra"}, 2, "unexpected arguments"},
 		{"capture without flags", []string{"capture"}, 2, "--config and --out are both required"},
+		{"import -h", []string{"import", "-h"}, 0, "-instance"},
+		{"import without a file", []string{"import"}, 2, "want one source file"},
 		{"missing corpus", []string{"--corpus", "/nonexistent/c.json", "--fixtures", "none"}, 1, "reading corpus"},
 	}
 	for _, tc := range tests {

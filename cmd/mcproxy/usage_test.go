@@ -11,7 +11,7 @@ import (
 func TestFlagUsageArgumentNames(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"serve"}, {"search"}, {"bench"}, {"import"}, {"setup"}, {"add"}, {"remove"}, {"status"}, {"servers"}, {"doctor"},
-		{"sessions", "list"}, {"sessions", "prune"},
+		{"sessions", "list"}, {"sessions", "prune"}, {"bench", "import"},
 	} {
 		_, out, errOut := runCLI(t, append(cmd, "--help")...)
 		text := out + errOut
