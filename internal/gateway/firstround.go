@@ -215,6 +215,33 @@ const (
 	maxFirstSummary = 8000
 )
 
+// spanOf is one range from the start of the earliest of ranges to the end
+// of the latest (by their place in view; ids maps a ref to its message),
+// measuring their sum. The messages between them that noa protects (a
+// user's words, a protected tool's result) stay in view when the span is
+// compressed, as noa keeps them, so one compression takes all that is
+// compressible: the first round's rewrite of the cache is paid once for
+// the lot, not again for each range left behind.
+func spanOf(ranges []noa.RangeInfo, view []noa.CoreMessage, ids map[string]string) noa.RangeInfo {
+	pos := make(map[string]int, len(view))
+	for i, m := range view {
+		pos[m.ID] = i
+	}
+	first, last := ranges[0], ranges[0]
+	var tokens, chars int
+	for _, r := range ranges {
+		if pos[ids[r.StartRef]] < pos[ids[first.StartRef]] {
+			first = r
+		}
+		if pos[ids[r.EndRef]] > pos[ids[last.EndRef]] {
+			last = r
+		}
+		tokens += r.Tokens
+		chars += r.Chars
+	}
+	return noa.RangeInfo{StartRef: first.StartRef, EndRef: last.EndRef, Tokens: tokens, Chars: chars}
+}
+
 // turn is noa's Turn for round n of the exchange. On the round that
 // engages the conversation it first runs the summary round, and the turn
 // returned is the one after its summary was applied (or the engaging turn
@@ -236,20 +263,15 @@ func (x *exchange) turn(n int) (Turn, error) {
 	return x.h.Turn(x.r.Context())
 }
 
-// summaryRound asks the model for a summary of the largest of t's ranges,
-// in a request that is the client's own plus the instruction, and applies
-// it as a Compress call over that range.
+// summaryRound asks the model for a summary of the span of t's ranges, in
+// a request that is the client's own plus the instruction, and applies it
+// as a Compress call over that span.
 func (x *exchange) summaryRound(t Turn) error {
-	r := t.Ranges[0]
-	for _, c := range t.Ranges[1:] {
-		if c.Tokens > r.Tokens {
-			r = c
-		}
-	}
 	ids := make(map[string]string, len(t.Refs)) // ref -> message id
 	for id, ref := range t.Refs {
 		ids[ref.Ref] = id
 	}
+	r := spanOf(t.Ranges, t.View, ids)
 	var from, to string
 	for _, m := range t.View {
 		switch m.ID {

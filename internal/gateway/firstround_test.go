@@ -379,3 +379,49 @@ func TestWithIndexFitsTheLimit(t *testing.T) {
 		t.Errorf("no limit: got %q", got)
 	}
 }
+
+// TestFirstRoundTakesEveryRange: when what is compressible comes in
+// several ranges (here split by the latest user message, which noa
+// protects, with the agent's reads going on after it), the first round
+// summarises from the first to the last in one go: the reads of both
+// stay out of view, the user's message stays in it, and the index covers
+// both.
+func TestFirstRoundTakesEveryRange(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, summarising, withHosts(&MemoryHosts{}), compressAt(0.5))
+	small := conversation(2, 200, "What was in file 1?")
+	large := reads(small, 0, 4, 1600, "Also read g4 to g11, please.")
+	for i := 4; i < 12; i++ {
+		id := fmt.Sprintf("toolu_g%02d", i)
+		large = append(large,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "read_file", "input": map[string]any{"path": fmt.Sprintf("/g%d", i)}}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id,
+				"content": fmt.Sprintf("file g%d: ", i) + strings.Repeat(fmt.Sprintf("text of file g%d. ", i), 1600/17)}}})
+	}
+	for _, msgs := range [][]any{small, large} {
+		if resp, a := r.do(t, context.Background(), http.MethodPost, "/v1/messages", string(indented(t, anthropicBody(msgs))), map[string]string{"x-api-key": "k"}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("got %d %s", resp.StatusCode, a)
+		}
+	}
+	reqs := r.up.Requests()
+	if len(reqs) != 3 || !bytes.Contains(reqs[1].Body, []byte("[mcproxy]")) {
+		t.Fatalf("upstream got %d requests, want 3: the small conversation, the summary round, the engaged request", len(reqs))
+	}
+	engaged := reqs[2].Body
+	if !engagedBody(engaged) || !bytes.Contains(engaged, []byte("Nothing else was found.")) {
+		t.Fatalf("the engaged request lacks the summary:\n%s", engaged)
+	}
+	for _, gone := range []string{"text of file g0.", "text of file g4."} {
+		if bytes.Contains(engaged, []byte(gone)) {
+			t.Errorf("the engaged request still carries %q: a range was left out of the first compression", gone)
+		}
+	}
+	if !bytes.Contains(engaged, []byte("Also read g4 to g11, please.")) {
+		t.Errorf("the latest user message is gone from view; noa protects it")
+	}
+	for _, g := range []string{"g0", "g4"} {
+		if !regexp.MustCompile(`\\nm000\d\d: read_file \{\\"path\\":\\"/` + g + `\\"\}`).Match(engaged) {
+			t.Errorf("the summary's index does not name the read of %s", g)
+		}
+	}
+}
