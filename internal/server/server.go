@@ -289,7 +289,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
 		onCall:  deps.OnCall,
-		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, loaded: make(chan struct{})},
+		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, slow: map[string]bool{}},
 	}
 	if !opts.WaitForStart {
 		s.Started()
