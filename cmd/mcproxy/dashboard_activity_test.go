@@ -24,6 +24,15 @@ import (
 // (succeeds) and fail (a tool error).
 func activityUpstream(t *testing.T) string {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	serveActivity(t, srv)
+	return srv.URL + "/mcp"
+}
+
+// serveActivity starts srv serving activityUpstream's MCP server; the test's
+// cleanup stops it.
+func serveActivity(t *testing.T, srv *httptest.Server) {
+	t.Helper()
 	s := mcpserver.NewMCPServer("obs", "1.0.0", mcpserver.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Echo a message."), mcp.WithString("message", mcp.Required())),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -34,14 +43,16 @@ func activityUpstream(t *testing.T) string {
 			return mcp.NewToolResultError("failed on purpose"), nil
 		})
 	streamable := mcpserver.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(streamable)
+	srv.Config.Handler = streamable
+	srv.Start()
 	t.Cleanup(func() {
+		// The streams mcproxy holds open end first, so Close does not
+		// wait for them.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = streamable.Shutdown(ctx)
 		srv.Close()
 	})
-	return srv.URL + "/mcp"
 }
 
 // The dashboard in headless chromium after real activity: a call that

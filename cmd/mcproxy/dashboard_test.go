@@ -190,7 +190,6 @@ func tokenClient(ctx context.Context, t *testing.T, base, token string) *client.
 	return c
 }
 
-// colors counts the distinct colours of img, up to 1000.
 // screenshot takes a PNG of url in chromium at width x height, checks that
 // it has that size and is not blank, and returns it.
 func screenshot(t *testing.T, bin, url string, width, height int) []byte {
@@ -214,6 +213,7 @@ func screenshot(t *testing.T, bin, url string, width, height int) []byte {
 	return data
 }
 
+// colors counts the distinct colours of img, up to 1000.
 func colors(img image.Image) int {
 	seen := map[[4]uint32]bool{}
 	b := img.Bounds()
