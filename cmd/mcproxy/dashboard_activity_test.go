@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +24,15 @@ import (
 // (succeeds) and fail (a tool error).
 func activityUpstream(t *testing.T) string {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	serveActivity(t, srv)
+	return srv.URL + "/mcp"
+}
+
+// serveActivity starts srv serving activityUpstream's MCP server; the test's
+// cleanup stops it.
+func serveActivity(t *testing.T, srv *httptest.Server) {
+	t.Helper()
 	s := mcpserver.NewMCPServer("obs", "1.0.0", mcpserver.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Echo a message."), mcp.WithString("message", mcp.Required())),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -32,14 +43,16 @@ func activityUpstream(t *testing.T) string {
 			return mcp.NewToolResultError("failed on purpose"), nil
 		})
 	streamable := mcpserver.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(streamable)
+	srv.Config.Handler = streamable
+	srv.Start()
 	t.Cleanup(func() {
+		// The streams mcproxy holds open end first, so Close does not
+		// wait for them.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = streamable.Shutdown(ctx)
 		srv.Close()
 	})
-	return srv.URL + "/mcp"
 }
 
 // The dashboard in headless chromium after real activity: a call that
@@ -47,7 +60,10 @@ func activityUpstream(t *testing.T) string {
 // session, durations and the error; the per-tool and per-server figures
 // count them; the session shows its client and its live message count
 // (state.json is not written yet); and after one model request through the
-// gateway (a scripted model reporting cache reads) its figures show.
+// gateway (a scripted model reporting cache reads) its figures show. A
+// server that is down and one that is misconfigured sit beside them, so
+// that the screenshot in docs/dashboard.png (-update-screenshot) shows every
+// panel.
 func TestDashboardShowsActivity(t *testing.T) {
 	bin := chromium(t)
 	const token = "dash-activity-secret"
@@ -59,8 +75,12 @@ func TestDashboardShowsActivity(t *testing.T) {
 	defer model.Close()
 	s := startServe(t, map[string]any{
 		"auth_token": token,
-		"mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}},
-		"gateway":    map[string]any{"enabled": true, "anthropic": map[string]any{"base_url": model.URL}},
+		"mcpServers": map[string]any{
+			"obs":    map[string]any{"url": activityUpstream(t)},
+			"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-mcp-server")},
+			"typo":   map[string]any{"command": "mcp-server-typo", "call_timeout": "soon"},
+		},
+		"gateway": map[string]any{"enabled": true, "anthropic": map[string]any{"base_url": model.URL}},
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -172,5 +192,11 @@ func TestDashboardShowsActivity(t *testing.T) {
 	}
 	if strings.Contains(dom, `<div id="gateway" hidden`) {
 		t.Errorf("the gateway figures are hidden")
+	}
+	if *updateScreenshot {
+		shot := screenshot(t, bin, s.base+"/?q=echo+a+message#token="+token, 1280, 1100)
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -24,7 +25,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the dashboard screenshot to docs/dashboard.png")
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the dashboard screenshot to docs/dashboard.png (taken by TestDashboardShowsActivity)")
 
 // chromium finds Debian's chromium. A missing browser fails the test: CI
 // installs it (.ci/run), so this test never skips there.
@@ -160,29 +161,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 
 	// A screenshot of the same page: the right size, not blank.
-	shot := filepath.Join(t.TempDir(), "dashboard.png")
-	headless(t, bin, link, "--screenshot="+shot, "--window-size=1280,760", "--hide-scrollbars")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 760 {
-		t.Errorf("screenshot size: got %v, want 1280x760", b)
-	}
-	if n := colors(img); n < 8 {
-		t.Errorf("screenshot has %d colours: blank page?", n)
-	}
-	if *updateScreenshot {
-		data, _ := os.ReadFile(shot)
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	screenshot(t, bin, link, 1280, 760)
 
 	// The guard's Host check covers the page too.
 	req, _ := http.NewRequest(http.MethodGet, s.base+"/", nil)
@@ -209,6 +188,29 @@ func tokenClient(ctx context.Context, t *testing.T, base, token string) *client.
 	t.Cleanup(func() { c.Close() })
 	startClient(ctx, t, c)
 	return c
+}
+
+// screenshot takes a PNG of url in chromium at width x height, checks that
+// it has that size and is not blank, and returns it.
+func screenshot(t *testing.T, bin, url string, width, height int) []byte {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "dashboard.png")
+	headless(t, bin, url, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
+	data, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
+		t.Errorf("screenshot size: got %v, want %dx%d", b, width, height)
+	}
+	if n := colors(img); n < 8 {
+		t.Errorf("screenshot has %d colours: blank page?", n)
+	}
+	return data
 }
 
 // colors counts the distinct colours of img, up to 1000.

@@ -44,12 +44,34 @@ type reloader struct {
 	log *zap.Logger
 
 	running *config.Config
-	// refused is the last refused reload; nil after one that succeeded.
-	refused atomic.Pointer[dashboard.RefusedReload]
+	// refused is set to the last refused reload, with its error masked
+	// (it reaches /status, the dashboard and the meta tools' answers), and
+	// to nil by one that succeeds.
+	refused *atomic.Pointer[dashboard.RefusedReload]
 }
 
-// refusedReload is the last refused reload, nil when the latest succeeded.
-func (r *reloader) refusedReload() *dashboard.RefusedReload { return r.refused.Load() }
+// maxNoticeError caps the error a refused reload's notice quotes: it is
+// added to every retrieve_tools answer.
+const maxNoticeError = 300
+
+// refusedNotice is the line the meta tools' answers carry while r (a
+// refused reload, nil for none) holds: the model reads it and can tell a
+// user who sees no dashboard or log (a stdio client) what happened and what
+// to do. "" when r is nil.
+func refusedNotice(r *dashboard.RefusedReload) string {
+	if r == nil {
+		return ""
+	}
+	reason := strings.TrimSuffix(strings.Join(strings.Fields(r.Error), " "), ".")
+	if !strings.Contains(reason, r.Config) {
+		reason = r.Config + ": " + reason
+	}
+	if runes := []rune(reason); len(runes) > maxNoticeError {
+		reason = string(runes[:maxNoticeError-1]) + "…"
+	}
+	return "Tell the user: mcproxy refused the last change to its config file (" + reason + ") and still runs the previous config. " +
+		"`mcproxy status` shows this; once the file is fixed and saved, mcproxy reloads it."
+}
 
 // run watches until ctx ends, reloading on each signal from hup too. It
 // owns no goroutine besides fsnotify's.
@@ -106,7 +128,8 @@ func (r *reloader) reload() {
 	}
 	if err != nil {
 		r.log.Error("config change refused; the running configuration stays (fix the file and save it again)", zap.String("config", r.path), zap.Error(err))
-		r.refused.Store(&dashboard.RefusedReload{Time: time.Now(), Config: r.path, Error: err.Error()})
+		// Masked as the log is: the new file's values may be secrets.
+		r.refused.Store(&dashboard.RefusedReload{Time: time.Now(), Config: r.path, Error: redactor(r.running, true).String(err.Error())})
 		return
 	}
 	if r.refused.Swap(nil) != nil {
@@ -148,21 +171,21 @@ func restartOnly(a, b *config.Config) []string {
 	return out
 }
 
-// watchConfig starts the reloader of a serving stack and returns it with
-// the function that stops it and waits for it.
-func watchConfig(ctx context.Context, path string, override func(*config.Config), running *config.Config, st *stack, log *zap.Logger) (_ *reloader, stop func()) {
+// watchConfig starts the reloader of a serving stack, which sets refused,
+// and returns the function that stops it and waits for it.
+func watchConfig(ctx context.Context, path string, override func(*config.Config), running *config.Config, st *stack, refused *atomic.Pointer[dashboard.RefusedReload], log *zap.Logger) (stop func()) {
 	abs, err := filepath.Abs(config.ExpandHome(path))
 	if err != nil {
 		abs = config.ExpandHome(path)
 	}
-	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running}
+	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running, refused: refused}
 	// Registered before serving starts, so a SIGHUP from then on reloads
 	// rather than ending the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
 	done := goroutine.Go(r.log, "config reload", func() { r.run(ctx, hup) })
-	return r, func() {
+	return func() {
 		cancel()
 		<-done
 		signal.Stop(hup)

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/metrics"
@@ -111,6 +113,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Deferred before the stack, so it runs after: the calls still
 	// answered while the upstreams stop are kept too.
 	defer obs.close()
+	// The last refused config reload (the reloader sets it; nil once one
+	// succeeds), shown by /status, the dashboard and the meta tools.
+	var refused atomic.Pointer[dashboard.RefusedReload]
 	st, err = newStack(cfg, stackOptions{
 		IndexDir:       filepath.Join(dataDir, "index"),
 		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
@@ -123,6 +128,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		LearnFile:      learnFile(cfg),
 		OpenBrowser:    oauth.SystemOpener(),
 		OnCall:         obs.call,
+		ConfigNotice:   func() string { return refusedNotice(refused.Load()) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -176,7 +182,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cancelStart()
 		<-startDone
 	}()
-	reload, stopWatch := watchConfig(ctx, *cfgPath, override, cfg, st, log)
+	stopWatch := watchConfig(ctx, *cfgPath, override, cfg, st, &refused, log)
 	defer stopWatch()
 
 	if *stdio {
@@ -193,7 +199,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, reload.refusedReload, opts.Gateway != nil, sessions, convs)
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, opts.Gateway != nil, sessions, convs)
 		opts.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)

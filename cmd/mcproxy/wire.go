@@ -74,6 +74,10 @@ type stackOptions struct {
 	// OnCall is told of every tool call through the front
 	// (server.Deps.OnCall); nil tells nobody.
 	OnCall func(server.Call)
+	// ConfigNotice is the front's line for the user while the config
+	// file's last change was refused (server.Options.ConfigNotice); nil
+	// means none.
+	ConfigNotice func() string
 }
 
 // newStack wires cfg (already loaded and validated) into a stack. Nothing
@@ -172,6 +176,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		WarmCatalog:    opts.WarmCatalog,
 		Launched:       mgr.Launched(),
 		StdioSessionID: opts.StdioSessionID,
+		ConfigNotice:   opts.ConfigNotice,
 		Prefix: func(name string) string {
 			return cfg.MCPServers[name].NamePrefix(name)
 		},

@@ -168,7 +168,11 @@ type Gateway struct {
 	// CostSavedShare estimates the share of input cost saved against going
 	// straight: what was billed, in input-token equivalents at Anthropic's
 	// multipliers (cache reads 0.1, cache writes 1.25; mcproxy's forwarded
-	// count when the provider reported no usage), over ClientTokens.
+	// count when the provider reported no usage), over what going straight
+	// would have been billed at the full input price: ClientTokens, in the
+	// provider's tokens when it reported usage (its count of what was
+	// forwarded times ClientTokens / ForwardedTokens, since its tokenizer and
+	// what it counts differ from mcproxy's).
 	CostSavedShare float64 `json:"cost_saved_share"`
 }
 
@@ -185,7 +189,12 @@ func gatewayFigures(g metrics.Gateway) *Gateway {
 		billed = float64(g.UsageInput) + 0.1*float64(g.UsageCacheRead) + 1.25*float64(g.UsageCacheWrite)
 	}
 	if g.ClientTokens > 0 {
-		out.CostSavedShare = 1 - billed/float64(g.ClientTokens)
+		straight := float64(g.ClientTokens)
+		if usage > 0 && g.ForwardedTokens > 0 {
+			// Both in the provider's tokens.
+			straight = float64(usage) * float64(g.ClientTokens) / float64(g.ForwardedTokens)
+		}
+		out.CostSavedShare = 1 - billed/straight
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -106,5 +108,29 @@ func TestPageTokenMovesToFragment(t *testing.T) {
 	}
 	if w := get(testHandler(), "/other"); w.Code != http.StatusNotFound {
 		t.Errorf("/other: got %d, want 404 (the page is / alone)", w.Code)
+	}
+}
+
+// TestGatewayCostSaved: the estimate compares what was billed with going
+// straight in the same unit, the provider's tokens, whatever mcproxy's own
+// count of a request (a provider counting 40 times more tokens than mcproxy
+// made it -3900%).
+func TestGatewayCostSaved(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		g    metrics.Gateway
+		want float64
+	}{
+		{"nothing compressed or cached", metrics.Gateway{ClientTokens: 10, ForwardedTokens: 10, UsageInput: 400}, 0},
+		{"half forwarded", metrics.Gateway{ClientTokens: 1000, ForwardedTokens: 500, UsageInput: 550}, 0.5},
+		{"cache reads at a tenth", metrics.Gateway{ClientTokens: 10, ForwardedTokens: 10, UsageInput: 100, UsageCacheRead: 300}, 0.675},
+		{"no usage reported", metrics.Gateway{ClientTokens: 1000, ForwardedTokens: 800}, 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gatewayFigures(tc.g).CostSavedShare; math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("cost saved share of %+v: got %v, want %v", tc.g, got, tc.want)
+			}
+		})
 	}
 }

@@ -34,6 +34,16 @@ var fsReadTool = regexp.MustCompile(`filesystem:read_(text_)?file\b`)
 func TestProxyEndToEnd(t *testing.T) {
 	fx := newFixture(t)
 	base, _ := serveHTTP(t, fx.config)
+	// The stdio mcproxys below share this one's data_dir and warm-start
+	// from the tool lists it saves there: once it is ready the file holds
+	// every server's, so their first retrieve_tools answers from it. Before
+	// that the file lacks the servers still connecting, which a stdio
+	// mcproxy waits for only one start grace (on a loaded machine, not long
+	// enough for filesystem).
+	waitFor(t, 90*time.Second, "/readyz of the HTTP mcproxy", func() bool { code, _ := get(t, base, "/readyz", false); return code == http.StatusOK })
+	if _, body := get(t, base, "/readyz", false); body != "ready: 5 of 5 servers ready\n" {
+		t.Fatalf("/readyz of the HTTP mcproxy: got %q, want every server ready", body)
+	}
 
 	t.Run("mcp-go/stdio", func(t *testing.T) {
 		c := startStdio(t, "serve", "--stdio", "--config", fx.config)

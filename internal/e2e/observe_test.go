@@ -23,6 +23,9 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 )
 
 const obsToken = "obs-token-0123456789abcdef"
@@ -106,6 +109,21 @@ next:
 	return nil, false
 }
 
+// scrapeMetrics reads base's /metrics with the Prometheus text parser.
+func scrapeMetrics(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := get(t, base, "/metrics", true)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: got %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(prommodel.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	return fams
+}
+
 // TestMetricsCountCalls runs one call that succeeds, one that fails and two
 // that call_tool refuses (an unknown tool, arguments not an object) through
 // the binary, then scrapes /metrics with the Prometheus text parser: the
@@ -149,15 +167,7 @@ func TestMetricsCountCalls(t *testing.T) {
 		}
 	}
 
-	code, body := get(t, base, "/metrics", true)
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: got %d %s", code, body)
-	}
-	parser := expfmt.NewTextParser(prommodel.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v\n%s", err, body)
-	}
+	fams := scrapeMetrics(t, base)
 	for _, tc := range []struct {
 		server, tool, outcome string
 		want                  float64
@@ -364,5 +374,58 @@ func TestTracesExported(t *testing.T) {
 	}
 	if st := byName["tools/call obs:echo"].GetStatus(); st.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("the echo call's span status: got %v, want no error", st)
+	}
+}
+
+// TestMetricsCountGatewayRequests sends one model request through the
+// binary's gateway to a scripted model that reports usage with cache
+// reads: /metrics, parsed with the Prometheus text parser, counts it with
+// the same tokens /status shows.
+func TestMetricsCountGatewayRequests(t *testing.T) {
+	t.Parallel()
+	model := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply {
+		r := scriptedmodel.Say("hello from the scripted model")
+		r.Usage = scriptedmodel.Usage{InputTokens: 100, CacheRead: 300, OutputTokens: 5}
+		return r
+	})
+	defer model.Close()
+	config, _ := newObservedUpstream(t, map[string]any{
+		"gateway": map[string]any{"enabled": true, "anthropic": map[string]any{"base_url": model.URL}},
+	})
+	base, _ := serveHTTP(t, config)
+
+	body := `{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "say hello"}]}`
+	resp, answer := gatewaytest.Do(t, context.Background(), http.MethodPost, base+"/v1/messages", body, map[string]string{
+		"Content-Type": "application/json", "X-Api-Key": "sk-ant-test-key", "Anthropic-Version": "2023-06-01", "X-Mcproxy-Token": obsToken})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), "hello from the scripted model") {
+		t.Fatalf("the gateway request: got %d %s", resp.StatusCode, answer)
+	}
+
+	var st struct {
+		Gateway struct {
+			ClientTokens    float64 `json:"client_tokens"`
+			ForwardedTokens float64 `json:"forwarded_tokens"`
+		} `json:"gateway"`
+	}
+	if _, b := get(t, base, "/status", true); json.Unmarshal([]byte(b), &st) != nil || st.Gateway.ClientTokens <= 0 {
+		t.Fatalf("/status: got %s, want the gateway's token counts", b)
+	}
+	fams := scrapeMetrics(t, base)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"mcproxy_gateway_requests_total", map[string]string{"api": "anthropic"}, 1},
+		{"mcproxy_gateway_input_tokens_total", map[string]string{"kind": "client"}, st.Gateway.ClientTokens},
+		{"mcproxy_gateway_input_tokens_total", map[string]string{"kind": "forwarded"}, st.Gateway.ForwardedTokens},
+		{"mcproxy_gateway_usage_tokens_total", map[string]string{"kind": "input"}, 100},
+		{"mcproxy_gateway_usage_tokens_total", map[string]string{"kind": "cache_read"}, 300},
+		{"mcproxy_gateway_hidden_rounds_total", nil, 0},
+	} {
+		m, ok := sample(fams, tc.name, tc.labels)
+		if !ok || m.GetCounter().GetValue() != tc.want {
+			t.Errorf("%s%v: got %v, want %v", tc.name, tc.labels, m, tc.want)
+		}
 	}
 }

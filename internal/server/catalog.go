@@ -50,7 +50,7 @@ type catalogFront struct {
 	log    *zap.Logger
 	prefix func(server string) string
 	// settle, when set, is how initialize waits for the upstreams
-	// (Server.waitSettled: at once after a warm start, else until they
+	// (Server.waitSettled: until the servers the warm file does not cover
 	// settle or the start grace ends); nil waits up to initializeWait.
 	settle func(ctx context.Context) error
 	// peer, when set, is the client of a request (Server's relay): a
@@ -393,10 +393,10 @@ const initializeWait = 10 * time.Second
 // under its server name. It waits (up to initializeWait) for the upstreams'
 // first chance to connect; if they have not had it by then, nothing is
 // known, so everything stays advertised. In a Server the wait is its start
-// grace (waitSettled): none after a warm start (the point of a warm start is
-// a first answer within half a second), else until every upstream is up or
-// has failed, at most Options.StartGrace, so a server that hangs at
-// initialize does not hold the client's initialize either.
+// grace (waitSettled): none for the servers the warm file covers (the point
+// of a warm start is a first answer within half a second), else until every
+// upstream is up or has failed, at most Options.StartGrace, so a server
+// that hangs at initialize does not hold the client's initialize either.
 func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
 	return func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if res == nil {

@@ -254,7 +254,8 @@ func (s *Server) directHandler(server, tool string) mcpserver.ToolHandlerFunc {
 		if err := s.waitStarted(ctx); err != nil {
 			return nil, err
 		}
-		return s.callUpstream(ctx, server, tool, req.GetArguments())
+		res, err := s.callUpstream(ctx, server, tool, req.GetArguments())
+		return s.withNotice(ctx, res), err
 	}
 }
 

@@ -81,6 +81,9 @@ type testUpstreams struct {
 	clients map[string]*client.Client
 	tools   map[string][]mcp.Tool
 	down    map[string]*upstream.DownError
+	// onStatus, when set, is called after each Status, outside mu: a test
+	// sees when the front looks at the upstreams and changes them then.
+	onStatus func()
 }
 
 func newTestUpstreams(t testing.TB, servers map[string]*mcpserver.MCPServer) *testUpstreams {
@@ -198,6 +201,12 @@ func (u *testUpstreams) Call(ctx context.Context, server, tool string, args map[
 
 func (u *testUpstreams) Status() []upstream.Status {
 	u.mu.Lock()
+	hook := u.onStatus
+	defer func() {
+		if hook != nil {
+			hook()
+		}
+	}()
 	defer u.mu.Unlock()
 	var out []upstream.Status
 	for name := range u.clients {

@@ -114,6 +114,9 @@ func (s *Server) handleRetrieve(ctx context.Context, req mcp.CallToolRequest) (*
 	if line := connectionLine(view, matches); line != "" {
 		text += "\n\n" + line
 	}
+	if line := s.noticeLine(); line != "" {
+		text += "\n\n" + line
+	}
 	return mcp.NewToolResultText(text), nil
 }
 
@@ -129,6 +132,10 @@ func (s *Server) noMatchText(query string, view upstreamView) string {
 	if dir := s.serverDirectory(); dir != "" {
 		b.WriteString("\n\n")
 		b.WriteString(dir)
+	}
+	if line := s.noticeLine(); line != "" {
+		b.WriteString("\n\n")
+		b.WriteString(line)
 	}
 	return b.String()
 }

@@ -166,6 +166,11 @@ type Options struct {
 	// mcp-go session id is the constant "stdio"; give each run its own
 	// (session.NewSessionID). Unused when Deps.Sessions is nil.
 	StdioSessionID string
+	// ConfigNotice returns a line for the model to pass on to the user while
+	// something about mcproxy's own configuration needs them (a refused
+	// change to the config file: mcproxy runs the previous config), ""
+	// while nothing does; notice.go says where it is shown. nil means never.
+	ConfigNotice func() string
 	// Prefix is what goes in front of a server's names in direct mode
 	// (tools) and for prompts: config.ServerConfig.NamePrefix. nil means
 	// server + "__" for every server.
@@ -226,6 +231,9 @@ type Server struct {
 
 	// relay carries what upstreams send during a call to its client (relay.go).
 	relay *relay
+
+	// notices remembers who was given the config notice (direct mode).
+	notices noticesShown
 
 	// onCall is Deps.OnCall; clients names each session's client.
 	onCall  func(Call)
@@ -289,7 +297,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		started: make(chan struct{}),
 		relay:   newRelay(deps.Upstreams, log),
 		onCall:  deps.OnCall,
-		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, loaded: make(chan struct{})},
+		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, slow: map[string]bool{}},
 	}
 	if !opts.WaitForStart {
 		s.Started()

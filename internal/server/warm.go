@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -29,12 +30,19 @@ import (
 // A call_tool to a connecting server waits for it (the upstream manager
 // waits up to its init_timeout).
 //
-// Before Started, retrieve_tools and describe_tool answer at once from last
-// known tools; with none (a first run) they wait for the servers that are
-// connecting, for at most Options.StartGrace from the first call that
-// waited: a server that hangs at initialize never holds back the start for
-// longer. Every retrieve_tools answer ends with one line naming
-// the servers that are not connected, with their state.
+// Before Started, retrieve_tools and describe_tool wait for the servers
+// that are connecting with nothing in the catalog, for at most
+// Options.StartGrace from the first call that waited: a server that hangs
+// at initialize never holds back the start for longer. A server the file
+// covers is not waited for: one with last known tools is answered from
+// them, and one the last run gave up waiting for (still connecting with no
+// tools when its grace ran out, the file's "slow" list) would only make
+// the first answer wait a grace again. So a file with every server answers
+// at once, and a server the file lacks (a new entry, or a file written by a
+// run that had not seen it come up yet) is waited for as on a first run,
+// rather than missing from the first answer. Every retrieve_tools answer
+// ends with one line naming the servers that are not connected, with their
+// state.
 
 // DefaultStartGrace is Options.StartGrace's default.
 const DefaultStartGrace = 2 * time.Second
@@ -49,10 +57,12 @@ const settlePoll = 20 * time.Millisecond
 const warmFileVersion = 1
 
 // warmFile is the warm catalog file: every configured server's last known
-// tools.
+// tools, and the servers a run's start grace ran out on (slow) while they
+// were connecting with none.
 type warmFile struct {
 	Version int                      `json:"version"`
 	Servers map[string][]config.Tool `json:"servers"`
+	Slow    []string                 `json:"slow,omitempty"`
 }
 
 // warmCatalog is the front's side of warm start.
@@ -65,11 +75,11 @@ type warmCatalog struct {
 	// fromFile names the servers whose catalog entries are last known
 	// tools, not live ones. Guarded by Server.mu.
 	fromFile map[string]bool
-
-	// loaded is closed when WarmStart has put last known tools in the
-	// catalog: meta calls then wait for nothing.
-	loaded     chan struct{}
-	loadedOnce sync.Once
+	// slow names the servers a start grace ran out on while they were
+	// connecting with no tools (in this run or, from the file, the last):
+	// meta calls do not wait for them. A server leaves it when its tools
+	// come. Guarded by Server.mu; written to the file under syncMu.
+	slow map[string]bool
 	// graceEnd is when meta calls stop waiting for the upstreams: one
 	// grace from the first that waited, so a hanging server delays the
 	// start once, not every call.
@@ -103,8 +113,16 @@ func (s *Server) WarmStart() (int, error) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.warm.saved = f.Servers
+	statuses := s.up.Status()
+	s.mu.Lock()
+	for _, name := range f.Slow {
+		if slices.ContainsFunc(statuses, func(st upstream.Status) bool { return st.Server == name }) {
+			s.warm.slow[name] = true
+		}
+	}
+	s.mu.Unlock()
 	loaded := 0
-	for _, st := range s.up.Status() {
+	for _, st := range statuses {
 		tools := f.Servers[st.Server]
 		if st.State == upstream.StateDisabled || st.State == upstream.StateMisconfigured || len(tools) == 0 || !validTools(st.Server, tools) {
 			continue
@@ -124,13 +142,10 @@ func (s *Server) WarmStart() (int, error) {
 		s.mu.Unlock()
 		loaded++
 	}
-	if loaded > 0 {
-		if s.opts.Mode == config.ModeDirect {
-			// A live report equal to the file's list changes nothing in
-			// ToolsChanged, so the direct-mode registrations are made here.
-			s.syncDirect()
-		}
-		s.warm.loadedOnce.Do(func() { close(s.warm.loaded) })
+	if loaded > 0 && s.opts.Mode == config.ModeDirect {
+		// A live report equal to the file's list changes nothing in
+		// ToolsChanged, so the direct-mode registrations are made here.
+		s.syncDirect()
 	}
 	return loaded, nil
 }
@@ -180,8 +195,12 @@ func (s *Server) warmLive(server string, tools []config.Tool) {
 	}
 	s.mu.Lock()
 	delete(s.warm.fromFile, server)
+	wasSlow := len(tools) > 0 && s.warm.slow[server]
+	if wasSlow {
+		delete(s.warm.slow, server)
+	}
 	s.mu.Unlock()
-	if len(tools) == 0 || sameTools(s.warm.saved[server], tools) {
+	if len(tools) == 0 || (sameTools(s.warm.saved[server], tools) && !wasSlow) {
 		// A server that went down keeps its last known tools in the file.
 		return
 	}
@@ -192,18 +211,52 @@ func (s *Server) warmLive(server string, tools []config.Tool) {
 		}
 	}
 	next[server] = tools
-	if err := writeWarmFile(s.warm.path, next); err != nil {
+	s.saveWarm(next, server)
+}
+
+// warmGraceOver is told that a meta call's start grace ran out: the servers
+// still connecting with nothing in the catalog are slow, and the file says
+// so, so that the next start does not wait a grace for them again.
+func (s *Server) warmGraceOver() {
+	if s.warm.path == "" {
+		return
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	added := false
+	statuses := s.up.Status()
+	s.mu.Lock()
+	for _, st := range statuses {
+		if _, held := s.tools[st.Server]; st.State == upstream.StateConnecting && !held && !s.warm.slow[st.Server] {
+			s.warm.slow[st.Server] = true
+			added = true
+		}
+	}
+	s.mu.Unlock()
+	if added {
+		s.saveWarm(s.warm.saved, "")
+	}
+}
+
+// saveWarm writes servers and the slow servers to the file and keeps
+// servers as what it holds; server names the report that caused it, for
+// the log ("" for none). s.syncMu must be held.
+func (s *Server) saveWarm(servers map[string][]config.Tool, server string) {
+	s.mu.RLock()
+	slow := slices.Sorted(maps.Keys(s.warm.slow))
+	s.mu.RUnlock()
+	if err := writeWarmFile(s.warm.path, warmFile{Version: warmFileVersion, Servers: servers, Slow: slow}); err != nil {
 		s.log.Warn("saving the last known tool lists for the next start", zap.String("upstream", server), zap.Error(err))
 		return
 	}
-	s.warm.saved = next
+	s.warm.saved = servers
 }
 
 // writeWarmFile replaces the file at path atomically. It is not fsynced:
 // after a crash the file may be lost or empty, and the next start is then
 // simply a cold one.
-func writeWarmFile(path string, servers map[string][]config.Tool) error {
-	data, err := json.Marshal(warmFile{Version: warmFileVersion, Servers: servers})
+func writeWarmFile(path string, f warmFile) error {
+	data, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
@@ -270,8 +323,9 @@ func (s *Server) dropWarm(server string) {
 }
 
 // settled reports whether a meta call need not wait for the upstreams any
-// longer: no server is connecting without tools in the catalog, and no
-// ready server's tools are still on their way to it.
+// longer: no server is connecting without tools in the catalog (unless it
+// is slow: a grace already ran out on it), and no ready server's tools are
+// still on their way to it.
 func (s *Server) settled() bool {
 	statuses := s.up.Status()
 	s.mu.RLock()
@@ -279,7 +333,7 @@ func (s *Server) settled() bool {
 	for _, st := range statuses {
 		_, held := s.tools[st.Server]
 		switch {
-		case st.State == upstream.StateConnecting && !held:
+		case st.State == upstream.StateConnecting && !held && !s.warm.slow[st.Server]:
 			return false
 		case st.State == upstream.StateReady && st.Tools > 0 && (!held || s.warm.fromFile[st.Server]):
 			return false
@@ -289,14 +343,12 @@ func (s *Server) settled() bool {
 }
 
 // waitSettled holds a retrieve_tools or describe_tool made before Started
-// until last known tools are loaded (WarmStart) or the upstreams are
-// settled (see settled), for at most Options.StartGrace from the first
+// until the upstreams are settled (see settled: the servers the warm file
+// covers count as settled), for at most Options.StartGrace from the first
 // call that waited, or until ctx ends.
 func (s *Server) waitSettled(ctx context.Context) error {
 	select {
 	case <-s.started:
-		return nil
-	case <-s.warm.loaded:
 		return nil
 	default:
 	}
@@ -309,9 +361,8 @@ func (s *Server) waitSettled(ctx context.Context) error {
 		select {
 		case <-s.started:
 			return nil
-		case <-s.warm.loaded:
-			return nil
 		case <-grace.C:
+			s.warmGraceOver()
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
