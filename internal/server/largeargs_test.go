@@ -265,3 +265,56 @@ func TestLargeArgumentRecordedWhileCallRuns(t *testing.T) {
 	})
 	t.Error("the call's panic did not reach the caller")
 }
+
+// TestStdioLiftsLargeArguments: over stdio, a tools/call with large
+// arguments is lifted out of its line before mcp-go reads it and put back
+// before the call runs (largeargs.go): the upstream gets every byte, under
+// an id written either way (7.0 is 7), and a lifted request mcp-go answers
+// without running it leaves nothing behind.
+func TestStdioLiftsLargeArguments(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startStdio(t, s)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.next()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	msg := strings.Repeat("a \"quoted\" line with \\ and é, </tag> & more\n", 4*liftMin/40)
+	enc, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(jsonrpc, id string) string {
+		c.send(`{"jsonrpc":"` + jsonrpc + `","id":` + id + `,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":` + string(enc) + `}}}}`)
+		return c.next()
+	}
+	var resp struct {
+		ID     json.RawMessage          `json:"id"`
+		Result mcp.CallToolResult       `json:"result"`
+		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(call("2.0", "7.0")), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(&resp.Result); resp.Error != nil || resp.Result.IsError || got != "Echo: "+msg {
+		t.Errorf("the large call: got %.80q (%d bytes, error %v), want the %d-byte message echoed", got, len(got), resp.Error, len(msg))
+	}
+	if n := s.lifts.restored.Load(); n != 1 {
+		t.Errorf("%d calls got lifted arguments back, want 1: the large call's line went to mcp-go whole", n)
+	}
+	// mcp-go refuses a request of another JSON-RPC version before any
+	// hook runs; its lifted arguments go with the answer.
+	resp.Error = nil
+	if err := json.Unmarshal([]byte(call("1.0", `"old"`)), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Error == nil || string(resp.ID) != `"old"` {
+		t.Errorf("the JSON-RPC 1.0 call: got id %s error %v, want it refused", resp.ID, resp.Error)
+	}
+	if !s.lifts.empty() {
+		t.Error("the refused call's lifted arguments are still kept after its answer")
+	}
+	c.close()
+}

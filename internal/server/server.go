@@ -230,6 +230,9 @@ type Server struct {
 	// onCall is Deps.OnCall; clients names each session's client.
 	onCall  func(Call)
 	clients clientNames
+	// lifts holds the large arguments lifted from stdio lines until their
+	// calls run (largeargs.go).
+	lifts liftTable
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -302,6 +305,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		s.learn, s.learnID = deps.Learner, clientSessionID(stdio)
 	}
 	hooks := &mcpserver.Hooks{}
+	// First, so every other hook and middleware sees a lifted call's
+	// arguments (largeargs.go).
+	hooks.AddBeforeCallTool(s.lifts.restore)
 	if opts.Mode == config.ModeDirect {
 		// In direct mode tools/list is the catalog: hold it, like tool
 		// calls, until the upstreams have had their first chance to connect,
