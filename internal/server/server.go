@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -233,6 +234,8 @@ type Server struct {
 	// lifts holds the large arguments lifted from stdio lines until their
 	// calls run (largeargs.go).
 	lifts liftTable
+	// releasing is set while a large call's memory is released (release.go).
+	releasing atomic.Bool
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -324,6 +327,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// Next, so every other middleware sees a lifted call's arguments
 		// (largeargs.go).
 		mcpserver.WithToolHandlerMiddleware(restoreArguments),
+		// Then, so a large call's memory is released after everything
+		// else it did (release.go).
+		mcpserver.WithToolHandlerMiddleware(s.releaseMemory),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithLogging(),
 		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
