@@ -158,8 +158,8 @@ func (l *lifted) restore(req *mcp.CallToolRequest) bool {
 // in, so they wait in a liftTable under the request's id until mcp-go's
 // BeforeCallTool hook, which it runs with the id before any middleware,
 // puts them back (liftTable.restore). An entry whose request never reaches
-// the hook (mcp-go refused it first) goes when its response is written
-// (liftTable.answered).
+// the hook (mcp-go refused it first) goes when its error response is
+// written (liftTable.answered).
 
 // liftTable holds the arguments lifted from stdio lines, by request id
 // (idKey). Its zero value is ready.
@@ -219,19 +219,26 @@ func (t *liftTable) restore(ctx context.Context, id any, req *mcp.CallToolReques
 	}
 }
 
-// answered forgets the arguments of the request a response line answers:
-// they were restored already, unless mcp-go answered it without running
-// the call.
+// answered forgets the arguments of the request an error response line
+// answers: they were restored already, unless mcp-go refused the request
+// without running the call. A result answers a call that ran (or another
+// request reusing the id, which must not take a waiting call's arguments).
 func (t *liftTable) answered(line []byte) {
 	var id []byte
+	refused := false
 	objectMembers(line, func(key []byte, s, e int) bool {
-		if string(key) == "id" {
+		switch string(key) {
+		case "id":
 			id = line[s:e]
-			return false // mcp-go writes the id before the result
+		case "error":
+			refused = true
+			return false
+		case "result":
+			return false
 		}
 		return true
 	})
-	if hasID(id) {
+	if refused && hasID(id) {
 		t.take(idKey(id))
 	}
 }

@@ -318,3 +318,25 @@ func TestStdioLiftsLargeArguments(t *testing.T) {
 	}
 	c.close()
 }
+
+// TestLiftTableAnswered: an error response to a request whose lifted
+// arguments wait drops them (mcp-go refused it unrun); a result for the
+// same id (another request reusing it) does not take them from the call.
+func TestLiftTableAnswered(t *testing.T) {
+	t.Parallel()
+	var lifts liftTable
+	if !lifts.put(idKey(json.RawMessage(`5`)), &lifted{name: "t"}) {
+		t.Fatal("put into an empty table refused")
+	}
+	if lifts.put(idKey(json.RawMessage(`5.0`)), &lifted{name: "t"}) {
+		t.Error("a second entry for id 5.0 was kept beside the one for 5")
+	}
+	lifts.answered([]byte(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n"))
+	if lifts.empty() {
+		t.Error("a result for id 5 dropped the arguments waiting for the call with that id")
+	}
+	lifts.answered([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"no"}}` + "\n"))
+	if !lifts.empty() {
+		t.Error("an error response for id 5 left its lifted arguments kept")
+	}
+}
