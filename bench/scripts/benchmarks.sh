@@ -31,10 +31,12 @@ go test -run '^\$' -bench BenchmarkHostPayload -benchtime 5x ./internal/session"
   [e2e-noa]="go test -run '^\$' -bench 'NoaOverhead/(small|retrieve)' -benchtime 500x ./internal/e2e
 go test -run '^\$' -bench 'NoaOverhead/(read|write)' -benchtime 10x ./internal/e2e"
   [e2e-warm]="go test -run '^\$' -bench WarmStart -benchtime 3x ./internal/e2e"
+  [e2e-callpath]="go test -run '^\$' -bench 'TypeScriptCallPath/echo' -benchtime 1000x ./internal/e2e
+go test -run '^\$' -bench 'TypeScriptCallPath/(write|rss)' -benchtime 10x ./internal/e2e"
   [redact]="go test -run '^\$' -bench Redact -benchtime 20x ./internal/redact"
   [learn]="go test -run '^\$' -bench Lesson -benchtime 200x ./internal/learn"
 )
-order=(noa session server index expand tokens gateway e2e-calltool e2e-noa e2e-warm redact learn)
+order=(noa session server index expand tokens gateway e2e-calltool e2e-noa e2e-warm e2e-callpath redact learn)
 
 selected=()
 render_only=false

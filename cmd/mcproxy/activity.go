@@ -40,10 +40,15 @@ func openActivity(cfg *config.Config, log *zap.Logger) (*activity.Log, error) {
 }
 
 // activityEntry is the history's entry for a call through the front: its
-// arguments as JSON, masked and cut by the Log.
+// arguments as JSON (the client's bytes when known, an excerpt of them), masked
+// and cut by the Log.
 func activityEntry(c server.Call) activity.Entry {
 	args := ""
-	if len(c.Arguments) > 0 {
+	switch {
+	case len(c.Arguments) == 0:
+	case len(c.ArgumentsJSON) > 0:
+		args = activity.Excerpt(c.ArgumentsJSON)
+	default:
 		if b, err := json.Marshal(c.Arguments); err == nil {
 			args = string(b)
 		}

@@ -148,8 +148,8 @@ func Open(path string, opts Options) (*Log, error) {
 // Add records e: masked and cut at once, written by the writer. It never
 // blocks on the disk.
 func (l *Log) Add(e Entry) {
-	e.Arguments = cut(l.opts.Mask(e.Arguments))
-	e.Error = cut(l.opts.Mask(e.Error))
+	e.Arguments = maskCut(l.opts.Mask, e.Arguments)
+	e.Error = maskCut(l.opts.Mask, e.Error)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -349,6 +349,38 @@ func newest(list []Entry, f Filter, n int, cutoff time.Time) []Entry {
 		}
 	}
 	return out
+}
+
+// maskSpan is how much of a long text is masked before it is cut: MaxText
+// and a margin longer than any secret the transcripts' redactor knows, so
+// a secret that starts in the part kept is masked whole. Masking all of a
+// 5 MB write_file's arguments to keep 512 bytes of them was most of what
+// the history cost such a call (issue 28).
+const maskSpan = MaxText + 64<<10
+
+// Excerpt is as much of a text as an Entry can show after masking: text
+// itself up to maskSpan bytes, else its first maskSpan bytes and "…". Add
+// masks and cuts an excerpt as it would the whole text.
+func Excerpt(text []byte) string {
+	if len(text) <= maskSpan {
+		return string(text)
+	}
+	return string(text[:maskSpan]) + "…"
+}
+
+// maskCut is s masked and cut to MaxText bytes. Of a text longer than
+// maskSpan only the first maskSpan bytes are masked; should masking shrink
+// them by more than half the margin, what is kept could reach a secret cut
+// in two at the span's end, so nothing of the text is kept.
+func maskCut(mask func(string) string, s string) string {
+	if len(s) <= maskSpan {
+		return cut(mask(s))
+	}
+	m := mask(s[:maskSpan])
+	if len(m) < maskSpan-(maskSpan-MaxText)/2 {
+		return "…"
+	}
+	return cut(m)
 }
 
 // cut shortens s to MaxText bytes at a rune boundary, marking the cut.

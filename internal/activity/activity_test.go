@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,43 @@ func TestAddMasksAndCuts(t *testing.T) {
 	}
 	if len(e.Arguments) > MaxText+len("…") || !strings.HasSuffix(e.Arguments, "…") || !strings.HasPrefix(e.Arguments, `{"k":"[redacted]`) {
 		t.Errorf("arguments: got %d bytes %q..., want masked and cut to %d bytes", len(e.Arguments), e.Arguments[:min(40, len(e.Arguments))], MaxText)
+	}
+}
+
+// TestAddMasksLongTextsInPart: of a text far longer than an entry keeps
+// (a 5 MB write_file's arguments) only the first maskSpan bytes are
+// masked, and the part kept is masked as the whole would be; when masking
+// shrinks that span by more than half its margin, nothing of it is kept.
+func TestAddMasksLongTextsInPart(t *testing.T) {
+	t.Parallel()
+	var masked atomic.Int64
+	mask := func(s string) string {
+		masked.Add(int64(len(s)))
+		s = strings.ReplaceAll(s, "SECRET", "[redacted]")
+		return strings.ReplaceAll(s, "SHRINK", "")
+	}
+	l, err := Open(filepath.Join(t.TempDir(), "activity.jsonl"), Options{Mask: mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	huge := `{"content":"SECRET ` + strings.Repeat("x", 5<<20) + `"}`
+	l.Add(Entry{Time: time.Now(), Server: "s", Tool: "write", Arguments: Excerpt([]byte(huge))})
+	if n := masked.Load(); n > maskSpan {
+		t.Errorf("masking a %d-byte argument read %d bytes, want at most %d", len(huge), n, maskSpan)
+	}
+	shrinking := `{"content":"` + strings.Repeat("SHRINK", maskSpan/6) + `SECRET"}`
+	l.Add(Entry{Time: time.Now(), Server: "s", Tool: "shrink", Arguments: Excerpt([]byte(shrinking))})
+	got := l.Recent(Filter{}, 0)
+	if len(got) != 2 {
+		t.Fatalf("Recent: got %d entries, want 2", len(got))
+	}
+	byTool := map[string]string{got[0].Tool: got[0].Arguments, got[1].Tool: got[1].Arguments}
+	if a := byTool["write"]; !strings.HasPrefix(a, `{"content":"[redacted] xxx`) || len(a) > MaxText+len("…") {
+		t.Errorf("the huge argument: got %.40q (%d bytes), want it masked and cut to %d bytes", a, len(a), MaxText)
+	}
+	if a := byTool["shrink"]; a != "…" {
+		t.Errorf("the argument masking shrank: got %.40q, want nothing of it kept", a)
 	}
 }
 

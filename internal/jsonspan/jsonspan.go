@@ -61,6 +61,25 @@ func ValueEnd(b []byte, i int) int {
 	return j
 }
 
+// Spaced reports whether b has JSON white space outside its strings, that
+// is, whether compacting b could change it. A string that does not end is
+// taken as spaced.
+func Spaced(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\n', '\r', '\t':
+			return true
+		case '"':
+			e := StringEnd(b, i)
+			if e < 0 {
+				return true
+			}
+			i = e - 1
+		}
+	}
+	return false
+}
+
 // StringEnd returns the index just past the string whose opening quote is
 // b[i], or -1 when it does not end.
 func StringEnd(b []byte, i int) int {

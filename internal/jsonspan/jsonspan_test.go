@@ -1,6 +1,7 @@
 package jsonspan
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -121,4 +122,42 @@ func TestDeeper(t *testing.T) {
 			t.Errorf("Deeper(%q, %d) = %v, want %v", tc.in, tc.limit, got, tc.want)
 		}
 	}
+}
+
+func TestSpaced(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"a":1,"b":[true,null]}`, false},
+		{`{"a b":"c\td\"  e\\"}`, false},
+		{`{"a": 1}`, true},
+		{"{\"a\":1}\n", true},
+		{`{"a":"\\" , "b":2}`, true},
+		{`{"a":"\\\" x"}`, false},
+		{`{"a":"no end`, true},
+		{``, false},
+	} {
+		if got := Spaced([]byte(tc.in)); got != tc.want {
+			t.Errorf("Spaced(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzSpaced: where Spaced says a JSON text has no white space outside its
+// strings, compacting it changes nothing.
+func FuzzSpaced(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a": "b c"}`, `["x\"",1 ]`, `{"k":"\\"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, data) != nil {
+			return
+		}
+		if !Spaced(data) && !bytes.Equal(buf.Bytes(), data) {
+			t.Errorf("Spaced(%q) = false, but compacting gives %q", data, buf.Bytes())
+		}
+	})
 }

@@ -24,6 +24,9 @@ type stdioBatches struct {
 	partial []byte
 	// pending maps the id key of a request sent in a batch to its batch.
 	pending map[string]*stdioBatch
+	// lifts takes the large arguments of tools/call lines (largeargs.go);
+	// nil: none are lifted.
+	lifts *liftTable
 }
 
 type stdioBatch struct {
@@ -37,6 +40,12 @@ func newStdioBatches(out io.Writer, log *zap.Logger) *stdioBatches {
 
 // Write takes mcp-go's output, which may arrive in pieces, line by line.
 func (s *stdioBatches) Write(p []byte) (int, error) {
+	if s.lifts != nil && !s.lifts.empty() {
+		// mcp-go writes each message with one Write.
+		for line := range bytes.Lines(p) {
+			s.lifts.answered(line)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) == 0 && len(s.partial) == 0 {
@@ -152,6 +161,9 @@ func (s *stdioBatches) split(in io.Reader) *io.PipeReader {
 					werr = s.writeLine(bad)
 				} else {
 					s.watchCancel(t)
+					if s.lifts != nil {
+						line = liftLine(s.lifts, line, t)
+					}
 					_, werr = pw.Write(line)
 				}
 				if werr != nil {

@@ -254,7 +254,12 @@ func (s *Server) directHandler(server, tool string) mcpserver.ToolHandlerFunc {
 		if err := s.waitStarted(ctx); err != nil {
 			return nil, err
 		}
-		res, err := s.callUpstream(ctx, server, tool, req.GetArguments())
+		args := req.GetArguments()
+		var argsJSON json.RawMessage
+		if args != nil {
+			argsJSON = req.Params.RawArguments
+		}
+		res, err := s.callUpstream(ctx, server, tool, args, argsJSON)
 		return s.withNotice(ctx, res), err
 	}
 }

@@ -265,3 +265,78 @@ func TestLargeArgumentRecordedWhileCallRuns(t *testing.T) {
 	})
 	t.Error("the call's panic did not reach the caller")
 }
+
+// TestStdioLiftsLargeArguments: over stdio, a tools/call with large
+// arguments is lifted out of its line before mcp-go reads it and put back
+// before the call runs (largeargs.go): the upstream gets every byte, under
+// an id written either way (7.0 is 7), and a lifted request mcp-go answers
+// without running it leaves nothing behind.
+func TestStdioLiftsLargeArguments(t *testing.T) {
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startStdio(t, s)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.next()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	msg := strings.Repeat("a \"quoted\" line with \\ and é, </tag> & more\n", 4*liftMin/40)
+	enc, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(jsonrpc, id string) string {
+		c.send(`{"jsonrpc":"` + jsonrpc + `","id":` + id + `,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":` + string(enc) + `}}}}`)
+		return c.next()
+	}
+	var resp struct {
+		ID     json.RawMessage          `json:"id"`
+		Result mcp.CallToolResult       `json:"result"`
+		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(call("2.0", "7.0")), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(&resp.Result); resp.Error != nil || resp.Result.IsError || got != "Echo: "+msg {
+		t.Errorf("the large call: got %.80q (%d bytes, error %v), want the %d-byte message echoed", got, len(got), resp.Error, len(msg))
+	}
+	if n := s.lifts.restored.Load(); n != 1 {
+		t.Errorf("%d calls got lifted arguments back, want 1: the large call's line went to mcp-go whole", n)
+	}
+	// mcp-go refuses a request of another JSON-RPC version before any
+	// hook runs; its lifted arguments go with the answer.
+	resp.Error = nil
+	if err := json.Unmarshal([]byte(call("1.0", `"old"`)), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Error == nil || string(resp.ID) != `"old"` {
+		t.Errorf("the JSON-RPC 1.0 call: got id %s error %v, want it refused", resp.ID, resp.Error)
+	}
+	if !s.lifts.empty() {
+		t.Error("the refused call's lifted arguments are still kept after its answer")
+	}
+	c.close()
+}
+
+// TestLiftTableAnswered: an error response to a request whose lifted
+// arguments wait drops them (mcp-go refused it unrun); a result for the
+// same id (another request reusing it) does not take them from the call.
+func TestLiftTableAnswered(t *testing.T) {
+	t.Parallel()
+	var lifts liftTable
+	if !lifts.put(idKey(json.RawMessage(`5`)), &lifted{name: "t"}) {
+		t.Fatal("put into an empty table refused")
+	}
+	if lifts.put(idKey(json.RawMessage(`5.0`)), &lifted{name: "t"}) {
+		t.Error("a second entry for id 5.0 was kept beside the one for 5")
+	}
+	lifts.answered([]byte(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n"))
+	if lifts.empty() {
+		t.Error("a result for id 5 dropped the arguments waiting for the call with that id")
+	}
+	lifts.answered([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"no"}}` + "\n"))
+	if !lifts.empty() {
+		t.Error("an error response for id 5 left its lifted arguments kept")
+	}
+}

@@ -163,7 +163,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		if !known {
 			rawErr = upstream.ErrUnknownTool
 		}
-		s.observe(ctx, start, server, tool, nil, res, nil, rawErr)
+		s.observe(ctx, start, server, tool, nil, nil, res, nil, rawErr)
 		return res, nil
 	}
 	toolArgs, problem := toolArguments(args["arguments"])
@@ -177,7 +177,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		return refused(unknownToolText(id, s.suggestions(ctx, id)), false)
 	}
-	res, err := s.callUpstream(ctx, server, tool, toolArgs)
+	res, err := s.callUpstream(ctx, server, tool, toolArgs, innerArguments(req.Params.RawArguments))
 	s.learnCall(ctx, id, res, err)
 	return res, err
 }
@@ -205,16 +205,38 @@ func (s *Server) callable(server, id string) bool {
 // callUpstream runs one upstream tool and turns Go errors into tool errors a
 // model can act on. Results pass through with content, structuredContent and
 // isError untouched, except that an error result whose arguments plainly do
-// not fit the tool's schema gains a text block naming what to fix.
-func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+// not fit the tool's schema gains a text block naming what to fix. argsJSON
+// is the client's JSON text of args (nil when unknown): the upstream and the
+// call history get those bytes rather than args encoded again.
+func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any, argsJSON json.RawMessage) (*mcp.CallToolResult, error) {
 	if p := s.peer(ctx); p != nil {
 		ctx = upstream.WithPeer(ctx, p)
+	}
+	if len(argsJSON) > 0 {
+		ctx = upstream.WithArgumentsJSON(ctx, argsJSON)
 	}
 	start := time.Now()
 	raw, rawErr := s.up.Call(ctx, server, tool, args)
 	res, err := s.upstreamResult(ctx, server, tool, args, raw, rawErr)
-	s.observe(ctx, start, server, tool, args, res, err, rawErr)
+	s.observe(ctx, start, server, tool, args, argsJSON, res, err, rawErr)
 	return res, err
+}
+
+// innerArguments is the JSON text of call_tool's "arguments" object in
+// raw, the call's own arguments as the client sent them: nil unless raw is
+// an object that has that key, written plainly, once, for an object.
+func innerArguments(raw json.RawMessage) json.RawMessage {
+	var inner json.RawMessage
+	n := 0
+	if !objectMembers(raw, func(key []byte, s, e int) bool {
+		if string(key) == "arguments" {
+			inner, n = raw[s:e], n+1
+		}
+		return true
+	}) || n != 1 || len(inner) == 0 || inner[0] != '{' {
+		return nil
+	}
+	return inner
 }
 
 // upstreamResult is callUpstream's answer for the manager's res and err.

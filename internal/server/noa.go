@@ -43,20 +43,19 @@ func sessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
 	if cs == nil {
 		return ""
 	}
-	if id := cs.SessionID(); id != "stdio" {
+	if id := cs.SessionID(); id != stdioSessionID {
 		return id
 	}
 	return stdioID
 }
 
 // argumentsText is a call's arguments as the session records them
-// (session.ArgumentsText): arguments decoded into a map are encoded
-// compact already, so a large payload is not scanned again to compact it.
+// (session.ArgumentsText): the client's own bytes, compacted (issue 28),
+// not the decoded map encoded again; a request built without them (in
+// process) has its map encoded.
 func argumentsText(req mcp.CallToolRequest) string {
-	if m, ok := req.Params.Arguments.(map[string]any); ok {
-		if b, err := json.Marshal(m); err == nil {
-			return string(b)
-		}
+	if len(req.Params.RawArguments) > 0 {
+		return session.ArgumentsText(req.Params.RawArguments)
 	}
 	return session.ArgumentsText(rawArguments(req))
 }

@@ -333,3 +333,49 @@ func TestNoaRecallOnly(t *testing.T) {
 		}
 	}
 }
+
+// A call is recorded with its arguments as the client sent them (issue 28):
+// its key order and characters, not the decoded map encoded again (sorted,
+// with <, > and & escaped).
+func TestCallRecordedAsClientSent(t *testing.T) {
+	dir := t.TempDir()
+	m := session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("closing sessions: %v", err)
+		}
+	})
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": newUpstreamServer()})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex(), Sessions: m}, Options{StdioSessionID: session.NewSessionID(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startStdio(t, s)
+	c.send(initBody)
+	c.next()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const args = `{"name":"up:echo","arguments":{"message":"<b> & c"}}`
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":` + args + `}}`)
+	if got := c.next(); !strings.Contains(got, `"id":2,"result"`) || strings.Contains(got, `"isError":true`) {
+		t.Fatalf("the call: got %s", got)
+	}
+	var calls []string
+	for _, line := range bytes.Split(bytes.TrimSpace(onlyTranscript(t, dir)), []byte("\n")) {
+		var r struct {
+			Message struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Message.Type == string(noa.CTToolCall) {
+			calls = append(calls, r.Message.Text)
+		}
+	}
+	if len(calls) != 1 || calls[0] != args {
+		t.Errorf("recorded tool calls: got %q, want the client's %q", calls, args)
+	}
+	c.close()
+}

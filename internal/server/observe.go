@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -30,9 +31,11 @@ type Call struct {
 	// Error is "" for a call that succeeded; otherwise the text of the tool
 	// error the client got.
 	Error string
-	// Arguments are the call's arguments as the client sent them. The hook
-	// must neither change nor keep them.
-	Arguments map[string]any
+	// Arguments are the call's arguments as the client sent them, and
+	// ArgumentsJSON their JSON text, the client's bytes (nil when unknown).
+	// The hook must neither change nor keep them.
+	Arguments     map[string]any
+	ArgumentsJSON json.RawMessage
 }
 
 // maxClients bounds the session → client name map: a streamable HTTP
@@ -92,14 +95,14 @@ func (s *Server) ClientName(id string) string { return s.clients.get(id) }
 
 // observe hands one finished upstream call to Deps.OnCall.
 // res and err are what the client gets, rawErr what the manager returned.
-func (s *Server) observe(ctx context.Context, start time.Time, server, tool string, args map[string]any, res *mcp.CallToolResult, err, rawErr error) {
+func (s *Server) observe(ctx context.Context, start time.Time, server, tool string, args map[string]any, argsJSON json.RawMessage, res *mcp.CallToolResult, err, rawErr error) {
 	if s.onCall == nil {
 		return
 	}
 	cs := mcpserver.ClientSessionFromContext(ctx)
 	id := sessionIDFor(cs, s.opts.StdioSessionID)
 	c := Call{Time: start, Session: id, Client: s.clients.get(id), Server: server, Tool: tool, Known: true,
-		Duration: time.Since(start), Arguments: args}
+		Duration: time.Since(start), Arguments: args, ArgumentsJSON: argsJSON}
 	if c.Client == "" {
 		if ci, ok := cs.(mcpserver.SessionWithClientInfo); ok {
 			c.Client = ci.GetClientInfo().Name

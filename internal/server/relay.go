@@ -374,6 +374,10 @@ func (p *clientPeer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	return p.mcp.RequestElicitation(c, req)
 }
 
+// HasRoots implements upstream.RootsPeer: whether the client declared the
+// roots capability, so it can answer roots/list.
+func (p *clientPeer) HasRoots() bool { return p.capabilities().Roots != nil }
+
 func (p *clientPeer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	if p.capabilities().Roots == nil {
 		return nil, noCapability("its roots (roots/list)", "roots")

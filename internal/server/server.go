@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -238,6 +239,11 @@ type Server struct {
 	// onCall is Deps.OnCall; clients names each session's client.
 	onCall  func(Call)
 	clients clientNames
+	// lifts holds the large arguments lifted from stdio lines until their
+	// calls run (largeargs.go).
+	lifts liftTable
+	// releasing is set while a large call's memory is released (release.go).
+	releasing atomic.Bool
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
@@ -310,6 +316,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		s.learn, s.learnID = deps.Learner, clientSessionID(stdio)
 	}
 	hooks := &mcpserver.Hooks{}
+	// First, so every other hook and middleware sees a lifted call's
+	// arguments (largeargs.go).
+	hooks.AddBeforeCallTool(s.lifts.restore)
 	if opts.Mode == config.ModeDirect {
 		// In direct mode tools/list is the catalog: hold it, like tool
 		// calls, until the upstreams have had their first chance to connect,
@@ -326,6 +335,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// Next, so every other middleware sees a lifted call's arguments
 		// (largeargs.go).
 		mcpserver.WithToolHandlerMiddleware(restoreArguments),
+		// Then, so a large call's memory is released after everything
+		// else it did (release.go).
+		mcpserver.WithToolHandlerMiddleware(s.releaseMemory),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithLogging(),
 		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),

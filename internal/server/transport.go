@@ -74,6 +74,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(zap.NewStdLog(s.log.Named("stdio")))
 	b := newStdioBatches(out, s.log.Named("stdio"))
+	b.lifts = &s.lifts
 	lines := b.split(in)
 	// Once Listen is done nobody reads the lines; closing them ends the
 	// goroutine feeding them at its next line.

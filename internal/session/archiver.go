@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +57,19 @@ func (a *Archiver) Remove(abs string) error {
 
 // WriteResult archives the original text of a result that is returned cut
 // to size, under results/<id>.txt, and returns the path relative to Root.
-func (a *Archiver) WriteResult(id string, content []byte) (string, error) {
+func (a *Archiver) WriteResult(id string, content string) (string, error) {
 	rel := ResultsDir + "/" + id + ".txt"
-	if err := a.write(filepath.Join(a.Root, filepath.FromSlash(rel)), content); err != nil {
+	// Written from the string, not a []byte copy of it: an os.File writes
+	// a string as it is, and a 5 MB argument is one copy fewer (issue 28).
+	abs := filepath.Join(a.Root, filepath.FromSlash(rel))
+	renamed, err := writeAtomicFill(a.fs(), abs, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
+		return err
+	})
+	if err != nil && renamed {
+		_ = a.fs().Remove(abs)
+	}
+	if err != nil {
 		return "", fmt.Errorf("archiving result %s: %w", id, err)
 	}
 	return rel, nil

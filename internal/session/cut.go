@@ -65,7 +65,7 @@ func (h *Host) cutOversize(m noa.CoreMessage, n0 int, dry bool) *cutText {
 	}
 	rel, err := ResultsDir+"/"+m.ID+".txt", error(nil)
 	if !dry {
-		rel, err = h.arch.WriteResult(m.ID, []byte(m.Text))
+		rel, err = h.arch.WriteResult(m.ID, m.Text)
 	}
 	if err != nil {
 		h.log.Error("archiving an oversize result; keeping it whole", zap.String("tool", m.ToolName), zap.Int("tokens", total), zap.Error(err))

@@ -82,7 +82,15 @@ func (OS) Truncate(path string, size int64) error { return os.Truncate(path, siz
 // final directory sync failed), so a caller that must roll back knows to
 // remove it.
 func writeAtomic(fsys FS, path string, data []byte) (renamed bool, err error) {
-	err = atomicfile.WriteFile(path, data, atomicfile.Options{FS: fsys})
+	return writeAtomicFill(fsys, path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomicFill is writeAtomic with the file's content written by fill.
+func writeAtomicFill(fsys FS, path string, fill func(w io.Writer) error) (renamed bool, err error) {
+	err = atomicfile.Write(path, atomicfile.Options{FS: fsys}, fill)
 	return err == nil || errors.Is(err, atomicfile.ErrDirNotSynced), err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 	"github.com/mcproxy/mcproxy/internal/noa"
 )
 
@@ -363,11 +364,18 @@ func (h *Host) syncError() error {
 
 // ArgumentsText is how a tool call's JSON arguments are recorded: compact
 // JSON, "{}" for none, and the bytes as they came when they are not JSON.
+// Bytes compact already (what clients send) are taken as they are, with
+// no pass of the JSON scanner over them: json.Compact would return them
+// unchanged, or fail and leave them as they came.
 func ArgumentsText(args json.RawMessage) string {
 	if len(args) == 0 {
 		return "{}"
 	}
+	if !jsonspan.Spaced(args) {
+		return string(args)
+	}
 	var buf bytes.Buffer
+	buf.Grow(len(args))
 	if err := json.Compact(&buf, args); err != nil {
 		return string(args)
 	}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,6 +32,22 @@ type bigCallParams struct {
 	Meta      *mcp.Meta `json:"_meta,omitempty"`
 }
 
+type argumentsJSONKey struct{}
+
+// WithArgumentsJSON returns ctx carrying raw, the JSON text of the
+// arguments a Call made under it is given, as the client sent them: a
+// large call sends these bytes instead of encoding the arguments again
+// (issue 28). raw must be a JSON object that decodes to those arguments.
+func WithArgumentsJSON(ctx context.Context, raw json.RawMessage) context.Context {
+	return context.WithValue(ctx, argumentsJSONKey{}, raw)
+}
+
+// argumentsJSON is what WithArgumentsJSON put in ctx (nil: nothing).
+func argumentsJSON(ctx context.Context) json.RawMessage {
+	raw, _ := ctx.Value(argumentsJSONKey{}).(json.RawMessage)
+	return raw
+}
+
 // callTool sends req to the upstream: through mcp-go's client, or, for
 // large arguments on 2025-11-25, through callBig.
 func (s *session) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -45,7 +62,14 @@ func (s *session) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 // error.
 func (s *session) callBig(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id := fmt.Sprintf("mcproxy-%d", s.reqID.Add(1))
-	resp, err := s.send(ctx, id, string(mcp.MethodToolsCall), bigCallParams{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
+	params := bigCallParams{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta}
+	if raw := argumentsJSON(ctx); len(raw) > 0 {
+		// The client's bytes: encoding/json checks and compacts them in
+		// one pass, where the map would be walked and every string
+		// escaped again.
+		params.Arguments = raw
+	}
+	resp, err := s.send(ctx, id, string(mcp.MethodToolsCall), params)
 	if err != nil {
 		if _, overHTTP := s.tr.(*httpTap); !overHTTP && ctx.Err() != nil {
 			s.sendCancelled(mcp.NewRequestId(id), context.Cause(ctx))

@@ -1,11 +1,14 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -49,6 +52,35 @@ func TestBigCall(t *testing.T) {
 	}
 	if id := callID(); !strings.HasPrefix(id, "mcproxy-") {
 		t.Errorf("the big raw call's id is %q: it was not sent by callBig", id)
+	}
+}
+
+// A big call given the client's JSON text of its arguments
+// (WithArgumentsJSON) sends that text, in the client's order, rather than
+// the map encoded again (issue 28).
+func TestBigCallSendsClientJSON(t *testing.T) {
+	t.Parallel()
+	sc, dir := peerServer(t, "peer")
+	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{})
+	big := strings.Repeat("line \"quoted\" \\ with\ttabs, é and 日本\n", bigArgs/30)
+	args := map[string]any{"zz": 1.0, "text": big}
+	enc, err := json.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := json.RawMessage(`{"zz":1,"text":` + string(enc) + `}`)
+	ctx, cancel := context.WithTimeout(WithArgumentsJSON(context.Background(), raw), 30*time.Second)
+	defer cancel()
+	res, err := m.Call(ctx, "p", "echo", args)
+	if err != nil || text(res) != "echo: "+big {
+		t.Fatalf("the big echo: %d bytes back, %v; want %d", len(text(res)), err, len("echo: "+big))
+	}
+	sent, err := os.ReadFile(filepath.Join(dir, "call-args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sent, raw) {
+		t.Errorf("the upstream got arguments starting %.40q (%d bytes), want the client's %.40q (%d bytes)", sent, len(sent), raw, len(raw))
 	}
 }
 

@@ -158,11 +158,13 @@ func serveFiltered(ctx context.Context, dir string, intercept func(line []byte) 
 // schema is rawSchema. tools/list pages hold 2 tools.
 func newPeerServer(dir string) *server.MCPServer {
 	// Each tools/call's JSON-RPC id goes to dir/call-id, so a test can
-	// tell who sent the request (mcp-go's client numbers its own).
+	// tell who sent the request (mcp-go's client numbers its own), and its
+	// arguments as sent to dir/call-args.
 	hooks := &server.Hooks{}
-	hooks.AddBeforeCallTool(func(_ context.Context, id any, _ *mcp.CallToolRequest) {
+	hooks.AddBeforeCallTool(func(_ context.Context, id any, req *mcp.CallToolRequest) {
 		if dir != "" {
 			_ = os.WriteFile(filepath.Join(dir, "call-id"), []byte(fmt.Sprint(id)), 0o644)
+			_ = os.WriteFile(filepath.Join(dir, "call-args"), req.Params.RawArguments, 0o644)
 		}
 	})
 	s := server.NewMCPServer("mcproxy-test-peer", "1.0.0",

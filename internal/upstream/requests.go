@@ -128,7 +128,7 @@ func (c *calls) begin(ctx context.Context, server string, p Peer, gated, quiet b
 	if len(c.roots.queue) == 0 {
 		if ok, resync := c.admissibleLocked(in.key); ok {
 			c.registerLocked(in)
-			resync = resync && in.canSync()
+			resync = resync && c.syncsLocked(in)
 			in.resync = resync
 			c.roots.syncing = resync
 			c.mu.Unlock()

@@ -37,6 +37,8 @@ import (
 //   - Callers without a session (stateless 2026-07-28 clients) count as one
 //     owner and are not asked before their calls (canSync): their calls
 //     take turns with the sessions' and see the roots the server holds.
+//   - Nor is a session with no roots to give (its client declared no roots
+//     capability) while the server holds nobody's (syncsLocked).
 //
 // Servers that never asked are not gated at all. A 2026-07-28 server asks
 // for roots with each request that needs them (input_required), answered
@@ -98,6 +100,31 @@ var stateless = owner{session: "\x00stateless"}
 // is answered by that call, as before.
 func (in *inflight) canSync() bool { return in.key != stateless }
 
+// RootsPeer is implemented by a Peer that can tell whether its client has
+// roots to give (it declared the roots capability). A Peer that does not
+// implement it is taken to have them.
+type RootsPeer interface {
+	HasRoots() bool
+}
+
+// syncsLocked reports whether in, admitted with resync, must first make
+// the server take its caller's roots: not for a caller without a session
+// (canSync), nor for one with no roots to give while the server holds
+// nobody's. Such a caller would refuse the re-ask and the server would
+// still hold none, so each of its calls would wait for a
+// roots/list_changed, the re-ask and its refusal for nothing (issue 28:
+// every echo to the npm server-everything, which asks once, from a client
+// without roots), and nothing another session gave could leak to it.
+func (c *calls) syncsLocked(in *inflight) bool {
+	if !in.canSync() {
+		return false
+	}
+	if rp, ok := in.peer.(RootsPeer); ok && !rp.HasRoots() && c.roots.owner.none() {
+		return false
+	}
+	return true
+}
+
 // keyOf is whose roots a call of p needs.
 func keyOf(p Peer, _ *inflight) owner {
 	if s := p.Session(); s != "" {
@@ -145,7 +172,7 @@ func (c *calls) admitLocked() {
 		}
 		c.roots.queue = c.roots.queue[1:]
 		c.registerLocked(in)
-		resync = resync && in.canSync()
+		resync = resync && c.syncsLocked(in)
 		in.resync = resync
 		c.roots.syncing = resync
 		close(in.admitted)

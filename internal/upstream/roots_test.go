@@ -26,7 +26,8 @@ import (
 // last. held() and the resource roots://held report those roots; hold() reports them once cancelled,
 // and writes dir/holding while it waits. Roots that change while a call
 // is running write dir/overlap (a call ran while another session's roots
-// were taken); a failed ask writes dir/ask-failed.
+// were taken); a failed ask writes dir/ask-failed; each roots/list_changed
+// adds a byte to dir/changed.
 func runRootsPeer() int {
 	dir := os.Getenv(peerDirEnv)
 	s := server.NewMCPServer("mcproxy-roots-peer", "1.0.0", server.WithToolCapabilities(true), server.WithResourceCapabilities(false, false))
@@ -59,6 +60,10 @@ func runRootsPeer() int {
 	// call waits for it, as a server that applies roots before it serves
 	// the next message does (server-everything).
 	s.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, func(ctx context.Context, _ mcp.JSONRPCNotification) {
+		if f, err := os.OpenFile(filepath.Join(dir, "changed"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			_, _ = f.Write([]byte{1})
+			f.Close()
+		}
 		mu.Lock()
 		pending++
 		mu.Unlock()
@@ -158,6 +163,10 @@ func (c *rootsClient) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.Lis
 	}
 	return res, nil
 }
+
+// HasRoots implements RootsPeer: a client that refuses roots/list declared
+// no roots capability.
+func (c *rootsClient) HasRoots() bool { return !c.refuse }
 
 func (c *rootsClient) set(roots ...string) {
 	c.mu.Lock()
@@ -279,6 +288,47 @@ func TestRootsPerSession(t *testing.T) {
 	res, err := m.Call(ctx, "fs", "held", nil)
 	if err == nil || !errors.Is(err, errRootsRefused) {
 		t.Errorf("c, which cannot answer roots/list: got %v, %v; want the call refused (errRootsRefused)", res, err)
+	}
+}
+
+// TestRootlessCallerNotResynced: a client session without roots, calling
+// a server that asked for roots and holds nobody's, is not made to have
+// the server ask again before each call (issue 28: a roots/list_changed,
+// the re-ask and a ping per call, all for the same refusal), and still
+// gets no call run under another session's roots.
+func TestRootlessCallerNotResynced(t *testing.T) {
+	t.Parallel()
+	sc, dir := peerServer(t, "roots")
+	m := startManager(t, map[string]config.ServerConfig{"fs": sc}, Options{})
+	call := func(c *rootsClient) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(WithPeer(context.Background(), c), 30*time.Second)
+		defer cancel()
+		res, err := m.Call(ctx, "fs", "held", nil)
+		if err != nil {
+			return "", err
+		}
+		return text(res), nil
+	}
+	r := newRootsClient("rootless")
+	r.refuse = true
+	for i := range 3 {
+		if got, err := call(r); err != nil || got != "roots=" {
+			t.Fatalf("call %d of the rootless session: got %q, %v; want roots= (it gave none)", i, got, err)
+		}
+	}
+	if !marked(dir, "ask-failed") {
+		t.Fatal("the server never asked the rootless session for its roots")
+	}
+	if st, err := os.Stat(filepath.Join(dir, "changed")); err == nil {
+		t.Errorf("the server was told roots/list_changed %d times during the rootless session's calls, want never", st.Size())
+	}
+	a := newRootsClient("a", "file:///a")
+	if got, err := call(a); err != nil || got != "roots=file:///a" {
+		t.Fatalf("a's call: got %q, %v; want roots=file:///a", got, err)
+	}
+	if _, err := call(r); !errors.Is(err, errRootsRefused) {
+		t.Errorf("the rootless session after a's call: got %v, want the call refused (errRootsRefused)", err)
 	}
 }
 
