@@ -199,14 +199,16 @@ const (
 	// little room to compress before the window fills.
 	DefaultCompressAt = 0.5
 	// DefaultCompressAtTokens is where one compression pays for itself
-	// within about ten later requests at Anthropic's cache prices: it
-	// keeps about 13K tokens (system, tools, task, summary, the recent
-	// turns), which it writes once at 1.25x, plus a summary of about 1K
-	// output tokens; each later request then reads about 27K fewer tokens
-	// at 0.1x. Measured on the public runs of docs/benchmarks.md: at 30K
-	// a 200K-window run that ends soon after costs 3.7% more than
-	// straight; at 40K none costs more and the set costs about 11% less.
-	DefaultCompressAtTokens = 40000
+	// within a few later requests at Anthropic's cache prices: the first
+	// compression takes every compressible range (about 8K to 18K tokens
+	// kept: system, tools, task, summary, the recent turns), writes that
+	// once at 1.25x plus a summary of about 1K output tokens, and each
+	// later request then reads some 20K fewer tokens at 0.1x. Measured on
+	// the public runs of docs/benchmarks.md: at 35K the set costs 16.3%
+	// less than straight at 100K and no run more than straight at 200K; at
+	// 30K a run that ends at 31K costs 1.6% more than straight; at 40K the
+	// set saves 14.8%.
+	DefaultCompressAtTokens = 35000
 	// DefaultMaxJSONDepth is far deeper than any real request nests (a
 	// tool's arguments inside a block inside a message: about 10 levels
 	// plus the arguments' own).
