@@ -458,3 +458,21 @@ func TestUpdateNeverBlocks(t *testing.T) {
 		t.Errorf("got %q once settled, want gen 100", e.Listed[0].Description)
 	}
 }
+
+// BenchmarkUpdate is what an upstream supervisor pays to publish a
+// 50-tool listing: a copy and a wake-up, whatever the review and the
+// subscribers then cost on their own goroutines (compare the integrity
+// package's BenchmarkReview, which used to run on the supervisor).
+func BenchmarkUpdate(b *testing.B) {
+	c := New(Options{})
+	defer c.Close()
+	names := make([]string, 50)
+	for i := range names {
+		names[i] = fmt.Sprintf("tool_%02d", i)
+	}
+	listing := tools(1, names...)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Update("a", listing)
+	}
+}
