@@ -6,35 +6,31 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/integrity"
-	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// newGuard puts the tool-integrity guard between mgr and the front: tools
-// whose definition changed since approval, or whose text looks like an
-// injection, are held until `mcproxy tools approve` (issue 16). Approvals
-// live in <data_dir>/tool-approvals.json.
-func newGuard(cfg *config.Config, mgr *upstream.Manager, log *zap.Logger, next func(string, []config.Tool)) *integrity.Guard {
-	return integrity.New(mgr, integrity.NewStore(config.ExpandHome(cfg.DataDir)), integrity.Options{
-		Quarantine:     cfg.Quarantined,
-		OnToolsChanged: next,
-		Logger:         log.Named("integrity"),
+// newReviewer builds the tool-integrity reviewer the catalog runs every
+// listing through: tools whose definition changed since approval, or whose
+// text looks like an injection, are held until `mcproxy tools approve`
+// (issue 16). Approvals live in <data_dir>/tool-approvals.json.
+func newReviewer(cfg *config.Config, log *zap.Logger) *integrity.Reviewer {
+	return integrity.NewReviewer(integrity.NewStore(config.ExpandHome(cfg.DataDir)), integrity.Options{
+		Quarantine: cfg.Quarantined,
+		Logger:     log.Named("integrity"),
 	})
 }
 
-// startGuard starts the guard's poll of the approvals file, so an approval
-// takes effect in this running proxy within a second. It is stopped by
-// stopGuardPoll. Calling it twice does nothing.
+// startGuard starts the reviewer's poll of the approvals file, so an
+// approval takes effect in this running proxy within a second. It is
+// stopped by stopGuardPoll. Calling it twice does nothing.
 func (s *stack) startGuard() {
 	if s.stopGuard != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopGuard, s.guardDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.guardDone)
-		s.guard.Run(ctx)
-	}()
+	s.stopGuard = cancel
+	s.guardDone = goroutine.Go(s.log, "tool approvals poll", func() { s.reviewer.Run(ctx) })
 }
 
 func (s *stack) stopGuardPoll() {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mcproxy/mcproxy/internal/arms"
+	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/embed"
 	"github.com/mcproxy/mcproxy/internal/index"
@@ -29,18 +30,23 @@ import (
 // stack is a wired proxy: upstream manager, tool ranking and MCP front.
 type stack struct {
 	mgr   *upstream.Manager
-	guard *integrity.Guard    // holds changed or suspicious tools (issue 16)
 	ix    *index.Index        // owned by rank; read for its size
 	rank  *retrieval.Pipeline // owns the index and dense
 	dense *embed.Dense        // nil when no embeddings provider is configured
 	front *server.Server
 	learn *learn.Learner // nil when nothing is learned; closed before the index
 
-	// stopGuard ends the guard's poll of the approvals file; guardDone is
-	// closed when it has returned.
+	// cat owns the tool state: the manager publishes into it, the
+	// reviewer judges it, the front follows it (issue 28).
+	cat      *catalog.Catalog
+	reviewer *integrity.Reviewer // holds changed or suspicious tools (issue 16)
+
+	// stopGuard ends the reviewer's poll of the approvals file; guardDone
+	// is closed when it has returned.
 	stopGuard context.CancelFunc
-	guardDone chan struct{}
+	guardDone <-chan struct{}
 	auth      *oauth.Set // sign-ins to HTTP upstreams; closed after mgr
+	log       *zap.Logger
 }
 
 // stackOptions say how to wire a stack.
@@ -121,20 +127,21 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		return nil, err
 	}
 
-	// The manager reports tool changes to the front, which exists only
-	// after the manager does; nothing is reported before start.
+	// Tool state has one owner, the catalog: the manager publishes each
+	// server's listing into it, the reviewer (the integrity guard) judges
+	// it there, and the front follows its snapshots (issue 28).
+	reviewer := newReviewer(cfg, log)
+	cat := catalog.New(catalog.Options{Reviewer: reviewer, Logger: log.Named("catalog")})
+	// Prompts, resources and server logs still go to the front by
+	// callback; it exists only after the manager does, and nothing is
+	// reported before start.
 	var front atomic.Pointer[server.Server]
-	var guard atomic.Pointer[integrity.Guard]
 	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
 		OAuth:     auth,
 		Logger:    log.Named("upstream"),
 		Revisions: opts.Revisions,
-		OnToolsChanged: func(name string, tools []config.Tool) {
-			if g := guard.Load(); g != nil {
-				g.ToolsChanged(name, tools)
-			}
-		},
+		Catalog:   cat,
 		OnCatalogChanged: func(name string, c *upstream.Catalog) {
 			if f := front.Load(); f != nil {
 				f.CatalogChanged(name, c)
@@ -151,12 +158,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 			}
 		},
 	})
-	g := newGuard(cfg, mgr, log, func(name string, tools []config.Tool) {
-		if f := front.Load(); f != nil {
-			f.ToolsChanged(name, tools)
-		}
-	})
-	guard.Store(g)
+	g := integrity.New(mgr, cat)
 	f, err := server.New(server.Deps{
 		Upstreams: g,
 		Index:     rank,
@@ -183,19 +185,23 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	})
 	if err != nil {
 		_ = mgr.Close()
+		cat.Close()
 		auth.Close()
 		_ = rank.Close()
 		return nil, err
 	}
 	front.Store(f)
-	return &stack{mgr: mgr, guard: g, ix: ix, rank: rank, dense: dense, front: f, auth: auth, learn: learner}, nil
+	cat.Subscribe("front", f.Follow)
+	return &stack{log: log, mgr: mgr, cat: cat, reviewer: reviewer, ix: ix, rank: rank, dense: dense, front: f, auth: auth, learn: learner}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed
-// its first attempt, or ctx ends) and loads the front's catalog.
+// its first attempt, or ctx ends) and waits for their tools to be reviewed
+// and in the front.
 func (s *stack) start(ctx context.Context) {
 	s.startGuard()
 	s.mgr.Start(ctx)
+	_ = s.cat.Settle(ctx) // ctx ended: the front catches up in the background
 	s.front.Resync()
 }
 
@@ -233,11 +239,12 @@ func (s *stack) ready() (bool, string) {
 // status reports every configured upstream.
 func (s *stack) status() []upstream.Status { return s.mgr.Status() }
 
-// close stops the upstreams (children stop in stages), then the ranking's
-// dense worker and index.
+// close stops the upstreams (children stop in stages), then the catalog
+// and its subscribers, then the ranking's dense worker and index.
 func (s *stack) close() error {
 	err := s.mgr.Close()
 	s.stopGuardPoll()
+	s.cat.Close()
 	s.auth.Close()
 	if s.learn != nil {
 		s.learn.Close() // its pending lessons still need the index

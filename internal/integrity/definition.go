@@ -7,10 +7,13 @@
 // describe_tool, direct-mode tools/list) and refused by call_tool with a
 // message saying why and how to approve it, until `mcproxy tools approve`.
 // Approvals live in one file in the data directory (Store), which a running
-// proxy polls, so an approval takes effect without a restart (Guard).
+// proxy polls, so an approval takes effect without a restart (Reviewer).
 //
-// It does not talk to upstreams itself: the Guard wraps the upstream
-// manager's catalog and calls, and the tools subcommand edits the Store.
+// It does not talk to upstreams itself: the Reviewer judges the listings
+// the catalog (internal/catalog) folds into its snapshots, on the catalog's
+// goroutine; the Guard serves the front from those snapshots and runs the
+// calls they allow on the upstream manager; the tools subcommand edits the
+// Store.
 package integrity
 
 import (

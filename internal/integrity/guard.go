@@ -10,21 +10,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
-// Options tune a Guard.
+// Options tune a Reviewer.
 type Options struct {
 	// Quarantine reports whether a server's tools seen for the first time
 	// are held for approval (config.Config.Quarantined). nil = never.
 	Quarantine func(server string) bool
-	// OnToolsChanged receives each server's tool set with the held tools
-	// taken out: when the upstream reports a change, and when an approval
-	// (or a revoked one) changes what is held. Calls are never concurrent.
-	// nil = no callback.
-	OnToolsChanged func(server string, tools []config.Tool)
 	// Logger receives held tools and store failures. nil = no logging.
 	Logger *zap.Logger
 	// Poll is how often the approvals file is checked for changes made by
@@ -37,29 +33,25 @@ type Options struct {
 // DefaultPoll is how often a running proxy looks at the approvals file.
 const DefaultPoll = time.Second
 
-// Guard sits between the upstream manager and the MCP front: it offers the
-// same catalog and calls with held tools taken out, and it is the
-// manager's OnToolsChanged (ToolsChanged). Its methods are safe for
-// concurrent use.
-type Guard struct {
-	up    *upstream.Manager
-	store *Store
-	opts  Options
-	log   *zap.Logger
+// Reviewer is the catalog's catalog.Reviewer: it judges each server's
+// listing against the approvals in its Store, and its poll (Run) tells the
+// catalog when the approvals file changed, so an approval takes effect in a
+// running proxy. Its methods are safe for concurrent use.
+type Reviewer struct {
+	store   *Store
+	opts    Options
+	log     *zap.Logger
+	changed chan struct{} // the approvals file changed (capacity 1)
 
-	// order serializes reviews and the OnToolsChanged calls they make, so
-	// a tool set computed from older tools never overtakes a newer one.
-	order sync.Mutex
-	last  map[string][]config.Tool // the upstream's latest set per server (guarded by order)
-	sent  map[string][]string      // the names last passed on per server (guarded by order)
-	seen  stamp                    // the approvals file as last loaded (guarded by order)
-
-	mu   sync.Mutex
-	held map[string]map[string][]string // server -> tool -> reasons
+	// mu orders reviews against the poll's look at the file, so what a
+	// review wrote is not news to the poll.
+	mu     sync.Mutex
+	seen   stamp                      // the approvals file as last loaded or written
+	logged map[string]map[string]bool // held tools already logged, by server
 }
 
-// New builds a Guard over up that keeps its approvals in store.
-func New(up *upstream.Manager, store *Store, opts Options) *Guard {
+// NewReviewer builds a Reviewer that keeps its approvals in store.
+func NewReviewer(store *Store, opts Options) *Reviewer {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -69,194 +61,126 @@ func New(up *upstream.Manager, store *Store, opts Options) *Guard {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Guard{up: up, store: store, opts: opts, log: opts.Logger,
-		last: map[string][]config.Tool{}, sent: map[string][]string{}, held: map[string]map[string][]string{}}
+	return &Reviewer{store: store, opts: opts, log: opts.Logger,
+		changed: make(chan struct{}, 1), logged: map[string]map[string]bool{}}
 }
 
-// ToolsChanged takes a server's new tool set from the upstream manager (nil
-// when it went down), reviews it and passes the tools that may run on.
-func (g *Guard) ToolsChanged(server string, tools []config.Tool) {
-	g.order.Lock()
-	defer g.order.Unlock()
-	g.last[server] = tools
-	held := g.reviewAll(server, tools)
-	g.seen = g.store.stamp() // what the review wrote is not news to poll
-	g.apply(server, tools, held)
-}
+// Changed receives a value when the approvals file changed (catalog.Reviewer).
+func (r *Reviewer) Changed() <-chan struct{} { return r.changed }
 
-// reviewAll reviews tools against the store (or, when the store cannot be
-// used, against what this process knows, so a change is still held) and
-// returns the held tools' reasons. Called with order held.
-func (g *Guard) reviewAll(server string, tools []config.Tool) map[string][]string {
-	if tools == nil {
-		return nil
+// Review reviews server's listed tools against the store (or, when the
+// store cannot be used, against allowed, what runs already, so a change is
+// still held) and returns the held tools' reasons (catalog.Reviewer).
+func (r *Reviewer) Review(server string, listed []mcp.Tool, allowed []string) map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defs := make([]Definition, 0, len(listed))
+	for _, t := range listed {
+		defs = append(defs, DefinitionOf(t))
 	}
-	defs := make([]Definition, 0, len(tools))
-	for _, t := range tools {
-		mt, ok := g.up.MCPTool(server, t.Name)
-		if !ok { // gone again since the manager reported it; judge what we were given
-			mt = mcp.Tool{Name: t.Name, Description: t.Description, RawInputSchema: t.Schema}
-		}
-		defs = append(defs, DefinitionOf(mt))
-	}
-	quarantine := g.opts.Quarantine != nil && g.opts.Quarantine(server)
+	quarantine := r.opts.Quarantine != nil && r.opts.Quarantine(server)
 	var held map[string][]string
-	_, err := g.store.Update(func(a *Approvals) (bool, error) {
+	_, err := r.store.Update(func(a *Approvals) (bool, error) {
 		var changed bool
-		held, changed = a.review(server, defs, quarantine, g.opts.Now())
+		held, changed = a.review(server, defs, quarantine, r.opts.Now())
 		return changed, nil
 	})
+	r.seen = r.store.stamp() // what the review wrote is not news to poll
 	if err != nil {
 		// Fail closed on what changed within this run: hold every tool
 		// this process has not already let through.
-		g.log.Error("tool approvals unavailable; holding tools of this server that were not already approved in this run",
+		r.log.Error("tool approvals unavailable; holding tools of this server that were not already approved in this run",
 			zap.String("upstream", server), zap.Error(err))
 		held = map[string][]string{}
-		g.mu.Lock()
-		prev := g.held[server]
-		g.mu.Unlock()
 		for _, d := range defs {
-			if !slices.Contains(g.sent[server], d.Name) || prev[d.Name] != nil {
+			if !slices.Contains(allowed, d.Name) {
 				held[d.Name] = []string{"the tool approvals file cannot be used (" + err.Error() + ")"}
 			}
 		}
 	}
+	r.logHeld(server, held)
 	return held
 }
 
-// setHeld records server's held tools and returns those held before.
-func (g *Guard) setHeld(server string, held map[string][]string) map[string][]string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	before := g.held[server]
-	if len(held) == 0 {
-		delete(g.held, server)
-	} else {
-		g.held[server] = held
-	}
-	return before
-}
-
-// apply records held and passes the rest of tools on. Called with order
-// held.
-func (g *Guard) apply(server string, tools []config.Tool, held map[string][]string) {
-	before := g.setHeld(server, held)
+// logHeld warns once about each tool that became held. Called with mu held.
+func (r *Reviewer) logHeld(server string, held map[string][]string) {
+	before := r.logged[server]
+	now := make(map[string]bool, len(held))
 	for _, name := range slices.Sorted(maps.Keys(held)) {
-		if reasons := held[name]; before[name] == nil {
-			g.log.Warn("tool held for review; `mcproxy tools diff` shows it, `mcproxy tools approve` releases it",
-				zap.String("upstream", server), zap.String("tool", name), zap.Strings("reasons", reasons))
+		now[name] = true
+		if !before[name] {
+			r.log.Warn("tool held for review; `mcproxy tools diff` shows it, `mcproxy tools approve` releases it",
+				zap.String("upstream", server), zap.String("tool", name), zap.Strings("reasons", held[name]))
 		}
 	}
-	var allowed []config.Tool
-	var names []string
-	if tools != nil {
-		allowed = make([]config.Tool, 0, len(tools))
-		names = make([]string, 0, len(tools))
-	}
-	for _, t := range tools {
-		if held[t.Name] == nil {
-			allowed = append(allowed, t)
-			names = append(names, t.Name)
-		}
-	}
-	g.sent[server] = names
-	if g.opts.OnToolsChanged != nil {
-		g.opts.OnToolsChanged(server, allowed)
-	}
+	r.logged[server] = now
 }
 
 // Run polls the approvals file until ctx ends; when it changed (an approval
-// from `mcproxy tools approve`), every server's tools are reviewed again and
-// those whose allowed set changed are passed on. It owns its goroutine's
-// whole life: call it on a goroutine and cancel ctx to stop it.
-func (g *Guard) Run(ctx context.Context) {
-	t := time.NewTicker(g.opts.Poll)
+// from `mcproxy tools approve`), Changed receives a value and the catalog
+// reviews every server again. It owns its goroutine's whole life: call it
+// on a goroutine and cancel ctx to stop it.
+func (r *Reviewer) Run(ctx context.Context) {
+	t := time.NewTicker(r.opts.Poll)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.poll()
+			r.poll()
 		}
 	}
 }
 
-// poll re-reviews every server when the approvals file changed.
-func (g *Guard) poll() {
-	defer goroutine.Recover(g.log, "tool approvals poll", nil)
-	g.order.Lock()
-	defer g.order.Unlock()
-	st := g.store.stamp()
-	if st == g.seen {
+// poll signals Changed when the approvals file changed.
+func (r *Reviewer) poll() {
+	defer goroutine.Recover(r.log, "tool approvals poll", nil)
+	r.mu.Lock()
+	st := r.store.stamp()
+	news := st != r.seen
+	r.seen = st
+	r.mu.Unlock()
+	if !news {
 		return
 	}
-	g.seen = st
-	servers := make([]string, 0, len(g.last))
-	for s := range g.last {
-		servers = append(servers, s)
+	r.log.Info("tool approvals changed; reviewing every server's tools again")
+	select {
+	case r.changed <- struct{}{}:
+	default: // a review of everything is due already
 	}
-	slices.Sort(servers)
-	for _, server := range servers {
-		tools := g.last[server]
-		if tools == nil {
-			continue
-		}
-		held := g.reviewAll(server, tools)
-		var names []string
-		for _, t := range tools {
-			if held[t.Name] == nil {
-				names = append(names, t.Name)
-			}
-		}
-		g.seen = g.store.stamp() // the review may have written the file itself
-		if slices.Equal(names, g.sent[server]) {
-			g.setHeld(server, held) // same tools run; reasons may differ
-			continue
-		}
-		g.log.Info("tool approvals changed; updating the catalog", zap.String("upstream", server), zap.Int("tools", len(names)), zap.Int("held", len(held)))
-		g.apply(server, tools, held)
-	}
+}
+
+// Guard sits between the upstream manager and the MCP front: it offers the
+// catalog's tools, which leave the held ones out, and refuses calls of held
+// tools. Its methods are safe for concurrent use.
+type Guard struct {
+	up  *upstream.Manager
+	cat *catalog.Catalog
+}
+
+// New builds a Guard that serves cat's tools and runs them on up.
+func New(up *upstream.Manager, cat *catalog.Catalog) *Guard {
+	return &Guard{up: up, cat: cat}
 }
 
 // Held returns a *HeldError when server:tool is held, else nil.
 func (g *Guard) Held(server, tool string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if r := g.held[server][tool]; r != nil {
-		return &HeldError{Server: server, Tool: tool, Reasons: slices.Clone(r)}
+	if r := g.cat.Snapshot().Held(server, tool); r != nil {
+		return &HeldError{Server: server, Tool: tool, Reasons: r}
 	}
 	return nil
 }
 
 // HeldIDs lists the held tools as server:tool ids, sorted.
-func (g *Guard) HeldIDs() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var ids []string
-	for server, tools := range g.held {
-		for tool := range tools {
-			ids = append(ids, config.ToolID(server, tool))
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (g *Guard) HeldIDs() []string { return g.cat.Snapshot().HeldIDs() }
 
-// Tools is the upstream catalog without held tools.
-func (g *Guard) Tools() []config.Tool {
-	all := g.up.Tools()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.DeleteFunc(all, func(t config.Tool) bool { return g.held[t.Server][t.Name] != nil })
-}
+// Tools is the catalog's tools, held ones left out, sorted by ID.
+func (g *Guard) Tools() []config.Tool { return g.cat.Snapshot().Tools() }
 
-// MCPTool is the upstream definition of a tool that is not held.
+// MCPTool is the upstream definition of a tool that is served (not held).
 func (g *Guard) MCPTool(server, name string) (mcp.Tool, bool) {
-	if g.Held(server, name) != nil {
-		return mcp.Tool{}, false
-	}
-	return g.up.MCPTool(server, name)
+	return g.cat.Snapshot().Definition(server, name)
 }
 
 // Call runs a tool that is not held; a held one gets a *HeldError.

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -70,14 +71,23 @@ func TestGuard(t *testing.T) {
 	cfg := &config.Config{MCPServers: map[string]config.ServerConfig{"g": {URL: hs.URL + "/mcp"}}, InitTimeout: config.Duration(20 * time.Second)}
 	store := NewStore(t.TempDir())
 	rec := &recorder{sets: map[string][]string{}}
-	var g *Guard
-	mgr := upstream.New(cfg, upstream.Options{OnToolsChanged: func(s string, tools []config.Tool) { g.ToolsChanged(s, tools) }})
-	g = New(mgr, store, Options{OnToolsChanged: rec.changed, Poll: 20 * time.Millisecond})
+	rv := NewReviewer(store, Options{Poll: 20 * time.Millisecond})
+	cat := catalog.New(catalog.Options{Reviewer: rv})
+	cat.Subscribe("recorder", func(prev, next *catalog.Snapshot) {
+		for _, s := range next.Changed(prev) {
+			rec.changed(s, next.ServerTools(s))
+		}
+	})
+	mgr := upstream.New(cfg, upstream.Options{Catalog: cat})
+	g := New(mgr, cat)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); g.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; mgr.Close() })
+	go func() { defer close(done); rv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; mgr.Close(); cat.Close() })
 	mgr.Start(ctx)
+	if err := cat.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if got := rec.names("g"); got != "add" {
 		t.Fatalf("passed on %q, want add (spy held)", got)

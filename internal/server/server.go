@@ -41,6 +41,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
@@ -247,8 +248,8 @@ type Server struct {
 }
 
 // New builds the front. It registers the meta tools (retrieve mode) but does
-// not read the upstreams: call Resync once they are started, and ToolsChanged
-// from the upstream manager's callback afterwards.
+// not read the upstreams: subscribe Follow to the tool catalog, and call
+// Resync once the upstreams are started.
 func New(deps Deps, opts Options) (*Server, error) {
 	if deps.Upstreams == nil {
 		return nil, errors.New("server: Upstreams is required")
@@ -525,10 +526,21 @@ func (s *Server) Resync() {
 	}
 }
 
+// Follow is the front's subscription to the tool catalog
+// (catalog.Catalog.Subscribe): each server whose served tools differ
+// between prev and next goes to ToolsChanged, on the subscription's
+// goroutine, so the index and warm file writes never run on an upstream's
+// supervisor.
+func (s *Server) Follow(prev, next *catalog.Snapshot) {
+	for _, name := range next.Changed(prev) {
+		s.ToolsChanged(name, next.ServerTools(name))
+	}
+}
+
 // ToolsChanged records server's new tool set (nil when it went down): it
 // updates the catalog, the index and, in direct mode, the exposed tools
-// (which sends tools/list_changed to clients). It matches the upstream
-// manager's OnToolsChanged callback.
+// (which sends tools/list_changed to clients). Follow calls it for each
+// change of the tool catalog.
 func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 	tools = slices.Clone(tools)
 	slices.SortFunc(tools, func(a, b config.Tool) int { return strings.Compare(a.ID, b.ID) })

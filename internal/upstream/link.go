@@ -21,8 +21,9 @@ import (
 
 // link is everything the manager knows about one configured server. Its
 // supervisor goroutine (run) is the only one that dials, tears down and
-// reports tool changes, so OnToolsChanged is never called concurrently for
-// one server; Call and Status read the state under mu.
+// reports tool changes, so one server's listings reach the catalog in order
+// and OnToolsChanged is never called concurrently for it; Call and Status
+// read the state under mu.
 type link struct {
 	m    *Manager
 	name string
@@ -255,8 +256,12 @@ func (l *link) filter(tools []mcp.Tool) []mcp.Tool {
 	return out
 }
 
-// notify hands the exposed tool set to OnToolsChanged (nil = went down).
+// notify publishes the exposed tool set into the catalog and hands it to
+// OnToolsChanged (nil = went down).
 func (l *link) notify(tools []mcp.Tool) {
+	if c := l.m.opts.Catalog; c != nil {
+		c.Update(l.name, tools)
+	}
 	cb := l.m.opts.OnToolsChanged
 	if cb == nil {
 		return

@@ -81,11 +81,12 @@ func (c Changes) Empty() bool {
 // from cfg stop, and servers whose settings changed (command, env, URL,
 // filters, timeouts, enabled) are stopped and started again; the others
 // keep their connections. A server in cfg.Broken stops and shows as
-// misconfigured until a later configuration mends its entry. A stopped server is reported to OnToolsChanged
-// with nil tools before its replacement starts, so its tools leave the
-// catalog. New servers connect in the background: Reconfigure does not
-// wait for them. cfg must be validated, with defaults applied, and is not
-// kept beyond the server entries it holds. After Close it does nothing.
+// misconfigured until a later configuration mends its entry. A stopped
+// server is published (Options.Catalog, OnToolsChanged) with nil tools
+// before its replacement starts, so its tools leave the catalog. New
+// servers connect in the background: Reconfigure does not wait for them.
+// cfg must be validated, with defaults applied, and is not kept beyond the
+// server entries it holds. After Close it does nothing.
 func (m *Manager) Reconfigure(cfg *config.Config) Changes {
 	m.mu.Lock()
 	defer m.mu.Unlock()

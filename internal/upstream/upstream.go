@@ -14,13 +14,12 @@
 // The protocol revision each server settled on is remembered across runs
 // in a file (Options.Revisions, revisions.go).
 //
-// It does not index or render tools and does not serve MCP itself; it hands
-// tool sets to its owner through Options.OnToolsChanged and Tools. Secrets in
+// It does not index, review or render tools and does not serve MCP itself;
+// it publishes tool sets into the catalog (Options.Catalog). Secrets in
 // a server's env and headers are never logged.
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -34,6 +33,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
@@ -44,12 +44,18 @@ type Options struct {
 	// Logger receives connection events and each stdio child's stderr, with
 	// the server name under the "upstream" field. nil = no logging.
 	Logger *zap.Logger
-	// OnToolsChanged is called after a server's exposed (filtered) tool set
-	// changes: when it comes up, when it sends tools/list_changed with a
-	// different set, and with nil tools when it goes down. It is never called
-	// concurrently for the same server, and may call the Manager's methods
-	// other than Close. It runs on the server's supervisor goroutine, so a
-	// slow callback delays that server's reconnects. nil = no callback.
+	// Catalog receives each server's exposed (filtered) tools, the
+	// upstream's own definitions, whenever they change: when it comes up,
+	// when it sends tools/list_changed with a different set, and nil when it
+	// goes down (catalog.Catalog.Update, which never blocks, so the
+	// supervisor goes on at once; the review, the index and the disk writes
+	// happen on the catalog's goroutines). nil = published nowhere.
+	Catalog *catalog.Catalog
+	// OnToolsChanged is called, after Catalog is updated, with the same
+	// change in the proxy's plain form. It is never called concurrently for
+	// the same server, and may call the Manager's methods other than Close.
+	// It runs on the server's supervisor goroutine, so a slow callback
+	// delays that server's reconnects. nil = no callback.
 	OnToolsChanged func(server string, tools []config.Tool)
 	// OnCatalogChanged is called like OnToolsChanged, right after it, with
 	// the server's prompts, resources and templates (catalog.go); nil when
@@ -303,15 +309,8 @@ func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
 	if l.state != StateReady {
 		return mcp.Tool{}, false
 	}
-	i, found := slices.BinarySearchFunc(l.tools, name, func(t mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
-	if !found {
-		return mcp.Tool{}, false
-	}
-	t := l.tools[i]
 	// The caller may keep and modify the tool; the cached list stays ours.
-	t.RawInputSchema = bytes.Clone(t.RawInputSchema)
-	t.RawOutputSchema = bytes.Clone(t.RawOutputSchema)
-	return t, true
+	return catalog.FindTool(l.tools, name)
 }
 
 // exposes reports whether the server is ready and lists tool (after filtering).
