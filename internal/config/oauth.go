@@ -22,7 +22,9 @@ type OAuthConfig struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
 	// ClientMetadataURL is an https URL where this client's metadata
 	// document is published; used as the client_id when the authorization
-	// server supports client ID metadata documents. Empty = never.
+	// server supports client ID metadata documents. Empty = mcproxy's own
+	// published document, once mcproxy has fetched it and it checks out;
+	// ClientMetadataNone = never (always register).
 	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
 	// Scopes replaces the scopes mcproxy would pick (the 401 challenge's,
 	// else the server's scopes_supported). Empty = pick.
@@ -46,6 +48,10 @@ type OAuthConfig struct {
 	// back. Zero = DefaultLoginTimeout.
 	LoginTimeout Duration `json:"login_timeout,omitempty"`
 }
+
+// ClientMetadataNone, as oauth.client_metadata_url, turns client ID
+// metadata documents off for a server.
+const ClientMetadataNone = "none"
 
 // DefaultLoginTimeout is how long a sign-in waits for the browser.
 const DefaultLoginTimeout = 5 * time.Minute
@@ -87,9 +93,9 @@ func (o *OAuthConfig) validate(path string, hasURL bool) []error {
 	if o.ClientSecret != "" && o.ClientID == "" {
 		add("client_secret", "needs client_id")
 	}
-	if o.ClientMetadataURL != "" {
+	if o.ClientMetadataURL != "" && o.ClientMetadataURL != ClientMetadataNone {
 		if msg := checkURL(o.ClientMetadataURL); msg != "" {
-			add("client_metadata_url", "%s", msg)
+			add("client_metadata_url", "%s (or %q to never use a client ID metadata document)", msg, ClientMetadataNone)
 		}
 	}
 	if o.RedirectPort < 0 || o.RedirectPort > 65535 {

@@ -38,6 +38,13 @@ func TestValidate(t *testing.T) {
 			`mcpServers.my server: invalid server name "my server": use only letters, digits, _ and - (it prefixes tool ids as "name:tool")`,
 			`mcpServers.ünï: invalid server name "ünï": use only letters, digits, _ and - (it prefixes tool ids as "name:tool")`,
 		}},
+		{name: "client metadata documents", cfg: Config{MCPServers: map[string]ServerConfig{
+			"none": {URL: "https://a.example/mcp", OAuth: &OAuthConfig{ClientMetadataURL: ClientMetadataNone}},
+			"own":  {URL: "https://a.example/mcp", OAuth: &OAuthConfig{ClientMetadataURL: "https://me.example/client.json"}},
+			"bad":  {URL: "https://a.example/mcp", OAuth: &OAuthConfig{ClientMetadataURL: "never"}},
+		}}, want: []string{
+			`mcpServers.bad.oauth.client_metadata_url: want an http:// or https:// URL (or "none" to never use a client ID metadata document)`,
+		}},
 		{name: "names differing in case", cfg: Config{MCPServers: map[string]ServerConfig{
 			"GitHub": stdio, "github": stdio, "GITHUB": stdio,
 		}}, want: []string{

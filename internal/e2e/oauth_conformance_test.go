@@ -72,33 +72,7 @@ func TestOAuthConformance(t *testing.T) {
 			name := "auth/" + resultStamp.ReplaceAllString(dir, "")
 			seen[name] = true
 			t.Run(name, func(t *testing.T) {
-				data, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var checks []struct {
-					ID, Status, Description, ErrorMessage string
-				}
-				if err := json.Unmarshal(data, &checks); err != nil {
-					t.Fatalf("decoding %s: %v", f, err)
-				}
-				passed := 0
-				for _, c := range checks {
-					switch c.Status {
-					case "SUCCESS":
-						passed++
-					case "FAILURE", "WARNING":
-						t.Errorf("check %s: %s: %s %s", c.ID, c.Status, c.Description, c.ErrorMessage)
-					}
-				}
-				if passed == 0 {
-					t.Errorf("no check passed")
-				}
-				if t.Failed() {
-					stderr, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "stderr.txt"))
-					t.Logf("client stderr:\n%s", lastLines(string(stderr), 40))
-				}
-				total += passed
+				total += scenarioChecks(t, f)
 			})
 		}
 		for _, want := range conformanceScenarios[suite] {
@@ -141,6 +115,40 @@ func oauthClient(t *testing.T) string {
 		t.Fatal(oauthClientErr)
 	}
 	return oauthClientPath
+}
+
+// scenarioChecks reads a scenario's checks.json, fails t for each check
+// that failed or warned (and when none passed, showing the client's
+// stderr), and returns how many passed.
+func scenarioChecks(t *testing.T, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []struct {
+		ID, Status, Description, ErrorMessage string
+	}
+	if err := json.Unmarshal(data, &checks); err != nil {
+		t.Fatalf("decoding %s: %v", file, err)
+	}
+	passed := 0
+	for _, c := range checks {
+		switch c.Status {
+		case "SUCCESS":
+			passed++
+		case "FAILURE", "WARNING":
+			t.Errorf("check %s: %s: %s %s", c.ID, c.Status, c.Description, c.ErrorMessage)
+		}
+	}
+	if passed == 0 {
+		t.Errorf("no check passed")
+	}
+	if t.Failed() {
+		stderr, _ := os.ReadFile(filepath.Join(filepath.Dir(file), "stderr.txt"))
+		t.Logf("client stderr:\n%s", lastLines(string(stderr), 40))
+	}
+	return passed
 }
 
 // resultStamp is the time the suite appends to a scenario's results directory.

@@ -36,6 +36,10 @@ type Options struct {
 	// HTTPClient makes the discovery, registration and token requests.
 	// nil = a client with a 30s timeout.
 	HTTPClient *http.Client
+	// ClientMetadataURL is the client ID metadata document offered when a
+	// server's config names none (cimd.go). Empty =
+	// DefaultClientMetadataURL.
+	ClientMetadataURL string
 }
 
 // refreshMargin is how long before expiry a token is refreshed.
@@ -72,11 +76,16 @@ type Client struct {
 	bootstrap bool     // cfg.RefreshToken was tried
 	pending   *login   // the sign-in in progress
 	suspended string   // why automatic sign-in stopped ("" = it may start)
+
+	cimdURL     string    // the default client ID metadata document (cimd.go)
+	cimdOK      bool      // it checked out
+	cimdChecked time.Time // when it was last checked (zero: never)
 }
 
 // New returns the client for server name at sc.URL.
 func New(name string, sc config.ServerConfig, opts Options) (*Client, error) {
-	c := &Client{name: name, serverURL: sc.URL, http: opts.HTTPClient, log: opts.Logger, open: opts.Open}
+	c := &Client{name: name, serverURL: sc.URL, http: opts.HTTPClient, log: opts.Logger, open: opts.Open,
+		cimdURL: defaultMetadataURL(opts)}
 	if sc.OAuth != nil {
 		c.cfg = *sc.OAuth
 	}
@@ -251,14 +260,21 @@ func (c *Client) identity(ctx context.Context, as *serverMetadata, redirectURI s
 		return &Registration{Issuer: as.Issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
 			AuthMethod: c.cfg.TokenEndpointAuthMethod, RedirectURI: redirectURI}, nil
 	}
-	if c.cfg.ClientMetadataURL != "" && as.ClientIDMetadataDocumentSupported {
-		return &Registration{Issuer: as.Issuer, ClientID: c.cfg.ClientMetadataURL, AuthMethod: authNone, RedirectURI: redirectURI}, nil
-	}
 	c.mu.Lock()
 	r := c.record()
 	c.mu.Unlock()
-	if r != nil && r.Registration != nil && r.Registration.Issuer == as.Issuer &&
-		(redirectURI == "" || r.Registration.RedirectURI == redirectURI) {
+	storedHere := r != nil && r.Registration != nil && r.Registration.Issuer == as.Issuer
+	if redirectURI == "" && storedHere {
+		// A refresh goes to the client the tokens were issued to, even
+		// where a metadata document is now on offer.
+		return r.Registration, nil
+	}
+	if as.ClientIDMetadataDocumentSupported {
+		if u := c.metadataURL(ctx); u != "" {
+			return &Registration{Issuer: as.Issuer, ClientID: u, AuthMethod: authNone, RedirectURI: redirectURI}, nil
+		}
+	}
+	if storedHere && r.Registration.RedirectURI == redirectURI {
 		return r.Registration, nil
 	}
 	if redirectURI == "" {

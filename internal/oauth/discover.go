@@ -37,6 +37,10 @@ type serverMetadata struct {
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported,omitempty"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported,omitempty"`
 	GrantTypesSupported               []string `json:"grant_types_supported,omitempty"`
+	// IssParameterSupported: the server puts its issuer in every
+	// authorization response (RFC 9207), so a response without one is
+	// refused.
+	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
 
 	// published is true when the server published this document (false:
 	// the 2025-03-26 default endpoints were assumed).

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,10 +111,12 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 				return
 			}
 			res := callbackResult{code: r.URL.Query().Get("code")}
-			switch {
+			switch issErr := checkIssuer(d.as, r.URL.Query()); {
 			case r.URL.Query().Get("state") != state:
 				http.Error(w, "This sign-in link is stale or was not started by mcproxy; start again with mcproxy auth login.", http.StatusBadRequest)
 				return // a stray request: keep waiting for the real one
+			case issErr != nil:
+				res.err = issErr
 			case r.URL.Query().Get("error") != "":
 				res.err = &OAuthError{Code: r.URL.Query().Get("error"), Description: r.URL.Query().Get("error_description")}
 			case res.code == "":
@@ -174,6 +177,27 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 	}
 	c.suspended = ""
 	c.log.Info("signed in", zap.Strings("scopes", scopes), zap.Time("expiry", t.Expiry))
+	return nil
+}
+
+// ErrIssuerMismatch is wrapped when an authorization response does not
+// name the authorization server the sign-in was started with (RFC 9207,
+// SEP-2468): it may come from another server (a mix-up attack), so its
+// code is never sent anywhere.
+var ErrIssuerMismatch = errors.New("the authorization response's issuer is not the authorization server's")
+
+// checkIssuer checks the iss parameter of an authorization response q
+// against as's issuer, compared as exact strings (RFC 9207 section 2.4:
+// no normalisation). A response without iss is refused only when as
+// advertises that it sends one.
+func checkIssuer(as *serverMetadata, q url.Values) error {
+	iss, present := q["iss"]
+	switch {
+	case present && (len(iss) != 1 || iss[0] != as.Issuer):
+		return fmt.Errorf("%w: it names %q, the sign-in went to %q; sign in again, and if this repeats, check mcpServers' url and the server's authorization_servers", ErrIssuerMismatch, strings.Join(iss, ","), as.Issuer)
+	case !present && as.IssParameterSupported:
+		return fmt.Errorf("%w: it has no iss parameter, although %s advertises authorization_response_iss_parameter_supported; sign in again, and if this repeats, ask the server's operator", ErrIssuerMismatch, as.Issuer)
+	}
 	return nil
 }
 

@@ -109,6 +109,10 @@ func newTestClient(t *testing.T, serverURL string, oc *config.OAuthConfig, opts 
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
+	if opts.ClientMetadataURL == "" {
+		// Never the published document: tests stay off the internet.
+		opts.ClientMetadataURL = "http://127.0.0.1:0/client-metadata.json"
+	}
 	c, err := New("srv", config.ServerConfig{URL: serverURL, OAuth: oc}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +185,14 @@ func protectedSite(t *testing.T, as map[string]any) *site {
 		meta[k] = v
 	}
 	s.mux.Handle("GET /.well-known/oauth-authorization-server", serveJSON(meta))
+	guardMCP(s)
+	return s
+}
+
+// guardMCP serves s's POST /mcp to the token "good" alone; any other
+// request gets a 401 naming s's protected resource metadata.
+func guardMCP(s *site) {
+	origin := s.srv.URL
 	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer good" {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+origin+`/.well-known/oauth-protected-resource/mcp"`)
@@ -189,7 +201,6 @@ func protectedSite(t *testing.T, as map[string]any) *site {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	return s
 }
 
 func post(t *testing.T, c *Client, url string, header http.Header) (*http.Response, error) {

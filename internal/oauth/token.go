@@ -284,7 +284,10 @@ func (c *Client) register(ctx context.Context, as *serverMetadata, redirectURI s
 		}
 	}
 	body := map[string]any{
-		"client_name":                "mcproxy",
+		"client_name": "mcproxy",
+		// SEP-837: mcproxy runs on the user's machine and takes the
+		// redirect on a loopback port, an OpenID Connect "native" client.
+		"application_type":           "native",
 		"redirect_uris":              []string{redirectURI},
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},

@@ -138,7 +138,11 @@ func (c *Client) obtain(ctx context.Context, ch challenge, tok *Token, stepUp bo
 	if cur := c.current(); cur != tok && usable(cur) && !stepUp {
 		return nil // replaced while this request was out
 	}
-	if tok != nil && !stepUp && c.invalidate(tok) {
+	moved := false
+	if tok != nil && !stepUp {
+		moved = c.authServerMoved(ctx)
+	}
+	if tok != nil && !stepUp && c.invalidate(tok) && !moved {
 		if nt, err := c.access(ctx); err != nil || nt != nil {
 			return err // refreshed (or ctx ended)
 		}
@@ -157,6 +161,29 @@ func (c *Client) obtain(ctx context.Context, ch challenge, tok *Token, stepUp bo
 		return c.clientCredentials(ctx, d, want)
 	}
 	return c.signIn(ctx, d, want)
+}
+
+// authServerMoved reads the server's protected resource metadata again
+// after it refused a token, and reports whether it now names another
+// authorization server than the one the stored registration and tokens
+// come from. Then the old refresh token and client ID are not offered to
+// anyone: the next sign-in registers with the new server (SEP-2352:
+// credentials are bound to the authorization server that issued them).
+func (c *Client) authServerMoved(ctx context.Context) bool {
+	c.mu.Lock()
+	c.disc = nil
+	r := c.record()
+	c.mu.Unlock()
+	if r == nil || r.Registration == nil || r.Registration.Issuer == "" {
+		return false
+	}
+	d, err := c.discovery(ctx)
+	if err != nil || d.as.Issuer == r.Registration.Issuer {
+		return false
+	}
+	c.log.Info("the server's authorization server changed; signing in and registering with the new one",
+		zap.String("from", r.Registration.Issuer), zap.String("to", d.as.Issuer))
+	return true
 }
 
 func subset(a, b []string) bool {

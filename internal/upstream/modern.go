@@ -501,3 +501,52 @@ func (t *errorStatusTap) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// discoverRetryTap sends a server/discover again, once, when the server
+// refused it with UnsupportedProtocolVersion (-32022) while listing the
+// very revision it was sent in. mcp-go (v1.2.1) retries only at a
+// different revision, and otherwise falls back to initialize, which a
+// server that just proved it speaks 2026-07-28 may refuse, and which
+// carries neither the MCP-Protocol-Version header nor the _meta that
+// revision asks of every request (SEP-2575; the conformance suite's
+// request-metadata scenario refuses the first request this way).
+type discoverRetryTap struct {
+	base http.RoundTripper
+}
+
+func (t *discoverRetryTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	version := r.Header.Get(mcp.HeaderProtocolVersion)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || r.Method != http.MethodPost || r.GetBody == nil ||
+		r.Header.Get(mcp.HeaderMethod) != string(mcp.MethodServerDiscover) || !mcp.IsModernProtocol(version) {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if rerr != nil || !listsRefused(body, version) {
+		return resp, nil
+	}
+	again := r.Clone(r.Context())
+	if again.Body, err = r.GetBody(); err != nil {
+		return resp, nil
+	}
+	return t.base.RoundTrip(again)
+}
+
+// listsRefused reports whether body is a JSON-RPC UnsupportedProtocolVersion
+// error whose supported versions include version.
+func listsRefused(body []byte, version string) bool {
+	var msg struct {
+		Error *struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Error == nil || msg.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		return false
+	}
+	return slices.Contains(msg.Error.Data.Supported, version)
+}

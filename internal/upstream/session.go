@@ -277,7 +277,7 @@ func (l *link) openTransport(ctx context.Context, s *session) error {
 	case config.TransportStreamableHTTP:
 		l.logHTTP()
 		s.http = l.newHTTP(func(err error) { s.readErr.Store(&err) })
-		s.http.Transport = &statusTap{base: &errorStatusTap{base: s.http.Transport}, status: &s.postStatus}
+		s.http.Transport = &statusTap{base: &errorStatusTap{base: &discoverRetryTap{base: s.http.Transport}}, status: &s.postStatus}
 		h, err := transport.NewStreamableHTTP(l.cfg.URL,
 			transport.WithHTTPHeaders(l.cfg.Headers),
 			transport.WithHTTPBasicClient(s.http),
@@ -434,7 +434,7 @@ func (s *session) listTools(ctx context.Context, log *zap.Logger) ([]mcp.Tool, e
 			tools = append(tools, t)
 		}
 		if result.NextCursor == "" {
-			return tools, nil
+			return withoutInvalidHeaders(tools, log), nil
 		}
 		if cursors[result.NextCursor] {
 			return nil, fmt.Errorf("tools/list cursor %q repeated on page %d", result.NextCursor, page+1)

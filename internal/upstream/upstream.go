@@ -313,12 +313,17 @@ func (m *Manager) MCPTool(server, name string) (mcp.Tool, bool) {
 	return catalog.FindTool(l.tools, name)
 }
 
-// exposes reports whether the server is ready and lists tool (after filtering).
-func (l *link) exposes(tool string) bool {
+// exposes reports whether the server is ready and lists tool (after
+// filtering), and returns a copy of its definition.
+func (l *link) exposes(tool string) (*mcp.Tool, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, found := slices.BinarySearchFunc(l.tools, tool, func(t mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
-	return l.state == StateReady && found
+	i, found := slices.BinarySearchFunc(l.tools, tool, func(t mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
+	if l.state != StateReady || !found {
+		return nil, false
+	}
+	t := l.tools[i]
+	return &t, true
 }
 
 // Status reports every configured server, sorted by name.
@@ -356,7 +361,8 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	if err != nil {
 		return nil, err
 	}
-	if !l.exposes(tool) {
+	def, ok := l.exposes(tool)
+	if !ok {
 		if !l.cfg.ToolAllowed(tool) {
 			return nil, fmt.Errorf("%w: %q of upstream %q is hidden by mcpServers.%s.allowed_tools/disabled_tools",
 				ErrUnknownTool, tool, server, server)
@@ -373,6 +379,7 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 		// Servers validate arguments as an object; null fails there.
 		req.Params.Arguments = map[string]any{}
 	}
+	req.Header = s.paramHeaders(def, req.Params)
 	in, cctx, err := l.enter(cctx, s, false)
 	if err == nil {
 		defer s.calls.end(in)
