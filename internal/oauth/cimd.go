@@ -20,16 +20,22 @@ import (
 // no https URL the server could reach, so the project publishes one
 // document for every copy (docs/client-metadata.json, its redirect URI
 // the loopback callback, which an authorization server must accept on any
-// port: RFC 8252 section 7.3). A user expects sign-in to work with no
-// configuration, so mcproxy offers that document to every server that
-// supports such documents, unless the config names another or "none".
-// The default is used only after mcproxy has fetched it and found it is
-// the document it expects: where it is not published, or not reachable
-// from here, sign-in registers dynamically as before.
+// port: RFC 8252 section 7.3), to be offered to every server that supports
+// such documents unless the config names another or "none", once it is
+// fetched and found to be the document expected.
+//
+// It is not hosted anywhere the project controls yet, so there is no
+// default (DefaultClientMetadataURL is empty) and sign-in registers
+// dynamically unless the config names a document. Offering a URL on a
+// host the project does not hold would let whoever takes that host own the
+// client identity every mcproxy user consents to: an authorization server
+// that remembers the consent would then grant it silently to that owner's
+// own redirect URIs.
 
 // DefaultClientMetadataURL is where mcproxy's client ID metadata document
-// is published (docs/client-metadata.json in the repository).
-const DefaultClientMetadataURL = "https://mcproxy.github.io/mcproxy/client-metadata.json"
+// is published: empty until the project hosts docs/client-metadata.json
+// at an https URL it controls.
+const DefaultClientMetadataURL = ""
 
 // cimdRetry is how long a failed check of the default document holds
 // before a sign-in checks it again.
@@ -53,6 +59,9 @@ func (c *Client) metadataURL(ctx context.Context) string {
 	case config.ClientMetadataNone:
 		return ""
 	case "":
+		if c.cimdURL == "" {
+			return "" // none published: register
+		}
 	default:
 		return c.cfg.ClientMetadataURL
 	}

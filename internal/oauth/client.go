@@ -38,7 +38,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// ClientMetadataURL is the client ID metadata document offered when a
 	// server's config names none (cimd.go). Empty =
-	// DefaultClientMetadataURL.
+	// DefaultClientMetadataURL, which is empty too until one is hosted:
+	// none offered, sign-in registers.
 	ClientMetadataURL string
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -228,6 +229,48 @@ func TestDefaultClientMetadataDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestNoPublishedDocumentRegisters: with no document published
+// (DefaultClientMetadataURL empty) and none configured, a server that
+// supports metadata documents gets a dynamic registration, and no URL is
+// offered as mcproxy's client ID.
+func TestNoPublishedDocumentRegisters(t *testing.T) {
+	t.Parallel()
+	a := newAuthSite(t, map[string]any{"client_id_metadata_document_supported": true})
+	site, _ := url.Parse(a.srv.URL)
+	var mu sync.Mutex
+	var elsewhere []string // requests to any host but the site's
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host != site.Host {
+			mu.Lock()
+			elsewhere = append(elsewhere, r.URL.String())
+			mu.Unlock()
+			return nil, fmt.Errorf("the test allows no request to %s", r.URL.Host)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	// New, not newTestClient: that one names a document of its own.
+	c, err := New("srv", config.ServerConfig{URL: a.srv.URL + "/mcp", OAuth: &config.OAuthConfig{}}, Options{Dir: t.TempDir(), HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.Login(context.Background(), nil, browse); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.registers) != 1 {
+		t.Errorf("got %d registrations, want 1", len(a.registers))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) > 0 {
+		t.Errorf("sign-in reached out to %q; with no document published it must use only the servers it signs in to", elsewhere)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestRefreshKeepsClient: where a published metadata document is on
 // offer, a refresh still goes to the client the tokens were issued to
