@@ -340,12 +340,16 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 			return nil, ctx.Err()
 		}
 		var oe *OAuthError
-		if !errors.As(err, &oe) {
+		switch {
+		case errors.Is(err, errIssuerChanged):
+			c.log.Info("the server's authorization server changed; signing in and registering with the new one", zap.Error(err))
+		case errors.As(err, &oe):
+			c.log.Warn("the authorization server refused the refresh token; signing in again", zap.Error(err))
+		default:
 			// The authorization server could not be asked (down,
 			// unreachable): keep the refresh token for the next try.
 			return nil, fmt.Errorf("upstream %q: %w", c.name, err)
 		}
-		c.log.Warn("the authorization server refused the refresh token; signing in again", zap.Error(err))
 		c.mu.Lock()
 		if c.rec != nil && c.rec.Token == t {
 			nr := *c.rec
@@ -376,12 +380,24 @@ func usable(t *Token) bool {
 	return t != nil && t.AccessToken != "" && (t.Expiry.IsZero() || time.Until(t.Expiry) > refreshMargin)
 }
 
+// errIssuerChanged is refresh's answer when the server now names another
+// authorization server than the one that issued the stored tokens.
+var errIssuerChanged = errors.New("the stored tokens come from another authorization server")
+
 // refresh trades t's refresh token for a new token and stores it.
-// c.tokMu must be held.
+// c.tokMu must be held. A refresh token goes only to the authorization
+// server that issued it (SEP-2352): after a move it is dropped with
+// errIssuerChanged, and the caller signs in at the new server.
 func (c *Client) refresh(ctx context.Context, t *Token) (*Token, error) {
 	d, err := c.discovery(ctx)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	r := c.record()
+	c.mu.Unlock()
+	if r != nil && r.Registration != nil && r.Registration.Issuer != "" && r.Registration.Issuer != d.as.Issuer {
+		return nil, fmt.Errorf("%w: issued by %s, the server now names %s", errIssuerChanged, r.Registration.Issuer, d.as.Issuer)
 	}
 	reg, err := c.identity(ctx, d.as, "", nil)
 	if err != nil {

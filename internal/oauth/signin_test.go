@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ type authSite struct {
 	registers []map[string]any // bodies of POST /register
 	tokens    int              // POST /token requests
 	clientIDs []string         // client_id of each authorization request
+	refreshes []string         // refresh_token of each refresh request
 	iss       func(issuer string) (string, bool)
 	token     string // the access token /token issues ("" = "good")
 }
@@ -55,8 +57,12 @@ func newAuthSite(t *testing.T, as map[string]any) *authSite {
 		http.Redirect(w, r, q.Get("redirect_uri")+"?"+back.Encode(), http.StatusFound)
 	})
 	a.mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
 		a.mu.Lock()
 		a.tokens++
+		if r.PostForm.Get("grant_type") == "refresh_token" {
+			a.refreshes = append(a.refreshes, r.PostForm.Get("refresh_token"))
+		}
 		tok := a.token
 		a.mu.Unlock()
 		if tok == "" {
@@ -172,6 +178,61 @@ func TestReregistersWhenAuthServerMoves(t *testing.T) {
 	}
 	if st := c.Status(); st.Issuer != moved.srv.URL {
 		t.Errorf("stored issuer: got %q, want %q", st.Issuer, moved.srv.URL)
+	}
+}
+
+// TestNoRefreshAtAnotherAuthServer checks SEP-2352 for a token that has
+// expired when the server's metadata names a new authorization server:
+// the refresh token the old server issued is not offered to the new one
+// (it would hand a credential to a server that never issued it); mcproxy
+// signs in there instead.
+func TestNoRefreshAtAnotherAuthServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		oc        *config.OAuthConfig
+		reg       Registration
+		registers int
+	}{
+		{"dynamic registration", nil, Registration{ClientID: "dyn", AuthMethod: "none", Dynamic: true}, 1},
+		{"configured client", &config.OAuthConfig{ClientID: "cfg"}, Registration{ClientID: "cfg", AuthMethod: "none"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			old := newAuthSite(t, nil)
+			moved := newAuthSite(t, nil)
+			s := newSite(t)
+			origin := s.srv.URL
+			s.mux.Handle("GET /.well-known/oauth-protected-resource/mcp", serveJSON(map[string]any{
+				"resource": origin + "/mcp", "authorization_servers": []string{moved.srv.URL},
+			}))
+			guardMCP(s)
+			dir := t.TempDir()
+			reg := tc.reg
+			reg.Issuer = old.srv.URL
+			if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+				Registration: &reg,
+				Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			c := newTestClient(t, origin+"/mcp", tc.oc, Options{Dir: dir, Open: browse})
+			resp, err := post(t, c, origin+"/mcp", nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %v %v, want 200 after signing in at the new authorization server", resp, err)
+			}
+			moved.mu.Lock()
+			defer moved.mu.Unlock()
+			if len(moved.refreshes) != 0 {
+				t.Errorf("refresh tokens offered to the new authorization server: got %q, want none", moved.refreshes)
+			}
+			if len(moved.registers) != tc.registers {
+				t.Errorf("registrations at the new authorization server: got %d, want %d", len(moved.registers), tc.registers)
+			}
+			if st := c.Status(); st.Issuer != moved.srv.URL {
+				t.Errorf("stored issuer: got %q, want %q", st.Issuer, moved.srv.URL)
+			}
+		})
 	}
 }
 
