@@ -145,20 +145,27 @@ func TestRegistrationIsNative(t *testing.T) {
 	}
 }
 
+// movedAuthServer is a protected MCP server at origin whose metadata names
+// moved as its authorization server, and old, the one it named before.
+func movedAuthServer(t *testing.T) (old, moved *authSite, origin string) {
+	old = newAuthSite(t, nil)
+	moved = newAuthSite(t, nil)
+	s := newSite(t)
+	origin = s.srv.URL
+	s.mux.Handle("GET /.well-known/oauth-protected-resource/mcp", serveJSON(map[string]any{
+		"resource": origin + "/mcp", "authorization_servers": []string{moved.srv.URL},
+	}))
+	guardMCP(s)
+	return old, moved, origin
+}
+
 // TestReregistersWhenAuthServerMoves checks SEP-2352: when the server's
 // metadata names another authorization server after a token is refused,
 // mcproxy registers with the new one and offers it nothing from the old
 // one (no refresh token there, no client ID).
 func TestReregistersWhenAuthServerMoves(t *testing.T) {
 	t.Parallel()
-	old := newAuthSite(t, nil)
-	moved := newAuthSite(t, nil)
-	s := newSite(t)
-	origin := s.srv.URL
-	s.mux.Handle("GET /.well-known/oauth-protected-resource/mcp", serveJSON(map[string]any{
-		"resource": origin + "/mcp", "authorization_servers": []string{moved.srv.URL},
-	}))
-	guardMCP(s)
+	old, moved, origin := movedAuthServer(t)
 	old.token = "stale" // what the server no longer takes
 	// Tokens and a registration from the old authorization server.
 	dir := seedTokens(t, old.site, &Token{AccessToken: "stale", RefreshToken: "r1", Expiry: time.Now().Add(time.Hour)})
@@ -199,14 +206,7 @@ func TestNoRefreshAtAnotherAuthServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			old := newAuthSite(t, nil)
-			moved := newAuthSite(t, nil)
-			s := newSite(t)
-			origin := s.srv.URL
-			s.mux.Handle("GET /.well-known/oauth-protected-resource/mcp", serveJSON(map[string]any{
-				"resource": origin + "/mcp", "authorization_servers": []string{moved.srv.URL},
-			}))
-			guardMCP(s)
+			old, moved, origin := movedAuthServer(t)
 			dir := t.TempDir()
 			reg := tc.reg
 			reg.Issuer = old.srv.URL
