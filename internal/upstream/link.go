@@ -59,6 +59,10 @@ type link struct {
 	// did not answer server/discover, or speaks both revisions), so later
 	// ones skip the probe (modern.go).
 	legacy atomic.Bool
+	// stateless: the server speaks both revisions but serves 2025-11-25
+	// over HTTP without a session, where it cannot send server-to-client
+	// requests; it is spoken to in 2026-07-28 (modern.go, statelessLegacy).
+	stateless atomic.Bool
 	// probe is what the last server/discover probe got (a string, "" =
 	// none yet), remembered with the revision (revisions.go).
 	probe atomic.Value

@@ -116,7 +116,7 @@ func (l *link) settleLegacy(ctx context.Context, s *session) (bool, error) {
 		}
 		l.log.Info("the upstream answered server/discover without listing "+version+"; speaking 2025-11-25 to it",
 			zap.Strings("supported_versions", supported(res)), zap.Error(err))
-	case l.cfg.Protocol != "":
+	case l.cfg.Protocol != "" || l.stateless.Load():
 		return false, nil
 	case !slices.ContainsFunc(res.SupportedVersions, func(v string) bool { return !mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) }):
 		return false, nil
@@ -126,6 +126,32 @@ func (l *link) settleLegacy(ctx context.Context, s *session) (bool, error) {
 	}
 	l.legacy.Store(true)
 	return true, nil
+}
+
+// statelessLegacy reports, for a session just greeted with initialize,
+// whether l's server must be spoken to in 2026-07-28 instead, and if so
+// remembers that on l (l.stateless). It must when the server answered
+// server/discover (it speaks 2026-07-28 too) and serves 2025-11-25 over
+// streamable HTTP without a session (no Mcp-Session-Id): such a server
+// (the Go SDK's and mcp-go's stateless modes) has no channel for the
+// server-to-client requests its tools need on 2025-11-25, while on
+// 2026-07-28 they reach the client as input requests (SEP-2322). So
+// 2026-07-28 is the revision in which everything it offers works.
+func (l *link) statelessLegacy(s *session) bool {
+	if !l.negotiates() || l.stateless.Load() {
+		return false
+	}
+	if p, _ := l.probe.Load().(string); p != probeAnswered {
+		return false
+	}
+	h, ok := s.tr.(transport.HTTPConnection)
+	if !ok || l.kind != config.TransportStreamableHTTP || h.GetSessionId() != "" {
+		return false
+	}
+	l.stateless.Store(true)
+	l.legacy.Store(false)
+	l.log.Info("the upstream serves 2025-11-25 without a session, where its server-to-client requests cannot work; speaking 2026-07-28 to it")
+	return true
 }
 
 func supported(res *mcp.DiscoverResult) []string {

@@ -214,6 +214,10 @@ func (l *link) recall() {
 	}
 	l.probe.Store(rec.Probe)
 	l.legacy.Store(rec.legacy())
+	// A server that answered the probe and still settled on 2026-07-28,
+	// unpinned, does so only as statelessLegacy decided: it speaks
+	// 2025-11-25 too, and is not moved back to it.
+	l.stateless.Store(mcp.IsModernProtocol(rec.Protocol) && rec.Probe == probeAnswered && l.kind == config.TransportStreamableHTTP)
 }
 
 // probed notes what a handshake's server/discover probe got. mcp-go

@@ -338,3 +338,34 @@ func runModernOnly() int {
 		return answer, true
 	})
 }
+
+// TestStatelessDualServerModern: a server speaking both revisions over
+// streamable HTTP without sessions (mcp-go's stateless mode, like the Go
+// SDK's) cannot send server-to-client requests on 2025-11-25, so it is
+// spoken to in 2026-07-28 (issue 29); the next run remembers that and
+// greets it with server/discover alone. The same server with sessions
+// keeps 2025-11-25.
+func TestStatelessDualServerModern(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), RevisionsFile)
+	up := newMethodCounter(t, false, server.WithStateLess(true))
+	servers := map[string]config.ServerConfig{"s": {URL: up.url}}
+	if got := runOnce(t, servers, "s", path); got != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("first run spoke %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
+	}
+	if got := readRevisions(t, path)["s"].Protocol; got != mcp.LATEST_PROTOCOL_VERSION {
+		t.Errorf("remembered %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
+	}
+	inits := up.count(string(mcp.MethodInitialize))
+	if got := runOnce(t, servers, "s", path); got != mcp.LATEST_PROTOCOL_VERSION {
+		t.Errorf("second run spoke %q, want %s", got, mcp.LATEST_PROTOCOL_VERSION)
+	}
+	if n := up.count(string(mcp.MethodInitialize)); n != inits {
+		t.Errorf("the second run sent %d initialize, want none", n-inits)
+	}
+
+	stateful := newMethodCounter(t, false)
+	if got := runOnce(t, map[string]config.ServerConfig{"f": {URL: stateful.url}}, "f", filepath.Join(t.TempDir(), RevisionsFile)); got != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Errorf("the stateful server was spoken to in %q, want %s", got, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
+}

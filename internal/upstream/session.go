@@ -196,6 +196,10 @@ func (l *link) dialOnce(ctx context.Context, renegotiate bool) (*session, []mcp.
 				return l.dialOnce(ctx, false)
 			}
 		}
+	} else if l.statelessLegacy(s) {
+		stopWatch()
+		l.closeSession(s)
+		return l.dialOnce(ctx, false)
 	}
 	l.applyLogLevel(ictx, s)
 	tools, err := s.listTools(ictx, l.log)
