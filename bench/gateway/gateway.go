@@ -59,7 +59,7 @@ const SessionWindow = 200000
 // Options configure a bench. Zero fields take the defaults noted.
 type Options struct {
 	// Trajectories says where the runs are (trajectory.Open: Dir, else
-	// $MCPROXY_TRAJECTORIES, else trajectory.DefaultDir).
+	// $MCPROXY_TRAJECTORIES, else the built-in runs).
 	Trajectories trajectory.Options
 	// Runs keeps only the runs whose id contains one of these; empty keeps
 	// all.

@@ -1,12 +1,13 @@
 // Package trajectory owns the replayable agent runs that `mcproxy bench
 // gateway` measures compression on (issue 27): public coding-agent
 // trajectories on SWE-bench-style tasks, one gzip-compressed JSON file per
-// run. The runs belong in the repository, in DefaultDir
-// (bench/datasets/trajectories), with their licences; SOURCES.md in this
+// run. The runs are in the repository, in DefaultDir (bench/trajectory/runs),
+// with their licences, and compiled into the binary; SOURCES.md in this
 // directory names each run's repository, commit, path, agent, model and
 // licence, and how it was converted. Open reads the runs from Options.Dir,
-// else $MCPROXY_TRAJECTORIES, else DefaultDir. The tests use only the
-// synthetic runs in testdata.
+// else $MCPROXY_TRAJECTORIES, else the built-in copy. The tests of the
+// replay use the synthetic runs in testdata; TestBuiltInRuns checks the
+// committed ones against SOURCES.md.
 //
 // It loads them (Store.Load, Store.LoadAll), checks that each is a
 // conversation a provider would accept, and renders, for step k, the exact

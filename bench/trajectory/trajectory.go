@@ -3,6 +3,7 @@ package trajectory
 import (
 	"bytes"
 	"compress/gzip"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,11 +56,21 @@ type Call struct {
 	Arguments json.RawMessage `json:"arguments"` // a JSON object
 }
 
-// DefaultDir is where the runs live in the repository, committed with their
-// licences beside the other datasets, once they are there (SOURCES.md). It
-// is relative to the working directory: the repository root when run from
-// a clone.
-const DefaultDir = "bench/datasets/trajectories"
+// DefaultDir is where the runs live in the repository, committed with
+// their licences (SOURCES.md): the directory `mcproxy bench import` writes
+// to by default. It is relative to the working directory, the repository
+// root when run from a clone. Open's default is the copy of it built into
+// the binary.
+const DefaultDir = "bench/trajectory/runs"
+
+// builtIn is DefaultDir compiled in, so that `mcproxy bench gateway`
+// replays the committed runs from any directory.
+//
+//go:embed runs
+var builtIn embed.FS
+
+// BuiltIn is Store.Dir of the store Open returns by default.
+const BuiltIn = "built in"
 
 // DirEnv names the environment variable that points Open at another
 // directory of runs.
@@ -67,19 +78,21 @@ const DirEnv = "MCPROXY_TRAJECTORIES"
 
 // Options say where Open reads runs from.
 type Options struct {
-	Dir    string              // zero: $MCPROXY_TRAJECTORIES, else DefaultDir
+	Dir    string              // zero: $MCPROXY_TRAJECTORIES, else the built-in runs
 	Getenv func(string) string // nil: os.Getenv
 }
 
 // Store is a directory of runs, one id+Ext file each.
 type Store struct {
 	fsys fs.FS
-	// Dir is the directory the runs are read from, for messages.
+	// Dir is the directory the runs are read from, for messages (BuiltIn
+	// for the copy in the binary).
 	Dir string
 }
 
-// Open resolves the directory of runs: o.Dir when set, else $MCPROXY_TRAJECTORIES,
-// else DefaultDir. It reads nothing yet.
+// Open resolves the directory of runs: o.Dir when set, else
+// $MCPROXY_TRAJECTORIES, else the runs built into the binary (DefaultDir).
+// It reads nothing yet.
 func Open(o Options) Store {
 	dir := o.Dir
 	if dir == "" {
@@ -90,7 +103,11 @@ func Open(o Options) Store {
 		dir = getenv(DirEnv)
 	}
 	if dir == "" {
-		dir = DefaultDir
+		sub, err := fs.Sub(builtIn, "runs")
+		if err != nil {
+			panic(err) // "runs" is a valid path: fs.Sub cannot fail on it
+		}
+		return Store{fsys: sub, Dir: BuiltIn}
 	}
 	return Store{fsys: os.DirFS(dir), Dir: dir}
 }
@@ -122,7 +139,7 @@ func (s Store) Load(id string) (*Trajectory, error) {
 // missing or empty directory is an error: a benchmark of no runs measures
 // nothing.
 func (s Store) LoadAll() ([]*Trajectory, error) {
-	hint := fmt.Sprintf("the runs bench/trajectory/SOURCES.md lists are not in this clone yet: point Options.Dir or $%s at a directory of *%s runs", DirEnv, Ext)
+	hint := fmt.Sprintf("point Options.Dir or $%s at a directory of *%s runs, or leave both unset for the built-in ones", DirEnv, Ext)
 	entries, err := fs.ReadDir(s.fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("listing trajectories in %s (%s): %w", s.Dir, hint, err)

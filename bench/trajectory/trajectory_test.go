@@ -115,7 +115,7 @@ func TestOpen(t *testing.T) {
 	}{
 		{"option first", Options{Dir: "a", Getenv: env("b")}, "a"},
 		{"then the environment", Options{Getenv: env("b")}, "b"},
-		{"then the default", Options{Getenv: env("")}, DefaultDir},
+		{"then the built-in runs", Options{Getenv: env("")}, BuiltIn},
 	}
 	for _, tc := range cases {
 		if got := Open(tc.o).Dir; got != tc.want {
