@@ -83,7 +83,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	stamps  map[string]string // last stamp read per document, for errors
-	started chan struct{}     // closed once the listener listens
+	started chan struct{}     // closed once the listener listens, or its first try failed
 }
 
 // Redact is dsn as errors and logs may show it: scheme, host, port and
@@ -259,10 +259,17 @@ func (s *Store) migrate(ctx context.Context) ([]int, error) {
 // each notification to changes, until ctx ends; a lost connection is made
 // again after a pause, and a change signalled then, since one may have been
 // missed.
+//
+// Open waits for the first attempt: until it listens, or until it failed
+// (then the poll covers the approvals until a later attempt listens).
 func (s *Store) listen(ctx context.Context) {
 	first := true
 	for ctx.Err() == nil {
 		err := s.listenOnce(ctx, &first)
+		if first {
+			first = false
+			close(s.started)
+		}
 		if ctx.Err() != nil {
 			return
 		}
