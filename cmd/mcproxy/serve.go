@@ -87,6 +87,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	started := time.Now()
 	dataDir := config.ExpandHome(cfg.DataDir)
+	shared, err := openSharedStore(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	if shared != nil {
+		// Deferred first, so it closes after everything that writes to it.
+		defer shared.Close()
+	}
 	sessions, err := newSessions(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
@@ -126,6 +135,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Sessions:       sessions,
 		StdioSessionID: stdioID,
 		LearnFile:      learnFile(cfg),
+		Shared:         shared,
 		OpenBrowser:    oauth.SystemOpener(),
 		OnCall:         obs.call,
 		ConfigNotice:   func() string { return refusedNotice(refused.Load()) },

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/integrity"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
 )
 
 const toolsUsage = `Usage:
@@ -66,6 +69,7 @@ func runTools(args []string, stdout, stderr io.Writer) int {
 		server, tool, _ = strings.Cut(pos[0], ":")
 	}
 	dir := config.ExpandHome(*dataDir)
+	var shared *pgstore.Store
 	if dir == "" {
 		cfg, err := loadConfig(*cfgPath, func(*config.Config) {})
 		if err != nil {
@@ -73,8 +77,16 @@ func runTools(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		dir = config.ExpandHome(cfg.DataDir)
+		// With a shared store the approvals are there, for every replica.
+		if shared, err = openSharedStore(cfg, zap.NewNop()); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		if shared != nil {
+			defer shared.Close()
+		}
 	}
-	store := integrity.NewStore(dir)
+	store := approvalStore(dir, shared)
 	switch sub {
 	case "list":
 		err = listHeld(stdout, store)

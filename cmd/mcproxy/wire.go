@@ -21,6 +21,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/integrity"
 	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/oauth"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -73,6 +74,9 @@ type stackOptions struct {
 	// LearnFile is the store of words learned from use; "" learns
 	// nothing (config "learn": false, or a run that keeps nothing).
 	LearnFile string
+	// Shared keeps the approvals, learned words and revisions in the
+	// PostgreSQL store replicas share (store.go); nil keeps them in files.
+	Shared *pgstore.Store
 	// OpenBrowser starts an upstream's OAuth sign-in in the user's
 	// browser when the upstream asks for one (oauth.SystemOpener). nil =
 	// such an upstream waits in "needs sign-in" for mcproxy auth login.
@@ -97,7 +101,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	var learner *learn.Learner
 	ixOpts := index.Options{Dir: opts.IndexDir, Expander: indexExpander(cfg.DataDir, log), Synonyms: cfg.Synonyms, Logger: log.Named("index")}
 	if opts.LearnFile != "" {
-		store, err := learn.Open(learn.Options{Path: opts.LearnFile})
+		lo := learn.Options{Path: opts.LearnFile}
+		if opts.Shared != nil {
+			lo.Backend = opts.Shared.Learned()
+		}
+		store, err := learn.Open(lo)
 		if err != nil {
 			return nil, &config.FieldError{Path: "learn", Message: err.Error()}
 		}
@@ -130,7 +138,7 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// Tool state has one owner, the catalog: the manager publishes each
 	// server's listing into it, the reviewer (the integrity guard) judges
 	// it there, and the front follows its snapshots (issue 28).
-	reviewer := newReviewer(cfg, log)
+	reviewer := newReviewer(cfg, log, opts.Shared)
 	cat := catalog.New(catalog.Options{Reviewer: reviewer, Logger: log.Named("catalog")})
 	// Prompts, resources and server logs still go to the front by
 	// callback; it exists only after the manager does, and nothing is
@@ -138,10 +146,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	var front atomic.Pointer[server.Server]
 	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
-		OAuth:     auth,
-		Logger:    log.Named("upstream"),
-		Revisions: opts.Revisions,
-		Catalog:   cat,
+		OAuth:         auth,
+		Logger:        log.Named("upstream"),
+		Revisions:     opts.Revisions,
+		RevisionStore: revisionStore(opts.Shared),
+		Catalog:       cat,
 		OnCatalogChanged: func(name string, c *upstream.Catalog) {
 			if f := front.Load(); f != nil {
 				f.CatalogChanged(name, c)

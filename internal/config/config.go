@@ -85,6 +85,9 @@ type Config struct {
 	// Tracing exports OpenTelemetry spans of tool calls (see
 	// TracingConfig); the zero value means off.
 	Tracing TracingConfig `json:"tracing,omitempty"`
+	// Store keeps the state replicas share in PostgreSQL (see
+	// StoreConfig); the zero value keeps it in files under DataDir.
+	Store StoreConfig `json:"store,omitempty"`
 	// Synonyms are groups of words retrieve_tools treats as the same when
 	// matching a query to tools, added to mcproxy's built-in lexicon:
 	// [["k8s", "kubernetes"], ["ticket", "issue"]]. Each group needs two

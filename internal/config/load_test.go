@@ -164,6 +164,7 @@ func TestParseRoundTrip(t *testing.T) {
 		Limits:   LimitsConfig{MaxBatch: 5, MaxRequestBytes: 1000, MaxMessageBytes: 2000, ReadTimeout: Duration(time.Second), MaxSessions: 7},
 		Activity: ActivityConfig{Enabled: boolPtr(false), Retention: "48h", MaxEntries: 500},
 		Tracing:  TracingConfig{Endpoint: "http://127.0.0.1:4318"},
+		Store:    StoreConfig{Postgres: "postgres://mcproxy:pw@db.internal:5432/mcproxy"},
 	}
 	assertAllSet(t, reflect.ValueOf(in.Limits), "LimitsConfig")
 	assertAllSet(t, reflect.ValueOf(in), "Config")

@@ -147,6 +147,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Gateway.validate("gateway")...)
 	errs = append(errs, c.Activity.validate("activity")...)
 	errs = append(errs, c.Tracing.validate("tracing")...)
+	errs = append(errs, c.Store.validate("store")...)
 	errs = append(errs, validateRedact(c.Redact)...)
 
 	names := make([]string, 0, len(c.MCPServers))

@@ -45,7 +45,9 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building mcproxy: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	testenv.StopPostgres()
+	return code
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

@@ -46,7 +46,7 @@ type Reviewer struct {
 	// mu orders reviews against the poll's look at the file, so what a
 	// review wrote is not news to the poll.
 	mu     sync.Mutex
-	seen   stamp                      // the approvals file as last loaded or written
+	seen   string                     // the approvals' stamp as last loaded or written
 	logged map[string]map[string]bool // held tools already logged, by server
 }
 
@@ -118,16 +118,20 @@ func (r *Reviewer) logHeld(server string, held map[string][]string) {
 
 // Run polls the approvals file until ctx ends; when it changed (an approval
 // from `mcproxy tools approve`), Changed receives a value and the catalog
-// reviews every server again. It owns its goroutine's whole life: call it
+// reviews every server again. A backend that notifies (Notifier) is looked
+// at as soon as it says so too. It owns its goroutine's whole life: call it
 // on a goroutine and cancel ctx to stop it.
 func (r *Reviewer) Run(ctx context.Context) {
 	t := time.NewTicker(r.opts.Poll)
 	defer t.Stop()
+	notified := r.store.changes() // nil for the file: polled only
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			r.poll()
+		case <-notified:
 			r.poll()
 		}
 	}

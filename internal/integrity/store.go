@@ -17,15 +17,34 @@ import (
 // FileName is the approvals file inside the data directory.
 const FileName = "tool-approvals.json"
 
-// Store is the approvals file. Every change is a read-modify-write under
-// an exclusive lock on FileName+".lock" (flock where the platform has it),
-// so the proxy recording a held tool and `mcproxy tools approve` never
-// lose each other's writes; the file is replaced atomically and is 0600.
-type Store struct {
-	path string
+// Backend keeps the approvals of an installation: the approvals file of
+// the data directory (NewStore) or a store shared by replicas
+// (internal/pgstore).
+type Backend interface {
+	// Load reads the approvals; none yet is empty approvals.
+	Load() (*Approvals, error)
+	// Update runs fn on the current approvals under a lock that excludes
+	// every other writer (other processes and replicas too) and writes
+	// them back when fn reports a change. It returns the approvals as they
+	// stand afterwards.
+	Update(fn func(*Approvals) (bool, error)) (*Approvals, error)
+	// Stamp identifies the approvals as last written: it changes when
+	// anyone writes them. It is polled (Options.Poll), so it is cheap.
+	Stamp() string
+}
 
-	mu  sync.Mutex
-	mem *Approvals // the approvals of a store without a file
+// Notifier is a Backend that also tells when another process wrote the
+// approvals (PostgreSQL's LISTEN/NOTIFY), so a running proxy need not wait
+// for its next poll. The channel has capacity 1 and is never closed.
+type Notifier interface {
+	Changes() <-chan struct{}
+}
+
+// Store is where a Reviewer and `mcproxy tools` keep the approvals: a
+// Backend, the approvals file by default.
+type Store struct {
+	b    Backend
+	path string
 }
 
 // NewStore is the store of the data directory dir (already expanded); ""
@@ -33,12 +52,16 @@ type Store struct {
 // data directory).
 func NewStore(dir string) *Store {
 	if dir == "" {
-		return &Store{}
+		return &Store{b: &memBackend{}}
 	}
-	return &Store{path: filepath.Join(dir, FileName)}
+	path := filepath.Join(dir, FileName)
+	return &Store{b: &fileBackend{path: path}, path: path}
 }
 
-// Path is the approvals file's path.
+// NewStoreWith is a store kept by b.
+func NewStoreWith(b Backend) *Store { return &Store{b: b} }
+
+// Path is the approvals file's path; "" when they are not kept in a file.
 func (s *Store) Path() string { return s.path }
 
 // Approvals is the approvals file's content: per server, per tool, the
@@ -68,26 +91,79 @@ type Version struct {
 	At      time.Time `json:"at"`
 }
 
-// Load reads the approvals; a missing file is empty approvals.
-func (s *Store) Load() (*Approvals, error) {
-	if s.path == "" {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.mem == nil {
-			s.mem = &Approvals{Servers: map[string]map[string]*Entry{}}
-		}
-		return s.mem.clone(), nil
+// Load reads the approvals; none yet is empty approvals.
+func (s *Store) Load() (*Approvals, error) { return s.b.Load() }
+
+// Update runs fn on the current approvals under the backend's lock and
+// writes them back when fn reports a change. It returns the approvals as
+// they stand afterwards.
+func (s *Store) Update(fn func(*Approvals) (bool, error)) (*Approvals, error) {
+	return s.b.Update(fn)
+}
+
+// stamp identifies one version of the approvals for the poller.
+func (s *Store) stamp() string { return s.b.Stamp() }
+
+// changes is the backend's notification channel; nil (never ready) when
+// it has none.
+func (s *Store) changes() <-chan struct{} {
+	if n, ok := s.b.(Notifier); ok {
+		return n.Changes()
 	}
-	b, err := os.ReadFile(s.path)
+	return nil
+}
+
+// memBackend keeps the approvals in memory.
+type memBackend struct {
+	mu  sync.Mutex
+	mem *Approvals
+}
+
+func (m *memBackend) Load() (*Approvals, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mem == nil {
+		m.mem = &Approvals{Servers: map[string]map[string]*Entry{}}
+	}
+	return m.mem.clone(), nil
+}
+
+func (m *memBackend) Update(fn func(*Approvals) (bool, error)) (*Approvals, error) {
+	a, _ := m.Load()
+	changed, err := fn(a)
+	if err == nil && changed {
+		m.mu.Lock()
+		m.mem = a.clone()
+		m.mu.Unlock()
+	}
+	return a, err
+}
+
+func (m *memBackend) Stamp() string { return "" }
+
+// fileBackend is the approvals file. Every change is a read-modify-write
+// under an exclusive lock on path+".lock" (flock where the platform has
+// it), so the proxy recording a held tool and `mcproxy tools approve` never
+// lose each other's writes; the file is replaced atomically and is 0600.
+type fileBackend struct{ path string }
+
+func (f *fileBackend) Load() (*Approvals, error) {
+	b, err := os.ReadFile(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Approvals{Servers: map[string]map[string]*Entry{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading tool approvals: %w", err)
 	}
+	return DecodeApprovals(b, f.path)
+}
+
+// DecodeApprovals reads approvals in the file's JSON form; where names
+// the copy in errors.
+func DecodeApprovals(b []byte, where string) (*Approvals, error) {
 	var a Approvals
 	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("reading tool approvals %s: %w (fix or remove the file; removing it trusts every tool again on next start)", s.path, err)
+		return nil, fmt.Errorf("reading tool approvals %s: %w (fix or remove the file; removing it trusts every tool again on next start)", where, err)
 	}
 	if a.Servers == nil {
 		a.Servers = map[string]map[string]*Entry{}
@@ -95,29 +171,16 @@ func (s *Store) Load() (*Approvals, error) {
 	return &a, nil
 }
 
-// Update runs fn on the current approvals under the lock and writes them
-// back when fn reports a change. It returns the approvals as they stand
-// afterwards.
-func (s *Store) Update(fn func(*Approvals) (bool, error)) (*Approvals, error) {
-	if s.path == "" {
-		a, _ := s.Load()
-		changed, err := fn(a)
-		if err == nil && changed {
-			s.mu.Lock()
-			s.mem = a.clone()
-			s.mu.Unlock()
-		}
-		return a, err
-	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+func (f *fileBackend) Update(fn func(*Approvals) (bool, error)) (*Approvals, error) {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	unlock, err := lockFile(s.path + ".lock")
+	unlock, err := lockFile(f.path + ".lock")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	a, err := s.Load()
+	a, err := f.Load()
 	if err != nil {
 		return nil, err
 	}
@@ -125,37 +188,28 @@ func (s *Store) Update(fn func(*Approvals) (bool, error)) (*Approvals, error) {
 	if err != nil || !changed {
 		return a, err
 	}
-	return a, s.write(a)
+	return a, f.write(a)
 }
 
-func (s *Store) write(a *Approvals) error {
+func (f *fileBackend) write(a *Approvals) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding tool approvals: %w", err)
 	}
 	// atomicfile writes it 0600: the mode is part of the contract.
-	if err := atomicfile.WriteFile(s.path, append(b, '\n'), atomicfile.Options{}); err != nil {
+	if err := atomicfile.WriteFile(f.path, append(b, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("writing tool approvals: %w", err)
 	}
 	return nil
 }
 
-// stamp identifies one version of the file for the poller.
-type stamp struct {
-	mod  time.Time
-	size int64
-	ok   bool
-}
-
-func (s *Store) stamp() stamp {
-	if s.path == "" {
-		return stamp{}
-	}
-	fi, err := os.Stat(s.path)
+// Stamp is the file's modification time and size ("" when absent).
+func (f *fileBackend) Stamp() string {
+	fi, err := os.Stat(f.path)
 	if err != nil {
-		return stamp{}
+		return ""
 	}
-	return stamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
+	return fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
 }
 
 // clone deep-copies a through JSON, the form it is stored in.

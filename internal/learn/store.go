@@ -12,8 +12,8 @@
 // (numbers, names) are held back until two episodes taught them. Evidence is
 // bounded per tool and in total, and fades: a word unused for a half-life
 // counts one episode less, and one unused for Expire is dropped. The store
-// is one JSON file under the data directory (0600), per installation; it is
-// never sent anywhere.
+// is one JSON file under the data directory (0600), per installation, or a
+// Backend shared by replicas; it is never sent anywhere.
 package learn
 
 import (
@@ -46,6 +46,9 @@ const (
 type Options struct {
 	// Path is the store's file; empty keeps it in memory only.
 	Path string
+	// Backend, when set, keeps the evidence instead of the file Path
+	// names: a store shared by replicas (internal/pgstore).
+	Backend Backend
 	// MaxTermsPerTool and MaxTools bound what is kept: past them, the
 	// weakest, oldest evidence goes first. Zero means the defaults.
 	MaxTermsPerTool, MaxTools int
@@ -80,22 +83,23 @@ type Store struct {
 	mu   sync.Mutex
 	// tools maps a tool id to its evidence, sorted by term.
 	tools map[string][]Evidence
-	// stamp is the file as last read or written, so Refresh can tell
+	// backend keeps the evidence; nil keeps it in memory only.
+	backend Backend
+	// stamp is the backend's as last read or written, so Refresh can tell
 	// another process's edit (`mcproxy learned forget`).
-	stamp stamp
+	stamp string
 }
 
-type stamp struct {
-	mod  time.Time
-	size int64
-}
-
-func stampOf(path string) stamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return stamp{}
-	}
-	return stamp{mod: fi.ModTime(), size: fi.Size()}
+// Backend keeps the evidence of an installation between runs and between
+// processes: the learned-words file by default.
+type Backend interface {
+	// Load reads every tool's evidence; none yet is an empty map.
+	Load() (map[string][]Evidence, error)
+	// Save replaces the evidence with tools.
+	Save(tools map[string][]Evidence) error
+	// Stamp identifies the evidence as last written: it changes when
+	// anyone writes it, so Refresh can tell another process's edit.
+	Stamp() string
 }
 
 type file struct {
@@ -104,6 +108,64 @@ type file struct {
 }
 
 const fileVersion = 1
+
+// fileBackend is the learned-words file.
+type fileBackend struct{ path string }
+
+// Stamp is the file's modification time and size ("" when absent).
+func (f fileBackend) Stamp() string {
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
+}
+
+// Load reads the store's file (absent: empty).
+func (f fileBackend) Load() (map[string][]Evidence, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string][]Evidence{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading learned words: %w", err)
+	}
+	return Decode(data, f.path)
+}
+
+// Decode reads evidence in the file's JSON form; where names the copy in
+// errors.
+func Decode(data []byte, where string) (map[string][]Evidence, error) {
+	var f file
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("reading learned words from %s: %w (run `mcproxy learned reset` to start over)", where, err)
+	}
+	if f.Version != fileVersion {
+		return nil, fmt.Errorf("reading learned words from %s: version %d, want %d (run `mcproxy learned reset` to start over)", where, f.Version, fileVersion)
+	}
+	if f.Tools == nil {
+		f.Tools = map[string][]Evidence{}
+	}
+	return f.Tools, nil
+}
+
+// Encode is tools in the file's JSON form.
+func Encode(tools map[string][]Evidence) ([]byte, error) {
+	data, err := json.MarshalIndent(file{Version: fileVersion, Tools: tools}, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// Save writes the file atomically, readable by its owner only.
+func (f fileBackend) Save(tools map[string][]Evidence) error {
+	data, err := Encode(tools)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(f.path, data, atomicfile.Options{})
+}
 
 // Open loads the store at opts.Path (an absent file is an empty store).
 func Open(opts Options) (*Store, error) {
@@ -122,11 +184,14 @@ func Open(opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{opts: opts, tools: map[string][]Evidence{}}
-	if opts.Path == "" {
+	s := &Store{opts: opts, tools: map[string][]Evidence{}, backend: opts.Backend}
+	if s.backend == nil && opts.Path != "" {
+		s.backend = fileBackend{opts.Path}
+	}
+	if s.backend == nil {
 		return s, nil
 	}
-	tools, st, err := readFile(opts.Path)
+	tools, st, err := s.load()
 	if err != nil {
 		return nil, err
 	}
@@ -135,42 +200,26 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// readFile reads the store's file (absent: empty).
-func readFile(path string) (map[string][]Evidence, stamp, error) {
-	st := stampOf(path)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string][]Evidence{}, st, nil
-	}
-	if err != nil {
-		return nil, st, fmt.Errorf("reading learned words: %w", err)
-	}
-	var f file
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, st, fmt.Errorf("reading learned words from %s: %w (run `mcproxy learned reset` to start over)", path, err)
-	}
-	if f.Version != fileVersion {
-		return nil, st, fmt.Errorf("reading learned words from %s: version %d, want %d (run `mcproxy learned reset` to start over)", path, f.Version, fileVersion)
-	}
-	if f.Tools == nil {
-		f.Tools = map[string][]Evidence{}
-	}
-	return f.Tools, st, nil
+// load reads the backend, with the stamp it had just before.
+func (s *Store) load() (map[string][]Evidence, string, error) {
+	st := s.backend.Stamp()
+	tools, err := s.backend.Load()
+	return tools, st, err
 }
 
-// Refresh reloads the file when another process changed it since this
+// Refresh reloads the evidence when another process changed it since this
 // store last read or wrote it, and returns the tools whose searchable words
 // changed. A file that cannot be read leaves the store as it was.
 func (s *Store) Refresh() ([]string, error) {
-	if s.opts.Path == "" {
+	if s.backend == nil {
 		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if stampOf(s.opts.Path) == s.stamp {
+	if s.backend.Stamp() == s.stamp {
 		return nil, nil
 	}
-	tools, st, err := readFile(s.opts.Path)
+	tools, st, err := s.load()
 	if err != nil {
 		s.stamp = st // reported once, not on every search
 		return nil, err
@@ -348,7 +397,7 @@ func (s *Store) expire() {
 
 // saveLocked writes the store atomically, readable by its owner only.
 func (s *Store) saveLocked() error {
-	if s.opts.Path == "" {
+	if s.backend == nil {
 		return nil
 	}
 	for id, ev := range s.tools {
@@ -356,13 +405,9 @@ func (s *Store) saveLocked() error {
 			delete(s.tools, id)
 		}
 	}
-	data, err := json.MarshalIndent(file{Version: fileVersion, Tools: s.tools}, "", " ")
-	if err != nil {
+	if err := s.backend.Save(s.tools); err != nil {
 		return fmt.Errorf("saving learned words: %w", err)
 	}
-	if err := atomicfile.WriteFile(s.opts.Path, append(data, '\n'), atomicfile.Options{}); err != nil {
-		return fmt.Errorf("saving learned words: %w", err)
-	}
-	s.stamp = stampOf(s.opts.Path)
+	s.stamp = s.backend.Stamp()
 	return nil
 }

@@ -13,7 +13,9 @@
 // instead of failing; scripts/test (the README's test command and CI) runs
 // npm ci and sets RequireNPMEnv, so there they fail. Tmpfs (a small file
 // system to fill) needs root: it skips for any other user, and CI runs as
-// root.
+// root. Postgres (a real PostgreSQL database) skips, saying how to get a
+// server, when none can be started or reached and RequirePostgresEnv is
+// unset; scripts/test installs one and sets it.
 package testenv
 
 import (
@@ -292,8 +294,11 @@ func QueryTexts(t testing.TB, name string) []string {
 // in-memory store (upsidedown/gtreap), which some of Bleve's own searchers
 // leave unclosed (mcproxy opens no iterator itself; the index's on-disk
 // store, what serve uses, has none).
+//
+// It stops the PostgreSQL server Postgres started, if any.
 func VerifyNoLeaks(m *testing.M, extra ...goleak.Option) {
 	code := m.Run()
+	StopPostgres()
 	if code == 0 {
 		// A test's own HTTP client (http.Get) keeps idle connections to
 		// servers the test has closed; they are the test's, not the code's.

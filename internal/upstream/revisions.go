@@ -77,12 +77,39 @@ type revisionsFile struct {
 	Servers map[string]revision `json:"servers"`
 }
 
+// RevisionStore keeps the revision records as one document (the
+// revisions file's JSON) somewhere other than a file: a store shared by
+// replicas. The records are a cache: a lost write costs a probe at the next
+// start, nothing else.
+type RevisionStore interface {
+	// LoadRevisions returns the document last saved; nil when none was.
+	LoadRevisions() ([]byte, error)
+	// SaveRevisions replaces the document.
+	SaveRevisions(data []byte) error
+}
+
+// fileRevisions is the revisions file.
+type fileRevisions struct{ path string }
+
+func (f fileRevisions) LoadRevisions() ([]byte, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+func (f fileRevisions) SaveRevisions(data []byte) error {
+	return atomicfile.WriteFile(f.path, data, atomicfile.Options{NoSync: true})
+}
+
 // revisions is the Manager's store of revision records. Its methods are
-// safe for concurrent use; the file is written under mu, which also
+// safe for concurrent use; the store is written under mu, which also
 // serializes the writes.
 type revisions struct {
-	path string // "" = remembered for this run only
-	log  *zap.Logger
+	store RevisionStore // nil = remembered for this run only
+	where string        // the file's path, or what store is, for the log
+	log   *zap.Logger
 
 	mu      sync.Mutex
 	servers map[string]revision
@@ -91,13 +118,18 @@ type revisions struct {
 // loadRevisions reads the records at path. A file that is missing,
 // unreadable or of another version is a run with nothing remembered: the
 // file is a cache.
-func loadRevisions(path string, log *zap.Logger) *revisions {
-	r := &revisions{path: path, log: log, servers: map[string]revision{}}
-	if path == "" {
-		return r
+//
+// store, when not nil, is used instead of the file.
+func loadRevisions(path string, store RevisionStore, log *zap.Logger) *revisions {
+	r := &revisions{store: store, where: "shared store", log: log, servers: map[string]revision{}}
+	if store == nil {
+		if path == "" {
+			return r
+		}
+		r.store, r.where = fileRevisions{path}, path
 	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := r.store.LoadRevisions()
+	if err == nil && data == nil {
 		return r
 	}
 	var f revisionsFile
@@ -106,7 +138,7 @@ func loadRevisions(path string, log *zap.Logger) *revisions {
 	}
 	if err != nil {
 		log.Warn("the remembered protocol revisions cannot be read; every server is negotiated with again (the file is rewritten as they connect)",
-			zap.String("path", path), zap.Error(err))
+			zap.String("path", r.where), zap.Error(err))
 		return r
 	}
 	if f.Version == revisionsFileVersion && f.Servers != nil {
@@ -161,15 +193,15 @@ func (r *revisions) keep(names []string) {
 // save writes the records. r.mu must be held. A failed write is logged:
 // the next start probes again, nothing else is lost.
 func (r *revisions) save() {
-	if r.path == "" {
+	if r.store == nil {
 		return
 	}
 	data, err := json.MarshalIndent(revisionsFile{Version: revisionsFileVersion, Servers: r.servers}, "", "  ")
 	if err == nil {
-		err = atomicfile.WriteFile(r.path, append(data, '\n'), atomicfile.Options{NoSync: true})
+		err = r.store.SaveRevisions(append(data, '\n'))
 	}
 	if err != nil {
-		r.log.Warn("writing the remembered protocol revisions", zap.String("path", r.path), zap.Error(err))
+		r.log.Warn("writing the remembered protocol revisions", zap.String("path", r.where), zap.Error(err))
 	}
 }
 

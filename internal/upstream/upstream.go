@@ -89,6 +89,9 @@ type Options struct {
 	// does not probe again what the last run learned. "" = remembered
 	// within this run only.
 	Revisions string
+	// RevisionStore, when set, keeps the revisions instead of the file
+	// Revisions names: a store shared by replicas (internal/pgstore).
+	RevisionStore RevisionStore
 	// RootsWait is how long a call waits for a server that holds another
 	// client session's roots to ask for its own after
 	// notifications/roots/list_changed (roots.go). Zero = DefaultRootsWait.
@@ -203,7 +206,7 @@ func New(cfg *config.Config, opts Options) *Manager {
 		m.maxBackoff = m.minBackoff
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.revs = loadRevisions(opts.Revisions, m.log)
+	m.revs = loadRevisions(opts.Revisions, opts.RevisionStore, m.log)
 	if cfg == nil {
 		return m
 	}

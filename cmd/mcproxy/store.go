@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
+)
+
+// storeOpenTimeout bounds connecting to the shared store and migrating its
+// schema at start.
+const storeOpenTimeout = 30 * time.Second
+
+// openSharedStore opens the PostgreSQL store of cfg.Store (issue 32), or
+// returns nil when the state is kept in files (no store configured). The
+// DSN is never logged: the log and errors name the server by host and
+// database only.
+func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error) {
+	if !cfg.Store.Shared() {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+	defer cancel()
+	s, err := pgstore.Open(ctx, cfg.Store.Postgres, pgstore.Options{Logger: log.Named("store")})
+	if err != nil {
+		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
+	}
+	log.Info("shared state in PostgreSQL: approvals, learned words and protocol revisions",
+		zap.String("store", pgstore.Redact(cfg.Store.Postgres)), zap.Ints("migrations_applied", s.Applied()))
+	return s, nil
+}
