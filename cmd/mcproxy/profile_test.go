@@ -168,3 +168,46 @@ func TestServeProfileErrors(t *testing.T) {
 		t.Errorf("serve --stdio --profile nope: %d %q", code, errOut)
 	}
 }
+
+// setup CLIENT --profile NAME writes a client entry that launches that
+// profile; a profile the config lacks is refused before anything changes.
+func TestSetupProfile(t *testing.T) {
+	clientFile, cfgPath := setupHome(t)
+	orig, _ := os.ReadFile(clientFile)
+	code, _, errOut := runCLI(t, "setup", "claude-desktop", "--binary", "/usr/local/bin/mcproxy", "--profile", "desk")
+	if code != exitError || !strings.Contains(errOut, "--profile desk") {
+		t.Fatalf("setup --profile with no mcproxy config: %d %q", code, errOut)
+	}
+	if now, _ := os.ReadFile(clientFile); !slices.Equal(now, orig) {
+		t.Fatal("a refused setup changed the client's file")
+	}
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"mcpServers": {"memory": {"command": "mcp-memory"}}, "profiles": {"desk": {"servers": ["memory"]}}}`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "setup", "claude-desktop", "--binary", "/usr/local/bin/mcproxy", "--profile", "nope")
+	if code != exitError || !strings.Contains(errOut, "no such profile in the config (its profiles: desk)") {
+		t.Fatalf("setup --profile nope: %d %q", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "setup", "claude-desktop", "--binary", "/usr/local/bin/mcproxy", "--profile", "desk")
+	if code != exitOK {
+		t.Fatalf("setup --profile desk: %d\n%s%s", code, out, errOut)
+	}
+	var got struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	data, _ := os.ReadFile(clientFile)
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	e := got.MCPServers["mcproxy"]
+	if want := []string{"serve", "--stdio", "--config", cfgPath, "--profile", "desk"}; e.Command != "/usr/local/bin/mcproxy" || !slices.Equal(e.Args, want) {
+		t.Errorf("client entry %+v, want args %v", e, want)
+	}
+}
