@@ -84,18 +84,7 @@ func TestServeStdioProfileDirect(t *testing.T) {
 	c, stderr := stdioProfileClient(t, profileConfig(t), "--profile", "echo")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var names []string
-	eventually(t, "the profile's tools to be listed", 30*time.Second, func() bool {
-		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = names[:0]
-		for _, tl := range res.Tools {
-			names = append(names, tl.Name)
-		}
-		return slices.Contains(names, "everything__echo")
-	}, stderr.String)
+	names := listedOnceHolding(ctx, t, c, "everything__echo", stderr.String)
 	for _, n := range names {
 		if strings.HasPrefix(n, "memory__") || strings.HasPrefix(n, "everything__") && n != "everything__echo" {
 			t.Errorf("tools/list holds %s, outside the profile (all: %v)", n, names)
@@ -210,4 +199,23 @@ func TestSetupProfile(t *testing.T) {
 	if want := []string{"serve", "--stdio", "--config", cfgPath, "--profile", "desk"}; e.Command != "/usr/local/bin/mcproxy" || !slices.Equal(e.Args, want) {
 		t.Errorf("client entry %+v, want args %v", e, want)
 	}
+}
+
+// listedOnceHolding polls tools/list until it holds want (the upstreams
+// connect in the background) and returns the names it lists then.
+func listedOnceHolding(ctx context.Context, t *testing.T, c *client.Client, want string, dump func() string) []string {
+	t.Helper()
+	var names []string
+	eventually(t, "tools/list to hold "+want, 30*time.Second, func() bool {
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = names[:0]
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		return slices.Contains(names, want)
+	}, dump)
+	return names
 }

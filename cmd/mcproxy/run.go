@@ -25,11 +25,11 @@ const (
 const usage = `mcproxy - one MCP endpoint in front of many MCP servers, with tool search.
 
 Usage:
-  mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
+  mcproxy serve  [--config F] [--stdio [--profile NAME]] [--listen ADDR] [--mode retrieve|direct]
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy import [FILE|claude-desktop|claude-code|cursor|vscode|windsurf]
-  mcproxy setup  CLIENT [--undo]
+  mcproxy setup  CLIENT [--undo] [--profile NAME]
   mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
   mcproxy remove NAME
   mcproxy servers | status    [--config F] [--listen ADDR] [--json]

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
@@ -224,7 +225,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, opts.Gateway != nil, sessions, convs)
+		var pf *profileFronts
+		if pf, err = newProfileFronts(ctx, *cfgPath, cfg, sessions, log); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		defer pf.close()
+		hasGateway := opts.Gateway != nil
+		opts.Gateway = pf.route(opts.Gateway)
+		opts.SelfAuthenticating = func(r *http.Request) bool {
+			_, _, ok := clientauth.ProfileFromPath(r.URL.Path)
+			return ok
+		}
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
 		opts.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)
