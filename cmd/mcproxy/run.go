@@ -25,11 +25,11 @@ const (
 const usage = `mcproxy - one MCP endpoint in front of many MCP servers, with tool search.
 
 Usage:
-  mcproxy serve  [--config F] [--stdio] [--listen ADDR] [--mode retrieve|direct]
+  mcproxy serve  [--config F] [--stdio [--profile NAME]] [--listen ADDR] [--mode retrieve|direct]
                  [--log-level L] [--log-file F]
   mcproxy search "QUERY" [--config F] [--limit N]
   mcproxy import [FILE|claude-desktop|claude-code|cursor|vscode|windsurf]
-  mcproxy setup  CLIENT [--undo]
+  mcproxy setup  CLIENT [--undo] [--profile NAME]
   mcproxy add    NAME -- COMMAND [ARGS...]   |   mcproxy add NAME URL
   mcproxy remove NAME
   mcproxy servers | status    [--config F] [--listen ADDR] [--json]
@@ -37,6 +37,7 @@ Usage:
   mcproxy doctor [--config F] [--json] [--timeout D]
   mcproxy sessions list|show ID|archive ID BLOCK|rebuild ID [--config F]
   mcproxy learned [list [TOOL]] | forget TOOL | reset [--config F]
+  mcproxy tokens create NAME --profile P [--expires 30d] | list | revoke NAME
   mcproxy activity [--server S] [--tool T] [--session ID] [--errors] [--limit N] [--json]
   mcproxy tools  list|diff [SERVER[:TOOL]]|approve SERVER[:TOOL] [--config F]
   mcproxy auth   login SERVER|status|logout SERVER [--config F]
@@ -98,6 +99,8 @@ activity The call history, newest first: each tool call through mcproxy
 learned  Shows and edits what retrieve_tools learned from use: the words of
          searches that led the agent to a tool it then called successfully
          (<data_dir>/learned.json; "learn": false turns learning off).
+tokens   Creates, lists and revokes client tokens, each bound to profiles
+         (mcproxy tokens help; docs/security.md).
 
 noa (on unless "noa": {"enabled": false}) tags every tool result with a ref,
 asks the model to Compress old results when they fill noa.context_limit, and
@@ -129,6 +132,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSessions(rest, stdout, stderr)
 	case "learned":
 		return runLearned(rest, stdout, stderr)
+	case "tokens":
+		return runTokens(rest, stdout, stderr)
 	case "activity":
 		return runActivity(rest, stdout, stderr)
 	case "auth":

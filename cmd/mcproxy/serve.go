@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
@@ -37,6 +39,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	mode := fs.String("mode", "", `"retrieve" (meta tools) or "direct" (every tool as server__tool), overriding the config's mode`)
 	logLevel := fs.String("log-level", "", "debug, info, warn or error, overriding the config's log_level")
 	logFile := fs.String("log-file", "", "append logs to this file instead of stderr")
+	profileName := fs.String("profile", "", "with --stdio, serve only this profile's tools, prompts and resources (the config's profiles)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagError(stderr, fs, err)
@@ -46,7 +49,18 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 
+	var prof *stdioProfile
+	if *profileName != "" {
+		if !*stdio {
+			fmt.Fprintf(stderr, "mcproxy serve: --profile needs --stdio (over HTTP a profile will be served at /mcp/p/%s; not wired yet, issue 31)\n", *profileName)
+			return exitUsage
+		}
+		prof = &stdioProfile{name: *profileName}
+	}
 	override := func(c *config.Config) {
+		if prof != nil {
+			prof.narrow(c) // first, so the flags below win over the profile's settings
+		}
 		if *listen != "" {
 			c.Listen = *listen
 		}
@@ -58,6 +72,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	cfg, notes, err := loadConfigNotes(*cfgPath, override)
+	if err == nil && prof != nil {
+		err = prof.check(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
@@ -125,9 +142,18 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// The last refused config reload (the reloader sets it; nil once one
 	// succeeds), shown by /status, the dashboard and the meta tools.
 	var refused atomic.Pointer[dashboard.RefusedReload]
+	indexDir := filepath.Join(dataDir, "index")
+	var toolFilter func(string, mcp.Tool) bool
+	if prof != nil {
+		// A profile's index and warm tool list hold only its tools, so
+		// they live apart from the default profile's.
+		indexDir = filepath.Join(dataDir, "index", "p", prof.name)
+		toolFilter = prof.toolFilter
+	}
 	st, err = newStack(cfg, stackOptions{
-		IndexDir:       filepath.Join(dataDir, "index"),
-		WarmCatalog:    filepath.Join(dataDir, "index", "tools.json"),
+		IndexDir:       indexDir,
+		WarmCatalog:    filepath.Join(indexDir, "tools.json"),
+		ToolFilter:     toolFilter,
 		Revisions:      filepath.Join(dataDir, upstream.RevisionsFile),
 		Version:        versionString(),
 		Logger:         log,
@@ -209,7 +235,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, opts.Gateway != nil, sessions, convs)
+		var pf *profileFronts
+		if pf, err = newProfileFronts(ctx, *cfgPath, cfg, sessions, log); err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		defer pf.close()
+		hasGateway := opts.Gateway != nil
+		opts.Gateway = pf.route(opts.Gateway)
+		opts.SelfAuthenticating = func(r *http.Request) bool {
+			_, _, ok := clientauth.ProfileFromPath(r.URL.Path)
+			return ok
+		}
+		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
 		opts.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		err = st.front.Serve(ctx, ln, opts)

@@ -24,6 +24,7 @@ func runSetup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	undo := fs.Bool("undo", false, "take mcproxy's entry out of the client's file and put its own servers back, keeping what the client changed since")
 	workspace := fs.String("workspace", "", "project folder for ${workspaceFolder} (default: the current folder)")
 	exe := fs.String("binary", "", "the mcproxy the client launches (default: this one)")
+	profileName := fs.String("profile", "", "point the client at this profile of mcproxy's config (it launches serve --stdio --profile NAME)")
 	var inputs multiFlag
 	fs.Var(&inputs, "input", "ID=VALUE answers a VS Code ${input:ID} without asking (repeatable)")
 	pos, err := parseInterleaved(fs, args)
@@ -52,12 +53,24 @@ func runSetup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if *profileName != "" {
+		// Checked before anything is imported or written: a client
+		// pointed at a profile that does not exist would not start.
+		cfg, err := config.Load(config.ExpandHome(*cfgPath))
+		if err == nil {
+			err = (&stdioProfile{name: *profileName}).check(cfg)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcproxy setup %s --profile %s: %v\n", client, *profileName, err)
+			return exitError
+		}
+	}
 	opts, err := importOptions(ws, inputs, stdin, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy setup: %v\n", err)
 		return exitUsage
 	}
-	if err := setup(client, path, *cfgPath, *exe, ws, opts, stdout); err != nil {
+	if err := setup(client, path, *cfgPath, *exe, *profileName, ws, opts, stdout); err != nil {
 		fmt.Fprintf(stderr, "mcproxy setup %s: %v\n", client, err)
 		return exitError
 	}
@@ -66,7 +79,7 @@ func runSetup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // setup imports the client's servers into mcproxy's config, then replaces
 // them in the client's file by one entry that launches mcproxy.
-func setup(client, path, cfgPath, exe, ws string, opts importer.Options, out io.Writer) error {
+func setup(client, path, cfgPath, exe, profileName, ws string, opts importer.Options, out io.Writer) error {
 	orig, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", path, err)
@@ -89,7 +102,11 @@ func setup(client, path, cfgPath, exe, ws string, opts importer.Options, out io.
 	if err != nil {
 		return err
 	}
-	data, err := importer.PointAt(orig, config.ServerConfig{Command: exe, Args: []string{"serve", "--stdio", "--config", absCfg}})
+	args := []string{"serve", "--stdio", "--config", absCfg}
+	if profileName != "" {
+		args = append(args, "--profile", profileName)
+	}
+	data, err := importer.PointAt(orig, config.ServerConfig{Command: exe, Args: args})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
+	"github.com/mcproxy/mcproxy/internal/ratelimit"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -52,6 +53,9 @@ type stack struct {
 
 // stackOptions say how to wire a stack.
 type stackOptions struct {
+	// ToolFilter hides the tools a profile excludes (upstream.Options);
+	// nil keeps every tool.
+	ToolFilter func(server string, t mcp.Tool) bool
 	// IndexDir is where the index lives; "" keeps it in memory.
 	IndexDir string
 	Version  string
@@ -146,6 +150,8 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	var front atomic.Pointer[server.Server]
 	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
+		ToolFilter:    opts.ToolFilter,
+		Limits:        ratelimit.New(),
 		OAuth:         auth,
 		Logger:        log.Named("upstream"),
 		Revisions:     opts.Revisions,

@@ -120,6 +120,10 @@ type Config struct {
 	// Limits caps batches, request bodies, upstream messages and request
 	// reads (see LimitsConfig).
 	Limits LimitsConfig `json:"limits,omitzero"`
+	// Profiles are named slices of the upstream tools, each with its own
+	// endpoint and client tokens (see ProfileConfig). None means only the
+	// default profile, everything.
+	Profiles map[string]ProfileConfig `json:"profiles,omitempty"`
 
 	// Broken holds the servers whose entries have problems, each with them
 	// on one line (field paths included), when ParseServing set them aside:
@@ -183,6 +187,9 @@ type ServerConfig struct {
 	// ProtocolVersions). "" means negotiate: 2026-07-28 when the server
 	// answers server/discover, else 2025-11-25 through initialize.
 	Protocol string `json:"protocol,omitempty"`
+	// RateLimit bounds the calls mcproxy sends this server, from every
+	// client together (see RateLimitConfig); zero limits nothing.
+	RateLimit RateLimitConfig `json:"rate_limit,omitzero"`
 }
 
 // ProtocolVersions are the MCP revisions a server's "protocol" may pin,

@@ -170,6 +170,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, c.MCPServers[name].validate(path)...)
 	}
 	errs = append(errs, c.validatePrefixes()...)
+	errs = append(errs, c.validateProfiles()...)
 	return errors.Join(errs...)
 }
 
@@ -238,6 +239,7 @@ func (s ServerConfig) validate(path string) []error {
 		}
 	}
 	errs = append(errs, s.OAuth.validate(joinPath(path, "oauth"), hasURL)...)
+	errs = append(errs, s.RateLimit.validate(joinPath(path, "rate_limit"))...)
 	if hasCommand && len(s.Headers) > 0 {
 		add("headers", "only an HTTP server (url) takes headers; pass values to a stdio server with env")
 	}

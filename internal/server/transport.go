@@ -65,6 +65,11 @@ type HTTPOptions struct {
 	SessionIdleTimeout time.Duration
 	// Limits cap request bodies and batches (limits.go).
 	Limits Limits
+	// SelfAuthenticating, when non-nil, names the requests that check
+	// their own credential (the profile paths /mcp/p/<name>, which
+	// internal/clientauth serves with client tokens): Guard still checks
+	// their Host and Origin but not AuthToken. nil = none.
+	SelfAuthenticating func(r *http.Request) bool
 }
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
@@ -285,7 +290,7 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 			opts.Dashboard.ServeHTTP(w, r)
 			return
 		}
-		if opts.AuthToken != "" {
+		if opts.AuthToken != "" && (opts.SelfAuthenticating == nil || !opts.SelfAuthenticating(r)) {
 			if !authorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
 				http.Error(w, "unauthorized: send the configured auth_token as \"Authorization: Bearer <token>\" (in a browser, open the dashboard as /#token=<token>)", http.StatusUnauthorized)

@@ -252,7 +252,7 @@ func (l *link) filter(tools []mcp.Tool) []mcp.Tool {
 	l.checkFilters(tools)
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range tools {
-		if l.cfg.ToolAllowed(t.Name) {
+		if l.cfg.ToolAllowed(t.Name) && (l.m.opts.ToolFilter == nil || l.m.opts.ToolFilter(l.name, t)) {
 			out = append(out, t)
 		}
 	}

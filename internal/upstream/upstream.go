@@ -36,6 +36,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/oauth"
+	"github.com/mcproxy/mcproxy/internal/ratelimit"
 	"github.com/mcproxy/mcproxy/internal/redact"
 )
 
@@ -96,6 +97,16 @@ type Options struct {
 	// client session's roots to ask for its own after
 	// notifications/roots/list_changed (roots.go). Zero = DefaultRootsWait.
 	RootsWait time.Duration
+	// ToolFilter, when non-nil, is asked about every tool a server lists
+	// after allowed_tools and disabled_tools: a tool it refuses is neither
+	// published nor callable (a call gets "upstream has no tool", with no
+	// hint that it exists). A profile's process (serve --stdio --profile)
+	// sets it from internal/profile. nil keeps every tool.
+	ToolFilter func(server string, t mcp.Tool) bool
+	// Limits, when non-nil, enforces each server's rate_limit
+	// (mcpServers.<name>.rate_limit) on the calls sent to it, from every
+	// client together. nil = no per-upstream limits.
+	Limits *ratelimit.Limits
 }
 
 // Defaults for the zero Options fields.
@@ -371,6 +382,15 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 				ErrUnknownTool, tool, server, server)
 		}
 		return nil, fmt.Errorf("%w: upstream %q has no tool %q", ErrUnknownTool, server, tool)
+	}
+	if m.opts.Limits != nil {
+		release, err := m.opts.Limits.Acquire(ratelimit.Limit{
+			Subject: "upstream " + server, ConfigKey: "mcpServers." + server + ".rate_limit", Config: l.cfg.RateLimit,
+		}, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("calling %s:%s: %w", server, tool, err)
+		}
+		defer release()
 	}
 
 	cctx, cancel := context.WithTimeoutCause(ctx, l.call.d, errCallTimeout)

@@ -1,0 +1,242 @@
+// Package clientauth owns who an HTTP request to mcproxy comes from and
+// which profile it may use: the admin auth_token (every profile), a client
+// token (internal/clienttoken, its own profiles), or nobody when no
+// credential is configured. It maps the profile paths (/mcp/p/<name>,
+// /sse/p/<name>) to a profile, refuses a request 401 (no, unknown, revoked
+// or expired token) or 403 (a token for another profile), applies each
+// token's rate limit (internal/ratelimit) as 429 with Retry-After, and puts
+// the Identity in the request's context for the front, the call history
+// and metrics. It names tokens, never their values, and logs nothing.
+package clientauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/authheader"
+	"github.com/mcproxy/mcproxy/internal/clienttoken"
+	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/ratelimit"
+)
+
+// Profile path prefixes: /mcp/p/<name> and /sse/p/<name> serve a profile.
+const (
+	MCPProfilePrefix = "/mcp/p/"
+	SSEProfilePrefix = "/sse/p/"
+)
+
+// Identity is who made a request.
+type Identity struct {
+	// Profile is the profile the request uses; "" is the default profile.
+	Profile string
+	// Token names the client token that authorised it; "" for the admin
+	// auth_token or no credential.
+	Token string
+	// Admin is true for the admin auth_token.
+	Admin bool
+}
+
+// Label is how logs, history and metrics name the identity: the token's
+// name, "admin", or "anonymous".
+func (id Identity) Label() string {
+	switch {
+	case id.Token != "":
+		return id.Token
+	case id.Admin:
+		return "admin"
+	}
+	return "anonymous"
+}
+
+type ctxKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the identity a request's context carries; ok is
+// false outside a request Handler saw.
+func FromContext(ctx context.Context) (id Identity, ok bool) {
+	id, ok = ctx.Value(ctxKey{}).(Identity)
+	return id, ok
+}
+
+// ProfileFromPath splits a profile path: "/mcp/p/review" is profile
+// "review" at "/mcp", "/sse/p/review" at "/sse". ok is false for any other
+// path (the default profile).
+func ProfileFromPath(path string) (profile, rest string, ok bool) {
+	for _, p := range []struct{ prefix, base string }{{MCPProfilePrefix, "/mcp"}, {SSEProfilePrefix, "/sse"}} {
+		if name, found := strings.CutPrefix(path, p.prefix); found {
+			name, _, _ = strings.Cut(name, "/")
+			if name == "" {
+				return "", "", false
+			}
+			return name, p.base, true
+		}
+	}
+	return "", "", false
+}
+
+// Options configure an Authenticator. The zero value accepts every
+// request as anonymous on the default profile.
+type Options struct {
+	// AuthToken is the admin token (config auth_token): every profile.
+	AuthToken string
+	// Tokens checks client tokens; nil accepts none.
+	Tokens clienttoken.Store
+	// Profiles are the configured profiles (config profiles).
+	Profiles map[string]config.ProfileConfig
+	// Limits holds the per-token rate limits; nil means no limits.
+	Limits *ratelimit.Limits
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authenticator decides who a request comes from.
+type Authenticator struct {
+	opts  Options
+	admin [32]byte
+}
+
+// New returns an Authenticator.
+func New(opts Options) *Authenticator {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &Authenticator{opts: opts}
+	if opts.AuthToken != "" {
+		a.admin = sha256.Sum256([]byte(opts.AuthToken))
+	}
+	return a
+}
+
+// Refusal is a request refused: the status to answer and a message
+// saying how to correct it (never naming a token's value).
+type Refusal struct {
+	Status int
+	Msg    string
+	// RetryAfter is set on a 429.
+	RetryAfter time.Duration
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+// credential is the token a request carries: Authorization's bearer, or
+// X-Mcproxy-Token (for model-API clients whose Authorization carries the
+// provider's key).
+func credential(r *http.Request) (string, bool) {
+	if t := r.Header.Get(authheader.Token); t != "" {
+		return t, true
+	}
+	return authheader.Bearer(r.Header.Get("Authorization"))
+}
+
+// Authenticate returns who r comes from for profile ("" = default).
+func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity, *Refusal) {
+	if profile != "" {
+		if _, ok := a.opts.Profiles[profile]; !ok {
+			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", profile)}
+		}
+	}
+	token, has := credential(r)
+	if a.opts.AuthToken == "" && a.opts.Tokens == nil {
+		return Identity{Profile: profile}, nil
+	}
+	if has && a.opts.AuthToken != "" {
+		got := sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(got[:], a.admin[:]) == 1 {
+			return Identity{Profile: profile, Admin: true}, nil
+		}
+	}
+	if !has {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: send a client token (mcproxy tokens create) or the configured auth_token as \"Authorization: Bearer <token>\""}
+	}
+	if a.opts.Tokens == nil {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the token is not the configured auth_token"}
+	}
+	t, err := a.opts.Tokens.Check(token)
+	switch {
+	case errors.Is(err, clienttoken.ErrExpired):
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
+	case err != nil:
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	}
+	if profile == "" || !t.Allows(profile) {
+		where := "the default endpoint, which only auth_token may use"
+		if profile != "" {
+			where = fmt.Sprintf("profile %s", profile)
+		}
+		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
+	}
+	return Identity{Profile: profile, Token: t.Name}, nil
+}
+
+// Admit takes one call's place under id's rate limit (its profile's
+// rate_limit, one bucket per token); the caller must call release when the
+// call ends. The admin token and the default profile have no limit.
+func (a *Authenticator) Admit(id Identity) (release func(), err error) {
+	if a.opts.Limits == nil || id.Token == "" {
+		return func() {}, nil
+	}
+	p := a.opts.Profiles[id.Profile]
+	return a.opts.Limits.Acquire(ratelimit.Limit{
+		Subject:   "client token " + id.Token,
+		ConfigKey: "profiles." + id.Profile + ".rate_limit",
+		Config:    p.RateLimit,
+	}, a.opts.Now())
+}
+
+// Handler serves the profile paths: it authenticates each request, admits
+// each POST (the requests that carry calls) under its token's rate limit,
+// and hands it to next with the path
+// rewritten to the base endpoint (/mcp or /sse) and the Identity in its
+// context. Other paths pass through unchanged (their auth is Guard's).
+func (a *Authenticator) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		profile, rest, ok := ProfileFromPath(r.URL.Path)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, ref := a.Authenticate(r, profile)
+		if ref == nil && r.Method == http.MethodPost { // a GET is a stream, not a call
+			release, err := a.Admit(id)
+			if err != nil {
+				ref = &Refusal{Status: http.StatusTooManyRequests, Msg: err.Error()}
+				var re *ratelimit.RefusedError
+				if errors.As(err, &re) {
+					ref.RetryAfter = re.RetryAfter
+				}
+			} else {
+				defer release()
+			}
+		}
+		if ref != nil {
+			refuse(w, ref)
+			return
+		}
+		r2 := r.Clone(WithIdentity(r.Context(), id))
+		r2.URL.Path, r2.URL.RawPath = rest, ""
+		next.ServeHTTP(w, r2)
+	})
+}
+
+func refuse(w http.ResponseWriter, ref *Refusal) {
+	if ref.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
+	}
+	if ref.Status == http.StatusTooManyRequests {
+		secs := max(1, int(math.Ceil(ref.RetryAfter.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	http.Error(w, ref.Msg, ref.Status)
+}

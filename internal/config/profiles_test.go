@@ -1,0 +1,99 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A file with profiles parses into them, and Profile fills the inherited
+// settings.
+func TestParseProfiles(t *testing.T) {
+	data := `{
+	  "mcpServers": {"github": {"url": "https://example.com/mcp", "rate_limit": {"calls_per_second": 5, "max_concurrent": 2}},
+	                 "memory": {"command": "mcp-memory"}},
+	  "mode": "direct",
+	  "profiles": {
+	    "review": {"tools": ["github:get_*"], "annotations": ["readOnlyHint"], "retrieve_limit": 3,
+	               "rate_limit": {"calls_per_second": 2.5, "burst": 4}},
+	    "desk": {"servers": ["memory"], "mode": "retrieve", "noa": false, "gateway": false}
+	  }
+	}`
+	c, err := Parse([]byte(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.MCPServers["github"].RateLimit; got != (RateLimitConfig{CallsPerSecond: 5, MaxConcurrent: 2}) {
+		t.Errorf("github rate_limit = %+v", got)
+	}
+	r, ok := c.Profile("review")
+	if !ok || r.Mode != ModeDirect || r.RetrieveLimit != 3 || r.RateLimit.Burst != 4 || r.RateLimit.CallsPerSecond != 2.5 {
+		t.Errorf("Profile(review) = %+v, %v; want mode inherited (direct), its own limit 3 and rate", r, ok)
+	}
+	d, _ := c.Profile("desk")
+	if d.Mode != ModeRetrieve || d.RetrieveLimit != DefaultRetrieveLimit || d.Noa == nil || *d.Noa || d.Gateway == nil || *d.Gateway {
+		t.Errorf("Profile(desk) = %+v", d)
+	}
+	if def, ok := c.Profile(""); !ok || def.Mode != ModeDirect || len(def.Servers) != 0 {
+		t.Errorf("Profile(\"\") = %+v, %v; want the top-level settings", def, ok)
+	}
+	if _, ok := c.Profile("nope"); ok {
+		t.Error("Profile(nope) found a profile that is not configured")
+	}
+}
+
+// Every profile problem is reported with its field path and how to fix it.
+func TestValidateProfiles(t *testing.T) {
+	c := &Config{
+		MCPServers: map[string]ServerConfig{
+			"github": {URL: "https://example.com/mcp", RateLimit: RateLimitConfig{CallsPerSecond: -1, Burst: 2, MaxConcurrent: -3}},
+		},
+		Profiles: map[string]ProfileConfig{
+			"bad name": {Servers: []string{"github"}},
+			"empty":    {},
+			"p": {
+				Servers:       []string{"gthub"},
+				Tools:         []string{"github", "nope:x", "github:[", "github:get_*"},
+				Annotations:   []string{"readOnly", "!destructiveHint"},
+				Mode:          "fast",
+				RetrieveLimit: 99,
+				RateLimit:     RateLimitConfig{Burst: 3},
+			},
+		},
+	}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted broken profiles")
+	}
+	for _, want := range []string{
+		`profiles.bad name: invalid profile name "bad name"`,
+		`profiles.empty: includes nothing: give servers, tools`,
+		`profiles.p.servers[0]: "gthub" is not a server in mcpServers: want one of github`,
+		`profiles.p.tools[0]: "github" is not "server:tool"`,
+		`profiles.p.tools[1]: "nope" is not a server in mcpServers`,
+		`profiles.p.tools[2]: "[" is not a valid glob`,
+		`profiles.p.annotations[0]: "readOnly" is not an annotation hint: want one of readOnlyHint`,
+		`profiles.p.mode: "fast" is not a mode`,
+		`profiles.p.retrieve_limit: 99 is out of range`,
+		`profiles.p.rate_limit.burst: has no effect without calls_per_second`,
+		`mcpServers.github.rate_limit.calls_per_second: must be > 0`,
+		`mcpServers.github.rate_limit.max_concurrent: must be > 0`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got\n%v\nwant a problem containing %q", err, want)
+		}
+	}
+	for _, unwanted := range []string{"tools[3]", "annotations[1]"} {
+		if strings.Contains(err.Error(), unwanted) {
+			t.Errorf("a valid entry was refused (%s): %v", unwanted, err)
+		}
+	}
+}
+
+// An unknown key inside a profile is refused with a suggestion, as
+// everywhere else in the file.
+func TestProfileUnknownKey(t *testing.T) {
+	_, err := Parse([]byte(`{"mcpServers": {"m": {"command": "x"}}, "profiles": {"a": {"server": ["m"]}}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), `profiles.a.server: unknown key (did you mean "servers"?)`) {
+		t.Fatalf("got %v", err)
+	}
+}
