@@ -297,11 +297,7 @@ func (l *link) notify(tools []mcp.Tool) {
 			out = append(out, ToolFromMCP(l.name, t))
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			l.log.Error("OnToolsChanged panicked", zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(l.log, "OnToolsChanged callback", nil)
 	cb(l.name, out)
 }
 

@@ -49,3 +49,25 @@ func TestSupervisorSurvivesAPanic(t *testing.T) {
 		t.Errorf("got fields %v, want the panic and a stack naming the panicking function", f)
 	}
 }
+
+// A panicking OnToolsChanged is logged with its stack and the supervisor
+// goes on: the server is ready and serves calls.
+func TestPanickingToolsCallbackLogged(t *testing.T) {
+	sc, _ := peerServer(t, "peer")
+	log, logs := observed()
+	m := startManager(t, map[string]config.ServerConfig{"p": sc}, Options{Logger: log,
+		OnToolsChanged: func(string, []config.Tool) { panic("callback broke") }})
+	if st := statusOf(t, m, "p"); st.State != StateReady {
+		t.Fatalf("got state %s (%s), want ready", st.State, st.LastError)
+	}
+	if got := text(call(t, m, "p", "echo", map[string]any{"text": "hi"})); got != "echo: hi" {
+		t.Errorf("got %q from echo, want \"echo: hi\"", got)
+	}
+	panics := logs.FilterMessage("goroutine panicked").All()
+	if len(panics) != 1 {
+		t.Fatalf("got %d panic log entries, want 1", len(panics))
+	}
+	if f := panics[0].ContextMap(); f["goroutine"] != "OnToolsChanged callback" || f["panic"] != "callback broke" || f["stack"] == nil {
+		t.Errorf("got fields %v, want the callback's name, the panic and a stack", f)
+	}
+}
