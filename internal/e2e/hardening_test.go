@@ -169,7 +169,6 @@ func TestAbandonedSessionsAreReleased(t *testing.T) {
 // 404 and creates nothing; DELETE ends a session for good; one session
 // cannot read another's archive; and after a restart no old id is served.
 func TestSessionIsolationThroughBinary(t *testing.T) {
-	t.Parallel()
 	config, data := hardeningConfig(t, map[string]any{"noa": map[string]any{"max_result_tokens": 500}})
 	base, p := serveHTTP(t, config)
 	url := base + "/mcp"
