@@ -118,7 +118,7 @@ func oneShotStack(ctx context.Context, cfgPath, logLevel string, stderr io.Write
 		_ = st.close()
 		closeLog()
 	}
-	stopProgress := progress(stderr, st.status, progressEvery)
+	stopProgress := progress(stderr, log, st.status, progressEvery)
 	st.start(ctx)
 	stopProgress()
 	if ctx.Err() != nil {

@@ -22,16 +22,18 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal starts a graceful shutdown, a second one
-		// gets the default behaviour: the process dies at once.
+	// After the first signal starts a graceful shutdown, a second one gets
+	// the default behaviour: the process dies at once.
+	goroutine.Go(nil, "second signal", func() {
 		<-ctx.Done()
 		stop()
-	}()
+	})
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -51,6 +51,7 @@ func claudeEnv(home, base string) []string {
 // part way, the model compresses inside the gateway, and the gateway
 // forwards fewer bytes in all than Claude Code sends (issue 27).
 func TestClaudeCodeThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	testenv.NodePackage(t, "@anthropic-ai/claude-code", claudeCodeVersion)
 	claude := testenv.NodeBin(t, "claude")
 	dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,15 +51,24 @@ var clientScenarios2026 = []string{
 // together on a loaded machine, the suite's servers answer mcproxy's
 // server/discover probe after it has given up.
 func TestClientConformance2026(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the conformance suite takes about a minute")
 	}
 	node := testenv.Node22(t)
 	suite := filepath.Join(testenv.NodePackage(t, conformanceNextPkg, conformanceNextVersion), "dist", "index.js")
 	helper := oauthClient(t)
+	// The scenarios run in parallel (each suite's server listens on a port
+	// of its own, each helper has its own data dir); the total is logged
+	// once they have all finished.
+	var mu sync.Mutex
 	total := 0
+	t.Cleanup(func() {
+		t.Logf("conformance %s, 2026-07-28 client scenarios: %d checks passed", conformanceNextVersion, total)
+	})
 	for _, scenario := range clientScenarios2026 {
 		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
 			out := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -80,8 +90,9 @@ func TestClientConformance2026(t *testing.T) {
 			if t.Failed() {
 				t.Logf("suite (exit %v):\n%s", err, lastLines(string(summary), 15))
 			}
+			mu.Lock()
 			total += n
+			mu.Unlock()
 		})
 	}
-	t.Logf("conformance %s, 2026-07-28 client scenarios: %d checks passed", conformanceNextVersion, total)
 }

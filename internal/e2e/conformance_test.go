@@ -123,6 +123,7 @@ func scenarioName(dir string) string {
 }
 
 func TestConformanceServerScenarios(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	ref := referenceServer(t)
 
@@ -275,6 +276,7 @@ func rewriteToolCall(msg []byte, server string) []byte {
 // resources, templates, resource_links and a subscription seen by one of two
 // sessions only (testdata/catalog.mjs).
 func TestTypeScriptClientCatalog(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	dir := t.TempDir()
 	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{

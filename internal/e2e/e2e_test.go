@@ -32,6 +32,7 @@ var fsReadTool = regexp.MustCompile(`filesystem:read_(text_)?file\b`)
 // driven by mcp-go's client over stdio, streamable HTTP and SSE, and by the
 // official TypeScript SDK over stdio and streamable HTTP.
 func TestProxyEndToEnd(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	base, _ := serveHTTP(t, fx.config)
 	// The stdio mcproxys below share this one's data_dir and warm-start

@@ -114,6 +114,7 @@ func killConversation(stream bool) []byte {
 // steps (archive written, transcript appended, state saved) are the session
 // package's TestSIGKILLMidCompress.
 func TestGatewayKilledMidCompress(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	for _, tc := range []struct {
 		name          string
 		stream        bool

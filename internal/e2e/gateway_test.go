@@ -14,6 +14,7 @@ import (
 // /mcp on the same listener, and drives them with the official SDKs against
 // a scripted model upstream.
 func TestGatewayBinary(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	up := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
 		return scriptedmodel.Say("hello from the scripted model")
 	})

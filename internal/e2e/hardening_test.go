@@ -112,6 +112,7 @@ func runAbandon(t *testing.T, url string, n int) {
 // timeout has passed, and a second 500 do not grow memory beyond what the
 // first left.
 func TestAbandonedSessionsAreReleased(t *testing.T) {
+	t.Parallel()
 	config, _ := hardeningConfig(t, map[string]any{"session_idle_timeout": "3s"})
 	base, p := serveHTTP(t, config)
 	pid := p.cmd.Process.Pid
@@ -131,8 +132,15 @@ func TestAbandonedSessionsAreReleased(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	// The warm-up session itself times out first.
-	time.Sleep(5 * time.Second)
+	// The warm-up session itself times out first: wait for the log to say
+	// it was closed (idle timeout plus one sweep), not for a fixed time.
+	const closedIdle = "closed idle client sessions"
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.output(), closedIdle); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the warm-up session was not closed 30s after it went idle (session_idle_timeout 3s); log:\n%s", p.output())
+		}
+	}
+	warmClosed := strings.Count(p.output(), closedIdle)
 	before := usageOf(t, pid)
 
 	runAbandon(t, base+"/mcp", 500)
@@ -152,8 +160,8 @@ func TestAbandonedSessionsAreReleased(t *testing.T) {
 	if limit := first.rssKB + max(first.rssKB/4, 20<<10); second.rssKB > limit {
 		t.Errorf("RSS after a second 500 abandoned sessions: %d kB, want at most %d kB (after the first 500: %d kB)", second.rssKB, limit, first.rssKB)
 	}
-	if !strings.Contains(p.output(), "closed idle client sessions") {
-		t.Error("the log does not report closing idle sessions")
+	if strings.Count(p.output(), closedIdle) <= warmClosed {
+		t.Error("the log does not report closing the abandoned sessions as idle")
 	}
 }
 
@@ -250,6 +258,7 @@ func TestSessionIsolationThroughBinary(t *testing.T) {
 // run, and the proxy's peak memory grows by about the body's size, not by
 // gigabytes.
 func TestHugeBatchRefused(t *testing.T) {
+	t.Parallel()
 	config, _ := hardeningConfig(t, nil)
 	base, p := serveHTTP(t, config)
 	_, _, h := post(t, base+"/mcp", "", initMsg)

@@ -49,6 +49,7 @@ func firstTool(answer string) string { return toolIDs.FindString(answer) }
 // later phrasing of the same need then finds the tool first. After
 // `mcproxy learned forget` (with the proxy still running) it does not.
 func TestLearningFromUseEndToEnd(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	cfg := f.writeConfig(t, "learn.json", map[string]any{"mcpServers": map[string]any{
 		"memory": f.cfg["mcpServers"].(map[string]any)["memory"], "filesystem": f.cfg["mcpServers"].(map[string]any)["filesystem"]}})

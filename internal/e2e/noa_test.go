@@ -347,6 +347,7 @@ func stopProc(t *testing.T, p *proc) {
 // original stays exactly recoverable, through read_archive and through the
 // CLI after a restart.
 func TestNoaEndToEnd(t *testing.T) {
+	t.Parallel()
 	fx := newNoaFixture(t)
 	base, p := serveHTTP(t, fx.config)
 	c, init := connectHTTP(t, base)
@@ -779,6 +780,7 @@ func TestNoaSessionFaults(t *testing.T) {
 // the session on disk is consistent: every block has its archive, and a
 // rebuild from the transcript agrees with what show reported.
 func TestNoaKilledDuringCompress(t *testing.T) {
+	t.Parallel()
 	fx := newNoaFixture(t)
 	for _, delay := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, -1} {
 		name := "answered"

@@ -42,6 +42,7 @@ var conformanceScenarios = map[string][]string{
 // oauthclient again, following the redirects as a signed-in user's
 // browser does.
 func TestOAuthConformance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the conformance suite takes a minute")
 	}

@@ -209,6 +209,7 @@ func BenchmarkWarmStart(b *testing.B) {
 // fails is named in the answer with its state, and once a server is up
 // its mark is gone.
 func TestWarmStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	config := warmConfig(t, dir, 3*time.Second, true)
 	var cfg map[string]any

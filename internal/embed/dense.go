@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // DefaultDepth is how many hits each ranking contributes to a fusion: deep
@@ -148,7 +149,7 @@ func New(e Embedder, opts Options) *Dense {
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.wake = make(chan struct{}, 1)
 	d.wg.Add(1)
-	go d.run()
+	goroutine.Go(d.log, "dense indexer", d.run)
 	return d
 }
 

@@ -144,6 +144,7 @@ func lastBlock(t *testing.T, msg json.RawMessage) json.RawMessage {
 // four, and the continuation's prefix holds for the client's next
 // request.
 func TestCompressionKeepsClientBreakpoints(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	model := &compressingModel{}
 	r := newRig(t, model.script, withHosts(&MemoryHosts{}))
 	marked := func(block map[string]any, cc string) map[string]any {
@@ -259,6 +260,7 @@ func TestHiddenRoundTailIsCached(t *testing.T) {
 // that request's last breakpoint, the round's tail included, so the
 // provider reads it from the cache rather than billing it as input twice.
 func TestHiddenRoundReadFromCacheNextTurn(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	model := &compressingModel{plain: true}
 	r := newRig(t, model.script, withHosts(&MemoryHosts{}))
 	// As Claude Code does: every user text a block, the marker on the last

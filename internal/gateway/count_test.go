@@ -35,6 +35,7 @@ func upstreamPart(t *testing.T, body []byte, key string) json.RawMessage {
 }
 
 func TestCountTokensCountsTheProjection(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	model := &compressingModel{}
 	r := newRig(t, model.script, withHosts(hosts))

@@ -108,6 +108,8 @@ func visible(t *testing.T, sdk gatewaytest.SDK, result json.RawMessage) any {
 // hidden round and is dropped; unasked, streaming sent it at once, so both
 // deliver it before the final answer.
 func TestHiddenRoundTextSameStreamedOrNot(t *testing.T) {
+	t.Parallel()
+	gatewaytest.RequireSDKs(t)
 	asked := func() map[string]any { return anthropicBody(conversation(20, 1200, "What was in file 7?")) }
 	unasked := func() map[string]any { return anthropicBody(conversation(8, 1200, "What was in file 7?")) }
 	for _, tc := range []struct {

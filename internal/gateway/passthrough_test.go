@@ -27,6 +27,7 @@ func weatherReply(*scriptedmodel.Request) scriptedmodel.Reply {
 // TestPassthroughSDKs drives both official SDKs through the gateway,
 // streaming and not, and checks what each SDK assembled.
 func TestPassthroughSDKs(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	r := newRig(t, weatherReply, projectOff)
 	anthropicBody := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 64,
 		"messages": []any{map[string]any{"role": "user", "content": "Weather in Oslo?"}}}
@@ -163,6 +164,7 @@ func TestPassthroughOtherPaths(t *testing.T) {
 // TestUpstreamErrorsUnchanged: the provider's status and body reach the
 // client as they were, through the SDKs too.
 func TestUpstreamErrorsUnchanged(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	for _, status := range []int{429, 529, 500, 400} {
 		for _, path := range []string{"/v1/messages", "/openai/v1/chat/completions"} {
 			r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply {

@@ -25,11 +25,13 @@ func withAgent(hosts *MemoryHosts, window int) rigOption {
 func fixedClock() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
 
 func TestCachePrefixStaysStable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		marks bool
 	}{{"client cache breakpoints", true}, {"no breakpoints", false}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own rig and hosts
 			hosts := &MemoryHosts{Now: fixedClock}
 			const window = 60000
 			r := newRig(t, gatewaytest.Agent, withAgent(hosts, window))

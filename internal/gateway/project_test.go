@@ -90,6 +90,7 @@ func anthropicBody(msgs []any) map[string]any {
 }
 
 func TestProjectionAddsNoaAndKeepsTheRest(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	r := newRig(t, func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("answer") }, withHosts(hosts))
 	body := anthropicBody(conversation(2, 200, "What was in file 1?"))
@@ -156,6 +157,7 @@ func (m *compressingModel) script(r *scriptedmodel.Request) scriptedmodel.Reply 
 }
 
 func TestHiddenCompressRound(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	model := &compressingModel{}
 	r := newRig(t, model.script, withHosts(hosts))
@@ -227,6 +229,7 @@ func TestHiddenCompressRound(t *testing.T) {
 }
 
 func TestMixedCompressAndClientTool(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	model := &compressingModel{withTool: "read_file"}
 	r := newRig(t, model.script, withHosts(hosts))
@@ -250,6 +253,7 @@ func TestMixedCompressAndClientTool(t *testing.T) {
 }
 
 func TestHiddenRoundsBounded(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	calls := 0
 	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {
@@ -336,6 +340,7 @@ func keys[V any](m map[string]V) []string {
 }
 
 func TestProjectionOpenAI(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	var mu sync.Mutex
 	compressed := false

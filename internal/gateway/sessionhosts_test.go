@@ -96,6 +96,7 @@ func TestSessionHostsProjectAsMemoryHosts(t *testing.T) {
 // gateway, the same conversation index) the client's next request
 // continues it, compression included, recording nothing twice.
 func TestSessionHostsPersist(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	dir := t.TempDir()
 	sessions := filepath.Join(dir, "sessions")
 	index := filepath.Join(dir, "conversations.jsonl")

@@ -24,6 +24,7 @@ func streamBody(t *testing.T, msgs []any) string {
 }
 
 func TestStreamHiddenCompressRound(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	for _, via := range []string{"sdk", "bytes"} {
 		t.Run(via, func(t *testing.T) {
 			hosts := &MemoryHosts{}
@@ -99,6 +100,7 @@ func TestStreamMixedCompressAndClientTool(t *testing.T) {
 }
 
 func TestStreamOpenAIHiddenRound(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	hosts := &MemoryHosts{}
 	var compressed atomic.Bool
 	r := newRig(t, func(req *scriptedmodel.Request) scriptedmodel.Reply {

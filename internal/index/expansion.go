@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // expandFunc returns the expansion function for the current vocabulary.
@@ -74,7 +76,7 @@ func (ix *Index) vocabularyChanged() {
 	}
 	ix.expBuilding = true
 	ix.expWG.Add(1)
-	go ix.buildExpanders()
+	goroutine.Go(ix.log, "query expansion builder", ix.buildExpanders)
 }
 
 // buildExpanders builds expansion functions until it has built one for the

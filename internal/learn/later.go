@@ -55,7 +55,7 @@ func (l *Learner) CalledLater(session, tool string, ok bool) {
 	w.once.Do(func() {
 		w.idle = sync.NewCond(&w.mu)
 		w.jobs, w.done = make(chan lesson, 64), make(chan struct{})
-		go l.work()
+		goroutine.Go(l.logger(), "learner", l.work)
 	})
 	w.mu.Lock()
 	w.pending++

@@ -430,6 +430,7 @@ func twinConfig(seed int64) Config {
 // same view, refs, nudges, state, blocks, archives and panels at every step,
 // also after the engine is rebuilt from the history and a state.
 func TestEngineEqualsProcessTurn(t *testing.T) {
+	t.Parallel()
 	seeds := 12
 	if testing.Short() {
 		seeds = 5

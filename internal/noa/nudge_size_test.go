@@ -13,6 +13,7 @@ import (
 // what is reclaimable (issue 27: one nudge listed ~8,000 characters of tiny
 // alternating ranges).
 func TestNudgeBoundedAndMerged(t *testing.T) {
+	t.Parallel()
 	longTopic := strings.Repeat("a very long topic written by the model ", 8)
 	shapes := []struct {
 		name string

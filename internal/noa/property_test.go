@@ -48,6 +48,7 @@ func checkView(t *testing.T, step string, history, view []CoreMessage) {
 }
 
 func TestPropertiesRandomSessions(t *testing.T) {
+	t.Parallel()
 	seeds := 12
 	if testing.Short() {
 		seeds = 4

@@ -80,6 +80,7 @@ func sizeOf(msgs []CoreMessage) int {
 }
 
 func TestLongSessionSimulation(t *testing.T) {
+	t.Parallel()
 	const limit = 24000
 	cfg := DefaultConfig(limit)
 	cfg.Tiers.Tier2Trigger = 4

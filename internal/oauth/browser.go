@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // openWait is how long an opener command gets to exit before it is
@@ -79,7 +81,7 @@ func runOpener(ctx context.Context, name string, args []string) error {
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }() // ends when the opener exits
+	goroutine.Go(nil, "browser opener wait", func() { done <- cmd.Wait() }) // ends when the opener exits
 	t := time.NewTimer(openWait)
 	defer t.Stop()
 	select {

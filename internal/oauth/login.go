@@ -134,12 +134,7 @@ func (c *Client) runLogin(ctx context.Context, l *login, d *discovery, scopes []
 			}
 		}),
 	}
-	serveDone := make(chan struct{})
-	go func() {
-		defer close(serveDone)
-		defer goroutine.Recover(c.log, "sign-in redirect listener", nil)
-		_ = srv.Serve(ln)
-	}()
+	serveDone := goroutine.Go(c.log, "sign-in redirect listener", func() { _ = srv.Serve(ln) })
 	defer func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer scancel()

@@ -233,7 +233,7 @@ func (c *Client) signIn(ctx context.Context, d *discovery, scopes []string) erro
 		l = newLogin(c.loginTimeout)
 		c.pending = l
 		c.wg.Add(1)
-		go func() {
+		goroutine.Go(c.log, "sign-in", func() {
 			defer c.wg.Done()
 			defer func() {
 				c.mu.Lock()
@@ -256,7 +256,7 @@ func (c *Client) signIn(ctx context.Context, d *discovery, scopes []string) erro
 				c.log.Warn("automatic sign-in failed; waiting for `mcproxy auth login`", zap.Error(err))
 			}
 			l.finish(err)
-		}()
+		})
 	}
 	c.mu.Unlock()
 	select {

@@ -44,6 +44,7 @@ func linesText(rng *rand.Rand, n int) string {
 // encodings, a text's count is the sum of the counts of its two sides at
 // every line start (lineStart).
 func TestLineStartAdditive(t *testing.T) {
+	t.Parallel()
 	testAdditive(t, lineStart, 11, 25, 150, func(rng *rand.Rand, _ int) string { return linesText(rng, 30) })
 }
 
@@ -52,6 +53,7 @@ func TestLineStartAdditive(t *testing.T) {
 // with lines and in the same texts as one JSON string (their newlines
 // escaped), which is how a tool call's arguments are recorded.
 func TestWordStartAdditive(t *testing.T) {
+	t.Parallel()
 	testAdditive(t, wordStart, 17, 40, 300, func(rng *rand.Rand, i int) string {
 		if i%2 == 1 {
 			return jsonText(linesText(rng, 30))

@@ -17,6 +17,7 @@ import (
 // nothing new, Compress calls (good and bad) when noa nudges, and a reopen
 // from disk halfway.
 func TestHostEngineEqualsProcessTurn(t *testing.T) {
+	t.Parallel()
 	for seed := int64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			opts := testOptions(t)

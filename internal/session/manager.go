@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // Manager owns the hosts of a running proxy, one per session id (an MCP
@@ -49,14 +51,14 @@ func NewManager(opts Options) *Manager {
 	m := &Manager{opts: opts.withDefaults(), hosts: map[string]*entry{}, openFailed: map[string]Recording{}}
 	m.pool = newOpenPool(m.opts.MaxOpen, m.opts.FlushEvery, m.opts.Logger)
 	m.parkStop, m.parkDone = make(chan struct{}), make(chan struct{})
-	go m.pool.run(m.parkStop, m.parkDone)
+	goroutine.Go(m.opts.Logger, "session pool", func() { m.pool.run(m.parkStop, m.parkDone) })
 	if m.opts.Retention > 0 {
 		every := RetentionInterval
 		if m.opts.pruneEvery > 0 {
 			every = m.opts.pruneEvery
 		}
 		m.stop, m.done = make(chan struct{}), make(chan struct{})
-		go m.retain(m.stop, m.done, every)
+		goroutine.Go(m.opts.Logger, "session retention", func() { m.retain(m.stop, m.done, every) })
 	}
 	return m
 }

@@ -100,6 +100,9 @@ func TestDatasetsDefault(t *testing.T) {
 }
 
 func TestNodeMissingPieces(t *testing.T) {
+	// The failure messages, as where npm ci has run; the skip that a clone
+	// without node_modules gets is TestNPMMissingSkipsUnlessRequired's.
+	t.Setenv(RequireNPMEnv, "1")
 	tests := []struct {
 		name string
 		f    func(testing.TB) string

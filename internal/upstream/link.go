@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // link is everything the manager knows about one configured server. Its
@@ -90,24 +91,47 @@ func (l *link) run(ctx context.Context) {
 		}
 	}
 	defer func() {
-		r := recover()
-		if r != nil {
-			l.log.Error("upstream supervisor panicked; the server stays down", zap.Any("panic", r))
-		}
 		markFirst()
 		l.mu.Lock()
-		live := l.sess
 		l.sess, l.tools, l.catalog, l.retryAt = nil, nil, nil, time.Time{}
 		if l.state != StateDown {
 			l.lastErr = "upstream manager closed"
 		}
 		l.setState(StateDown)
 		l.mu.Unlock()
-		if r != nil && live != nil { // otherwise run closed it already
-			l.closeSession(live)
+	}()
+	for l.supervise(ctx, markFirst) {
+	}
+}
+
+// supervise runs run's loop until ctx ends (false). A panic in it is
+// logged with its stack and counts as a failed attempt: the server is down
+// with the panic as its error and supervise returns true once the back-off
+// has passed, for run to go on (before, one panic kept the server down for
+// the life of the process).
+func (l *link) supervise(ctx context.Context, markFirst func()) (again bool) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
 		}
+		l.mu.Lock()
+		live := l.sess
+		d := l.downLocked(goroutine.Error(r))
+		l.mu.Unlock()
+		l.log.Error("upstream supervisor panicked; retrying", zap.Any("panic", r), zap.Stack("stack"), zap.Duration("retry_in", d))
+		if live != nil { // it was ready: its tools leave the catalog
+			l.closeSession(live)
+			l.notify(nil)
+			l.notifyCatalog(nil)
+		}
+		markFirst()
+		again = l.sleep(ctx)
 	}()
 	for {
+		if l.m.beforeAttempt != nil {
+			l.m.beforeAttempt(l.name)
+		}
 		select {
 		case <-l.wake: // a request made before this attempt is served by it
 		default:
@@ -120,7 +144,7 @@ func (l *link) run(ctx context.Context) {
 		sess, tools, err := l.connect(ctx)
 		if ctx.Err() != nil {
 			l.closeSession(sess)
-			return
+			return false
 		}
 		if err != nil {
 			d := l.down(err)
@@ -142,7 +166,7 @@ func (l *link) run(ctx context.Context) {
 				waited = l.sleep(ctx)
 			}
 			if !waited {
-				return
+				return false
 			}
 			continue
 		}
@@ -168,13 +192,13 @@ func (l *link) run(ctx context.Context) {
 		l.mu.Unlock()
 		if wasCurrent { // ctx ended while ready
 			l.closeSession(sess)
-			return
+			return false
 		}
 		l.notify(nil)
 		l.notifyCatalog(nil)
 		l.closeSession(sess)
 		if !l.sleep(ctx) {
-			return
+			return false
 		}
 	}
 }
@@ -277,11 +301,7 @@ func (l *link) notify(tools []mcp.Tool) {
 			out = append(out, ToolFromMCP(l.name, t))
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			l.log.Error("OnToolsChanged panicked", zap.Any("panic", r))
-		}
-	}()
+	defer goroutine.Recover(l.log, "OnToolsChanged callback", nil)
 	cb(l.name, out)
 }
 

@@ -98,11 +98,11 @@ func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
 		stderrDone: make(chan struct{}),
 		stderrRead: errR,
 	}
-	go func() {
+	goroutine.Go(log, "upstream process wait", func() {
+		defer close(p.exited)
 		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	go p.logStderr(log)
+	})
+	goroutine.Go(log, "upstream stderr reader", func() { p.logStderr(log) })
 	return p, nil
 }
 
@@ -110,7 +110,6 @@ func startProcess(s config.ServerConfig, log *zap.Logger) (*process, error) {
 // keeps the last few lines to explain a crash.
 func (p *process) logStderr(log *zap.Logger) {
 	defer close(p.stderrDone)
-	defer goroutine.Recover(log, "upstream stderr reader", nil)
 	// Lines longer than the buffer are logged in buffer-sized pieces, so a
 	// child that never writes a newline cannot grow our memory.
 	r := bufio.NewReaderSize(p.stderrRead, maxStderrLine)

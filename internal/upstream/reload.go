@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
 // newLink prepares the link of one configured server; nothing starts.
@@ -59,11 +60,11 @@ func (m *Manager) launch(l *link) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	l.stop, l.done = cancel, make(chan struct{})
 	m.wg.Add(1)
-	go func() {
+	goroutine.Go(l.log, "upstream supervisor "+l.name, func() {
 		defer m.wg.Done()
 		defer close(l.done)
 		l.run(ctx)
-	}()
+	})
 }
 
 // Changes is what Reconfigure did, each list sorted.

@@ -86,11 +86,10 @@ func (s *session) spawn(name string, f func()) {
 		return
 	}
 	s.wg.Add(1)
-	go func() {
+	goroutine.Go(s.log, name, func() {
 		defer s.wg.Done()
-		defer goroutine.Recover(s.log, name, nil)
 		f()
-	}()
+	})
 }
 
 func (s *session) signalRefresh() {

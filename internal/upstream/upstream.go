@@ -184,6 +184,10 @@ type Manager struct {
 
 	logMu    sync.Mutex
 	logLevel mcp.LoggingLevel // the last SetLogLevel ("" = never set)
+
+	// beforeAttempt, set by tests before Start, runs on a supervisor
+	// before each of its server's connection attempts. nil = nothing.
+	beforeAttempt func(server string)
 }
 
 // New prepares a Manager for cfg's servers; nothing starts until Start. cfg

@@ -68,11 +68,7 @@ func RunSDK(t testing.TB, c Call) Outcome {
 		t.Fatal("gatewaytest: cannot locate sdk.mjs")
 	}
 	script := filepath.Join(filepath.Dir(file), "sdk.mjs")
-	for _, pkg := range []string{"@anthropic-ai/sdk", "openai"} {
-		if !nodePackage(filepath.Dir(file), pkg) {
-			t.Fatalf("gatewaytest: npm package %s is missing: run npm ci in the repository root", pkg)
-		}
-	}
+	requireSDKs(t, filepath.Dir(file))
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("gatewaytest: node is not on PATH (%v): install Node.js 20 or newer", err)
@@ -97,6 +93,38 @@ func RunSDK(t testing.TB, c Call) Outcome {
 	}
 	return o
 }
+
+// RequireSDKs ends t, as RunSDK would, unless both SDKs are installed: for
+// the top of a test that checks, after subtests that call RunSDK, what they
+// sent (a skipped subtest sent nothing).
+func RequireSDKs(t testing.TB) {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("gatewaytest: cannot locate sdk.mjs")
+	}
+	requireSDKs(t, filepath.Dir(file))
+}
+
+// requireSDKs ends t unless node finds both SDKs from dir: skipped on a
+// clone where npm ci has not run, failed where it has (scripts/test sets
+// MCPROXY_REQUIRE_NPM), as testenv's npm helpers do (which this package,
+// not a _test.go file, may not import).
+func requireSDKs(t testing.TB, dir string) {
+	t.Helper()
+	for _, pkg := range []string{"@anthropic-ai/sdk", "openai"} {
+		if nodePackage(dir, pkg) {
+			continue
+		}
+		if os.Getenv(requireNPMEnv) != "" {
+			t.Fatalf("gatewaytest: npm package %s is missing: run npm ci in the repository root", pkg)
+		}
+		t.Skipf("gatewaytest: npm package %s is missing: run npm ci in the repository root (skipped; %s=1 makes it fail)", pkg, requireNPMEnv)
+	}
+}
+
+// requireNPMEnv is testenv.RequireNPMEnv.
+const requireNPMEnv = "MCPROXY_REQUIRE_NPM"
 
 // nodePackage reports whether node would find pkg from dir: in a
 // node_modules of dir or of a directory above it.

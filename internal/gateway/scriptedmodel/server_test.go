@@ -29,6 +29,7 @@ func richReply(*scriptedmodel.Request) scriptedmodel.Reply {
 }
 
 func TestAnthropicThroughSDK(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	s := scriptedmodel.New(richReply)
 	defer s.Close()
 	body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "weather?"}}}
@@ -101,6 +102,7 @@ func TestAnthropicStreamBytes(t *testing.T) {
 }
 
 func TestOpenAIThroughSDK(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	s := scriptedmodel.New(func(r *scriptedmodel.Request) scriptedmodel.Reply {
 		return scriptedmodel.Reply{Parts: []scriptedmodel.Part{
 			scriptedmodel.Text("Two calls coming."),
@@ -163,6 +165,7 @@ func TestOpenAIThroughSDK(t *testing.T) {
 }
 
 func TestErrorsThroughSDK(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
 	tests := []struct {
 		sdk     gatewaytest.SDK
 		status  int
