@@ -20,6 +20,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
@@ -189,20 +190,28 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if cfg.Gateway.Enabled {
 			log.Warn("the model API gateway is served over HTTP only; with --stdio it is off (run a second mcproxy serve without --stdio for it)")
 		}
-		err = st.front.ServeStdio(ctx, stdin, stdout)
+		var tr *mcptransport.Front
+		if tr, err = st.transport(); err == nil {
+			err = tr.ServeStdio(ctx, stdin, stdout)
+		}
 	} else {
 		opts := httpOptions(cfg)
+		var f faces
 		var closeGateway func()
 		var convs *session.Manager
-		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
+		if f.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
 		defer closeGateway()
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, opts.Gateway != nil, sessions, convs)
-		opts.Metrics = obs.metrics.Handler()
+		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, f.Gateway != nil, sessions, convs)
+		f.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
-		err = st.front.Serve(ctx, ln, opts)
+		var tr *mcptransport.Front
+		if tr, err = st.transport(); err == nil {
+			h, closeSessions := serveMux(tr, opts, f)
+			err = tr.Serve(ctx, ln, h, closeSessions)
+		}
 	}
 	if err != nil {
 		log.Error("serving", zap.Error(err))

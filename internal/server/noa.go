@@ -10,6 +10,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -43,7 +44,7 @@ func sessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
 	if cs == nil {
 		return ""
 	}
-	if id := cs.SessionID(); id != stdioSessionID {
+	if id := cs.SessionID(); id != largeargs.StdioSessionID {
 		return id
 	}
 	return stdioID

@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"net/http"
@@ -20,7 +20,7 @@ func TestGuardBrowserToken(t *testing.T) {
 			w.WriteHeader(http.StatusOK)
 		})
 	}
-	h := Guard(reached("mux"), HTTPOptions{AuthToken: "s3cret", Dashboard: reached("dashboard")})
+	h := Guard(reached("mux"), HTTPOptions{AuthToken: "s3cret", Page: reached("dashboard")})
 	for _, tc := range []struct {
 		name, method, target, cookie, header string
 		want                                 int
