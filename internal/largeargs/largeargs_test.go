@@ -65,6 +65,7 @@ func spaced(r *rand.Rand, compact []byte) []byte {
 // whole body, and the body left decodes to the same request with {} in
 // their place.
 func TestLiftableMatchesDecoding(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 1))
 	for i := range 60 {
 		args := map[string]any{"content": randomString(r, Min+r.IntN(4096))}
@@ -116,6 +117,7 @@ func TestLiftableMatchesDecoding(t *testing.T) {
 
 // TestLiftableRefuses: what liftable leaves to mcp-go.
 func TestLiftableRefuses(t *testing.T) {
+	t.Parallel()
 	big := `{"content":"` + strings.Repeat("x", Min) + `"}`
 	for _, tc := range []struct{ name, body string }{
 		{"small", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`},

@@ -45,6 +45,7 @@ var postMCP = rpctest.PostMCP
 // logged and answered as an Internal error for that element; the process
 // and the rest of the batch go on.
 func TestBatchHTTPRecoversElementPanic(t *testing.T) {
+	t.Parallel()
 	f, err := New(Deps{MCP: mcpserver.NewMCPServer("test", "1.0.0", mcpserver.WithToolCapabilities(true))}, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ var byID = rpctest.ByID
 // mcp-go gives none of these for a well-formed message, so a stand-in
 // handler gives them here.
 func TestBatchForwardAnswers(t *testing.T) {
+	t.Parallel()
 	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var e batchElement
 		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
@@ -66,6 +67,7 @@ func TestBatchForwardAnswers(t *testing.T) {
 // Output that arrives in pieces is handled line by line, whether or not a
 // batch is waiting for responses.
 func TestStdioBatchesWritePieces(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	s := newStdioBatches(&out, zap.NewNop())
 	write := func(p string) {
@@ -98,6 +100,7 @@ func TestStdioBatchesWritePieces(t *testing.T) {
 // failLocked, the recovery of a panic while a batch is being split, forgets
 // what the batch registered and answers each of its requests.
 func TestStdioBatchesFailLocked(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	core, _ := observer.New(zap.ErrorLevel)
 	s := newStdioBatches(&out, zap.New(core))

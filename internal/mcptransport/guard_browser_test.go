@@ -14,6 +14,7 @@ import (
 // endpoint refuses like every other; the page's script fetches its data
 // with the token from the URL fragment); with the token it is a 200.
 func TestGuardBrowserToken(t *testing.T) {
+	t.Parallel()
 	reached := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Reached", name)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	tests := []struct {
 		name   string

@@ -11,6 +11,7 @@ import (
 // The registry on its own: only issued ids validate, a session with a
 // request in flight is never idle, and sweep ends exactly the idle ones.
 func TestSessionRegistrySweep(t *testing.T) {
+	t.Parallel()
 	r := newSessionRegistry(time.Minute, nil)
 	var ended []string
 	r.end = func(id string) { ended = append(ended, id); _, _ = r.Terminate(id) }
