@@ -4,7 +4,7 @@
 //
 //   - straight: the requests as the client built them, no gateway;
 //   - gateway: through the model-API gateway's real HTTP handler (gw.New
-//     behind server.Guard) to a scripted model on loopback (coop) that
+//     behind mcptransport.Guard) to a scripted model on loopback (coop) that
 //     answers each request with the run's next assistant turn, obeys the
 //     gateway's nudges with Compress calls and reads archived messages
 //     back with read_archive when its next call needs a fact it no longer
@@ -45,7 +45,7 @@ import (
 	gw "github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
 	"github.com/mcproxy/mcproxy/internal/loopback"
-	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -239,7 +239,7 @@ func (b *bench) gateway(ctx context.Context, r *run, m *meter) error {
 		return err
 	}
 	defer g.Close()
-	front := loopback.NewServer(server.Guard(g, server.HTTPOptions{}))
+	front := loopback.NewServer(mcptransport.Guard(g, mcptransport.HTTPOptions{}))
 	defer front.Close()
 
 	for k := range r.t.Steps {

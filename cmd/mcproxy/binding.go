@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
 
 // checkBinding refuses an HTTP listen address beyond loopback without
@@ -19,7 +19,7 @@ func checkBinding(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
-	if server.IsLoopback(host) || cfg.AuthToken != "" {
+	if mcptransport.IsLoopback(host) || cfg.AuthToken != "" {
 		return nil
 	}
 	return fmt.Errorf("listen %q reaches beyond this machine and no auth_token is set: anyone who can reach it could use every configured MCP server. "+
@@ -27,14 +27,14 @@ func checkBinding(cfg *config.Config) error {
 }
 
 // httpOptions are the HTTP front's options from cfg.
-func httpOptions(cfg *config.Config) server.HTTPOptions {
+func httpOptions(cfg *config.Config) mcptransport.HTTPOptions {
 	host, _, _ := net.SplitHostPort(cfg.Listen)
-	return server.HTTPOptions{
+	return mcptransport.HTTPOptions{
 		AuthToken:          cfg.AuthToken,
 		ListenHost:         host,
 		AllowedHosts:       cfg.AllowedHosts,
 		SessionIdleTimeout: cfg.SessionIdleTimeout.Std(),
-		Limits: server.Limits{
+		Limits: mcptransport.Limits{
 			MaxBatch:        cfg.Limits.MaxBatch,
 			MaxRequestBytes: cfg.Limits.MaxRequestBytes,
 			ReadTimeout:     time.Duration(cfg.Limits.ReadTimeout),

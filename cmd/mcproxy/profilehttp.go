@@ -14,9 +14,9 @@ import (
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/ratelimit"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -87,10 +87,19 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			}
 			st.start(sctx)
 		})
+		tr, err := st.transport()
+		if err != nil {
+			cancel()
+			<-started
+			_ = st.close()
+			pf.close()
+			return nil, fmt.Errorf("profile %s: %w", name, err)
+		}
 		opts := httpOptions(pcfg)
 		opts.AuthToken = "" // clientauth has checked the request
-		h, closeSessions := st.front.Handler(opts)
-		byProfile[name] = h
+		mux := http.NewServeMux()
+		closeSessions := tr.Routes(mux, opts)
+		byProfile[name] = mux
 		pf.closers = append(pf.closers, func() {
 			cancel()
 			<-started
@@ -104,7 +113,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 	pf.handler = auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := clientauth.FromContext(r.Context())
 		h, ok := byProfile[id.Profile]
-		if !ok || r.URL.Path != server.PathStreamable {
+		if !ok || r.URL.Path != mcptransport.PathStreamable {
 			http.Error(w, "not found: a profile is served over streamable HTTP at /mcp/p/<name> (legacy SSE per profile is not served yet)", http.StatusNotFound)
 			return
 		}

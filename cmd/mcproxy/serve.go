@@ -22,6 +22,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
@@ -225,12 +226,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if cfg.Gateway.Enabled {
 			log.Warn("the model API gateway is served over HTTP only; with --stdio it is off (run a second mcproxy serve without --stdio for it)")
 		}
-		err = st.front.ServeStdio(ctx, stdin, stdout)
+		var tr *mcptransport.Front
+		if tr, err = st.transport(); err == nil {
+			err = tr.ServeStdio(ctx, stdin, stdout)
+		}
 	} else {
 		opts := httpOptions(cfg)
+		var f faces
 		var closeGateway func()
 		var convs *session.Manager
-		if opts.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
+		if f.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
@@ -241,16 +246,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer pf.close()
-		hasGateway := opts.Gateway != nil
-		opts.Gateway = pf.route(opts.Gateway)
+		hasGateway := f.Gateway != nil
+		f.Gateway = pf.route(f.Gateway)
 		opts.SelfAuthenticating = func(r *http.Request) bool {
 			_, _, ok := clientauth.ProfileFromPath(r.URL.Path)
 			return ok
 		}
-		opts.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
-		opts.Metrics = obs.metrics.Handler()
+		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
+		f.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
-		err = st.front.Serve(ctx, ln, opts)
+		var tr *mcptransport.Front
+		if tr, err = st.transport(); err == nil {
+			h, closeSessions := serveMux(tr, opts, f)
+			err = tr.Serve(ctx, ln, h, closeSessions)
+		}
 	}
 	if err != nil {
 		log.Error("serving", zap.Error(err))

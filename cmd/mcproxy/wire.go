@@ -20,6 +20,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/index"
 	"github.com/mcproxy/mcproxy/internal/integrity"
 	"github.com/mcproxy/mcproxy/internal/learn"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/ratelimit"
@@ -306,4 +307,9 @@ func newLogger(level, file string, stderr io.Writer) (*zap.Logger, func(), error
 	enc.EncodeLevel = zapcore.CapitalLevelEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, lvl)
 	return zap.New(core), closeFn, nil
+}
+
+// transport is the transport front (stdio, HTTP) serving st's MCP front.
+func (st *stack) transport() (*mcptransport.Front, error) {
+	return mcptransport.New(mcptransport.Deps{MCP: st.front.MCP(), Lifts: st.front.Lifts(), Log: st.log.Named("server")}, mcptransport.Options{})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
 	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
-	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
 
 // rig is a gateway behind mcproxy's HTTP guard, in front of a scripted
@@ -46,7 +46,7 @@ func newRig(t *testing.T, script scriptedmodel.Script, opts ...rigOption) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.Guard(gw, server.HTTPOptions{AuthToken: o.AuthToken}))
+	srv := httptest.NewServer(mcptransport.Guard(gw, mcptransport.HTTPOptions{AuthToken: o.AuthToken}))
 	t.Cleanup(srv.Close)
 	return &rig{up: up, gw: gw, url: srv.URL, logs: logs}
 }

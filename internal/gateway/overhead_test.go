@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
-	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
 
 // overheadBody is a tool-heavy Messages API request whose conversation
@@ -83,7 +83,7 @@ func benchmarkOverhead(b *testing.B, hosts Hosts, tokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	front := httptest.NewServer(server.Guard(gw, server.HTTPOptions{}))
+	front := httptest.NewServer(mcptransport.Guard(gw, mcptransport.HTTPOptions{}))
 	defer front.Close()
 	c := &http.Client{}
 	post(b, c, front.URL+"/v1/messages", body) // the conversation's first request

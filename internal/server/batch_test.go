@@ -7,65 +7,41 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/testenv/rpctest"
+
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-	"go.uber.org/zap"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batcher","version":"0"}}}`
 
-// rpc is the part of a JSON-RPC response the batch tests look at.
-type rpc struct {
-	ID     json.RawMessage `json:"id"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+// rpc, byID and postMCP are rpctest's, by their old names.
+type rpc = rpctest.RPC
 
-// byID indexes a batch answer by id (compact JSON: 2, "x"); responses with
-// a null id (errors for elements that were not messages) come apart.
-func byID(t *testing.T, data string) (map[string]rpc, []rpc) {
-	t.Helper()
-	var all []rpc
-	if err := json.Unmarshal([]byte(data), &all); err != nil {
-		t.Fatalf("batch answer %q is not a JSON array of responses: %v", data, err)
-	}
-	out := map[string]rpc{}
-	var nulls []rpc
-	for _, r := range all {
-		key := string(r.ID)
-		if key == "null" {
-			nulls = append(nulls, r)
-			continue
-		}
-		if _, dup := out[key]; dup {
-			t.Errorf("batch answer %s: two responses with id %s", data, key)
-		}
-		out[key] = r
-	}
-	return out, nulls
-}
+var (
+	byID    = rpctest.ByID
+	postMCP = rpctest.PostMCP
+)
 
 // A batch over streamable HTTP (protocol 2025-03-26) is answered with the
 // array of its requests' responses, invalid elements included; a batch of
 // notifications only gets 202; a batch that cannot be read gets one error.
 func TestBatchStreamableHTTP(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	f.Started()
 	var session string
 	post := func(body string) (int, string, http.Header) {
 		t.Helper()
-		return postMCP(t, f.base+PathStreamable, session, body)
+		return postMCP(t, f.base+mcptransport.PathStreamable, session, body)
 	}
 	code, body, h := post(initBody)
 	session = h.Get("Mcp-Session-Id")
@@ -122,8 +98,8 @@ func TestBatchStreamableHTTP(t *testing.T) {
 	}
 	// A session the server does not know: the batch is refused as a single
 	// message is (404, so the client starts a new session).
-	single, singleBody, _ := postMCP(t, f.base+PathStreamable, "no-such-session", `{"jsonrpc":"2.0","id":20,"method":"ping"}`)
-	code, body, _ = postMCP(t, f.base+PathStreamable, "no-such-session", `[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","id":21,"method":"ping"}]`)
+	single, singleBody, _ := postMCP(t, f.base+mcptransport.PathStreamable, "no-such-session", `{"jsonrpc":"2.0","id":20,"method":"ping"}`)
+	code, body, _ = postMCP(t, f.base+mcptransport.PathStreamable, "no-such-session", `[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","id":21,"method":"ping"}]`)
 	if single != http.StatusNotFound || code != single || body != singleBody {
 		t.Errorf("batch in an unknown session: got %d %q, want what a single message gets (%d %q), a 404", code, body, single, singleBody)
 	}
@@ -137,11 +113,11 @@ func TestBatchStreamableHTTP(t *testing.T) {
 // on the event stream.
 func TestBatchLegacySSE(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	f.Started()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+PathSSE, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+mcptransport.PathSSE, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +242,7 @@ func startStdio(t *testing.T, s *Server) *stdioConn {
 	t.Cleanup(func() { inW.Close(); cancel() })
 	c := &stdioConn{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1)}
 	go func() {
-		err := s.ServeStdio(ctx, inR, outW)
+		err := transportOf(s, mcptransport.Options{}).ServeStdio(ctx, inR, outW)
 		outW.Close()
 		c.done <- err
 	}()
@@ -337,7 +313,7 @@ func receive(t *testing.T, ch <-chan string, what string) string {
 	return ""
 }
 
-// A large HTTP batch runs at most maxBatchConcurrency of its messages at
+// A large HTTP batch runs at most mcptransport.MaxBatchConcurrency of its messages at
 // once, and answers every one.
 func TestBatchConcurrencyBounded(t *testing.T) {
 	var mu sync.Mutex
@@ -357,11 +333,11 @@ func TestBatchConcurrencyBounded(t *testing.T) {
 			return mcp.NewToolResultText("held"), nil
 		})
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"gauge": gauge})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	f.Started()
 	c := connect(t, f, "streamable", nil)
 	session := c.GetSessionId()
-	const n = 3 * maxBatchConcurrency
+	const n = 3 * mcptransport.MaxBatchConcurrency
 	var b strings.Builder
 	b.WriteString("[")
 	for i := range n {
@@ -371,7 +347,7 @@ func TestBatchConcurrencyBounded(t *testing.T) {
 		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"gauge:hold"}}}`, i+1)
 	}
 	b.WriteString("]")
-	_, body, _ := postMCP(t, f.base+PathStreamable, session, b.String())
+	_, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, session, b.String())
 	got, nulls := byID(t, body)
 	if len(got) != n || len(nulls) != 0 {
 		t.Fatalf("batch of %d calls: got %d responses and %d errors without id: %s", n, len(got), len(nulls), body)
@@ -383,109 +359,7 @@ func TestBatchConcurrencyBounded(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if most > maxBatchConcurrency {
-		t.Errorf("at most %d calls of the batch ran at once, want no more than %d", most, maxBatchConcurrency)
-	}
-}
-
-// postMCP posts body to a streamable HTTP endpoint (in session, when not
-// empty) and returns the answer's status, body and headers.
-func postMCP(t *testing.T, url, session, body string) (int, string, http.Header) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b), resp.Header
-}
-
-// Answers a handler gives outside JSON-RPC (a plain-text HTTP error, an
-// error without an id) still reach each request as a response with its id;
-// mcp-go gives none of these for a well-formed message, so a stand-in
-// handler gives them here.
-func TestBatchForwardAnswers(t *testing.T) {
-	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var e batchElement
-		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
-			t.Errorf("stub: %v", err)
-		}
-		switch string(e.ID) {
-		case "1":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-		case "2":
-			http.Error(w, "bad thing", http.StatusBadRequest)
-		case "3":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no id seen"}}`)
-		default: // 4 and the notification: accepted, no body
-			w.WriteHeader(http.StatusAccepted)
-		}
-	})
-	post := func(h http.Handler, body string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PathStreamable, strings.NewReader(body)))
-		return rec
-	}
-	rec := post(batchHTTP(stub, true, zap.NewNop()), `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
-	got, nulls := byID(t, rec.Body.String())
-	if rec.Code != http.StatusOK || len(got) != 4 || len(nulls) != 0 {
-		t.Fatalf("got %d %s, want 200 and one response for each of the four requests", rec.Code, rec.Body)
-	}
-	for id, want := range map[string]string{"2": "bad thing", "3": "no id seen", "4": "no response"} {
-		if r := got[id]; r.Error == nil || !strings.Contains(r.Error.Message, want) {
-			t.Errorf("response %s: got %+v, want an error saying %q", id, r, want)
-		}
-	}
-	// Over legacy SSE answers travel on the stream: a 202 is no failure.
-	if rec := post(batchHTTP(stub, false, zap.NewNop()), `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); rec.Code != http.StatusAccepted {
-		t.Errorf("/message batch answered on the stream: got %d %s, want 202", rec.Code, rec.Body)
-	}
-}
-
-// Output that arrives in pieces is handled line by line, whether or not a
-// batch is waiting for responses.
-func TestStdioBatchesWritePieces(t *testing.T) {
-	var out strings.Builder
-	s := newStdioBatches(&out, zap.NewNop())
-	write := func(p string) {
-		t.Helper()
-		if n, err := s.Write([]byte(p)); err != nil || n != len(p) {
-			t.Fatalf("Write(%q): %d, %v", p, n, err)
-		}
-	}
-	write(`{"jsonrpc":"2.0","id":1,"res`)
-	write("ult\":{}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n{\"jsonrpc\"")
-	if got, want := out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"+`{"jsonrpc":"2.0","method":"notifications/x"}`+"\n"; got != want {
-		t.Fatalf("nothing pending: got %q, want %q", got, want)
-	}
-	out.Reset()
-	var in strings.Builder
-	if err := s.splitBatch([]byte(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]`), &in); err != nil {
-		t.Fatal(err)
-	}
-	if got := in.String(); got != `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":8,"method":"ping"}`+"\n" {
-		t.Errorf("split batch: got %q", got)
-	}
-	write(`:"2.0","id":2,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":8,"res`)
-	write(`ult":{}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")
-	want := `{"jsonrpc":"2.0","id":2,"result":{}}` + "\n" + `[{"jsonrpc":"2.0","id":8,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]` + "\n"
-	if got := out.String(); got != want {
-		t.Errorf("with a batch pending: got %q, want %q", got, want)
+	if most > mcptransport.MaxBatchConcurrency {
+		t.Errorf("at most %d calls of the batch ran at once, want no more than %d", most, mcptransport.MaxBatchConcurrency)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -80,7 +82,7 @@ func TestDirectPrefixCannotTakeMcproxysTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	f := serveFront(t, s, HTTPOptions{})
+	f := serveFront(t, s, mcptransport.HTTPOptions{})
 	c := connect(t, f, "streamable", nil)
 	names := toolNames(t, c)
 	if !slices.Contains(names, "echo") || !slices.Contains(names, "Compress") {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -66,10 +68,12 @@ func conformanceClient(url, scenario string) error {
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- front.Serve(sctx, ln, HTTPOptions{}) }()
+	go func() {
+		served <- serveHTTP(sctx, transportOf(front, mcptransport.Options{}), ln, mcptransport.HTTPOptions{})
+	}()
 	defer func() { stop(); <-served }()
 
-	tr, err := transport.NewStreamableHTTP("http://"+ln.Addr().String()+PathStreamable, transport.WithContinuousListening())
+	tr, err := transport.NewStreamableHTTP("http://"+ln.Addr().String()+mcptransport.PathStreamable, transport.WithContinuousListening())
 	if err != nil {
 		return err
 	}

@@ -123,3 +123,7 @@ func conversationFront(t *testing.T) *Server {
 	}
 	return s
 }
+
+// hasID reports whether a JSON-RPC message's id makes it a request (or a
+// response): present and not null.
+func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }

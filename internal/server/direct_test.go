@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -103,7 +105,7 @@ func TestDirectNamesCollisions(t *testing.T) {
 func TestDirectMode(t *testing.T) {
 	upSrv := newUpstreamServer()
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": upSrv})
-	f := startFront(t, up, nil, Options{Mode: config.ModeDirect}, HTTPOptions{})
+	f := startFront(t, up, nil, Options{Mode: config.ModeDirect}, mcptransport.HTTPOptions{})
 
 	for _, kind := range []string{"streamable", "sse"} {
 		t.Run(kind, func(t *testing.T) {
@@ -164,7 +166,7 @@ func TestDirectMode(t *testing.T) {
 
 func TestDirectModeKeepsSchemaAndSkipsUnchanged(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, nil, Options{Mode: config.ModeDirect}, HTTPOptions{})
+	f := startFront(t, up, nil, Options{Mode: config.ModeDirect}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 
 	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})

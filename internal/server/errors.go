@@ -224,3 +224,35 @@ func containsAll(s string, words []string) bool {
 	}
 	return len(words) > 0
 }
+
+// maxSuggestLen is the longest unknown tool id that gets "did you mean"
+// suggestions when the catalog is empty or holds only shorter ids: an id
+// longer than every known one plus this is answered "unknown tool" at once,
+// since edit distance costs the product of the two lengths.
+const maxSuggestLen = 64
+
+// worthSuggesting reports whether id is short enough to look for close
+// matches: no longer than the longest tool id in the catalog plus
+// maxSuggestLen.
+func (s *Server) worthSuggesting(id string) bool {
+	if len(id) <= maxSuggestLen {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	longest := 0
+	for known := range s.byID {
+		longest = max(longest, len(known))
+	}
+	return len(id) <= longest+maxSuggestLen
+}
+
+// shownID is id as an error message quotes it: whole when short, else its
+// start and its length, so a huge name is not echoed back whole.
+func shownID(id string) string {
+	const keep = 120
+	if len(id) <= keep {
+		return id
+	}
+	return fmt.Sprintf("%s... (%d bytes)", id[:keep], len(id))
+}

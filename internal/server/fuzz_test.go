@@ -14,6 +14,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -30,20 +31,20 @@ func FuzzHTTPFront(f *testing.F) {
 	seeds := []struct {
 		method, path, session, version, contentType, body string
 	}{
-		{"POST", PathStreamable, "", "", "application/json", initBody},
-		{"POST", PathStreamable, "made-up", "2025-03-26", "application/json", echoCall},
-		{"POST", PathStreamable, "", "2025-03-26", "application/json", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`},
-		{"POST", PathStreamable, "", "", "application/json", `[]`},
-		{"POST", PathStreamable, "", "", "application/json", `[1,2,3`},
-		{"POST", PathStreamable, "", "", "application/json", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`},
-		{"POST", PathStreamable, "", "", "application/json", `{"jsonrpc":"2.0","id":1e999,"method":"tools/list"}`},
-		{"POST", PathStreamable, "", "2026-07-28", "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":"x"}}}}`},
-		{"POST", PathStreamable, "", "", "text/plain", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
-		{"GET", PathStreamable, "mcp-00000000000000000000000000000000", "", "", ""},
-		{"DELETE", PathStreamable, "mcp-00000000000000000000000000000000", "", "", ""},
-		{"POST", PathMessage + "?sessionId=nope", "", "", "application/json", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
-		{"POST", PathStreamable, "", "", "application/json", `[` + strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"ping"},`, 12) + `{}]`},
-		{"POST", PathStreamable, "", "", "application/json", "\xef\xbb\xbf{\"jsonrpc\":\"2.0\"}"},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", initBody},
+		{"POST", mcptransport.PathStreamable, "made-up", "2025-03-26", "application/json", echoCall},
+		{"POST", mcptransport.PathStreamable, "", "2025-03-26", "application/json", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", `[]`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", `[1,2,3`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", `{"jsonrpc":"2.0","id":1e999,"method":"tools/list"}`},
+		{"POST", mcptransport.PathStreamable, "", "2026-07-28", "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":"x"}}}}`},
+		{"POST", mcptransport.PathStreamable, "", "", "text/plain", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		{"GET", mcptransport.PathStreamable, "mcp-00000000000000000000000000000000", "", "", ""},
+		{"DELETE", mcptransport.PathStreamable, "mcp-00000000000000000000000000000000", "", "", ""},
+		{"POST", mcptransport.PathMessage + "?sessionId=nope", "", "", "application/json", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", `[` + strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"ping"},`, 12) + `{}]`},
+		{"POST", mcptransport.PathStreamable, "", "", "application/json", "\xef\xbb\xbf{\"jsonrpc\":\"2.0\"}"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.session, s.version, s.contentType, []byte(s.body))
@@ -59,7 +60,7 @@ func FuzzHTTPFront(f *testing.F) {
 		f.Fatal(err)
 	}
 	s.Resync()
-	h, closeSessions := s.Handler(HTTPOptions{SessionIdleTimeout: time.Hour, Limits: Limits{MaxBatch: 10, MaxRequestBytes: 1 << 16}})
+	h, closeSessions := transportOf(s, mcptransport.Options{}).Handler(mcptransport.HTTPOptions{SessionIdleTimeout: time.Hour, Limits: mcptransport.Limits{MaxBatch: 10, MaxRequestBytes: 1 << 16}})
 	f.Cleanup(func() { closeSessions(f.Context()) })
 
 	f.Fuzz(func(t *testing.T, method, path, sessionID, version, contentType string, body []byte) {

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -287,7 +289,7 @@ type front struct {
 	base string
 }
 
-func startFront(t *testing.T, up Upstreams, ix Index, opts Options, httpOpts HTTPOptions) *front {
+func startFront(t *testing.T, up Upstreams, ix Index, opts Options, httpOpts mcptransport.HTTPOptions) *front {
 	t.Helper()
 	s, err := New(Deps{Upstreams: up, Index: ix}, opts)
 	if err != nil {
@@ -298,7 +300,7 @@ func startFront(t *testing.T, up Upstreams, ix Index, opts Options, httpOpts HTT
 
 // serveFront resyncs s and serves it over HTTP on a loopback port until the
 // test ends.
-func serveFront(t *testing.T, s *Server, httpOpts HTTPOptions) *front {
+func serveFront(t *testing.T, s *Server, httpOpts mcptransport.HTTPOptions) *front {
 	t.Helper()
 	s.Resync()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -307,7 +309,7 @@ func serveFront(t *testing.T, s *Server, httpOpts HTTPOptions) *front {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, httpOpts) }()
+	go func() { done <- serveHTTP(ctx, transportOf(s, mcptransport.Options{}), ln, httpOpts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -338,9 +340,9 @@ func connectVersion(t *testing.T, f *front, kind, version string, onNotify func(
 			// protocol has no such stream (and mcp-go then stays legacy).
 			opts = append(opts, transport.WithContinuousListening())
 		}
-		c, err = client.NewStreamableHttpClient(f.base+PathStreamable, opts...)
+		c, err = client.NewStreamableHttpClient(f.base+mcptransport.PathStreamable, opts...)
 	case "sse":
-		c, err = client.NewSSEMCPClient(f.base + PathSSE)
+		c, err = client.NewSSEMCPClient(f.base + mcptransport.PathSSE)
 	case "inprocess":
 		c, err = client.NewInProcessClient(f.MCP())
 	default:
@@ -407,4 +409,19 @@ func toolNames(t *testing.T, c *client.Client) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// transportOf is the transport front (internal/transport) serving s.
+func transportOf(s *Server, opts mcptransport.Options) *mcptransport.Front {
+	f, err := mcptransport.New(mcptransport.Deps{MCP: s.MCP(), Lifts: s.Lifts(), Log: s.log}, opts)
+	if err != nil {
+		panic(err) // only a nil MCP server fails
+	}
+	return f
+}
+
+// serveHTTP serves f's MCP transports alone on ln until ctx ends.
+func serveHTTP(ctx context.Context, f *mcptransport.Front, ln net.Listener, opts mcptransport.HTTPOptions) error {
+	h, closeSessions := f.Handler(opts)
+	return f.Serve(ctx, ln, h, closeSessions)
 }

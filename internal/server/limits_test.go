@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
 
 // callBatch is a batch of n call_tool requests to tool.
@@ -34,13 +35,13 @@ func callBatch(n int, tool string) string {
 // Invalid Request naming the key; one at the limit runs.
 func TestBatchLengthLimit(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{Limits: Limits{MaxBatch: 5}})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{Limits: mcptransport.Limits{MaxBatch: 5}})
 	id := initSession(t, f)
-	code, body, _ := postMCP(t, f.base+PathStreamable, id, callBatch(6, "test:echo"))
+	code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, callBatch(6, "test:echo"))
 	if code != http.StatusBadRequest || !strings.Contains(body, "-32600") || !strings.Contains(body, "limits.max_batch") {
 		t.Errorf("batch of 6 over a limit of 5: got %d %s", code, body)
 	}
-	code, body, _ = postMCP(t, f.base+PathStreamable, id, callBatch(5, "test:echo"))
+	code, body, _ = postMCP(t, f.base+mcptransport.PathStreamable, id, callBatch(5, "test:echo"))
 	if got, _ := byID(t, body); code != http.StatusOK || len(got) != 5 {
 		t.Errorf("batch of 5: got %d %s", code, body)
 	}
@@ -49,10 +50,10 @@ func TestBatchLengthLimit(t *testing.T) {
 // A body over limits.max_request_bytes gets 413 naming the key.
 func TestRequestBodyLimit(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{Limits: Limits{MaxRequestBytes: 1000}})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{Limits: mcptransport.Limits{MaxRequestBytes: 1000}})
 	id := initSession(t, f)
 	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"test:echo","arguments":{"message":"` + strings.Repeat("x", 2000) + `"}}}}`
-	code, body, _ := postMCP(t, f.base+PathStreamable, id, big)
+	code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, big)
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "limits.max_request_bytes") {
 		t.Errorf("2 kB body over a 1000-byte limit: got %d %q", code, body)
 	}
@@ -62,7 +63,7 @@ func TestRequestBodyLimit(t *testing.T) {
 // limits.read_timeout instead of holding it for ever.
 func TestHalfSentBodyTimesOut(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{Limits: Limits{ReadTimeout: 300 * time.Millisecond}})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{Limits: mcptransport.Limits{ReadTimeout: 300 * time.Millisecond}})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(f.base, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,15 +87,15 @@ func TestHalfSentBodyTimesOut(t *testing.T) {
 // Request (-32600), not a Parse error: the JSON is fine. In a batch too.
 func TestObjectIDIsInvalidRequest(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	id := initSession(t, f)
 	for _, bad := range []string{`{"a":1}`, `[1]`, `true`} {
-		code, body, _ := postMCP(t, f.base+PathStreamable, id, `{"jsonrpc":"2.0","id":`+bad+`,"method":"ping"}`)
+		code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, `{"jsonrpc":"2.0","id":`+bad+`,"method":"ping"}`)
 		if code != http.StatusBadRequest || !strings.Contains(body, "-32600") || strings.Contains(body, "-32700") {
 			t.Errorf("id %s: got %d %s, want 400 with -32600", bad, code, body)
 		}
 	}
-	_, body, _ := postMCP(t, f.base+PathStreamable, id, `[{"jsonrpc":"2.0","id":{"a":1},"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	_, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, `[{"jsonrpc":"2.0","id":{"a":1},"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
 	if !strings.Contains(body, "-32600") || !strings.Contains(body, `"id":2,"result"`) {
 		t.Errorf("batch with an object id: got %s, want -32600 for it and the ping answered", body)
 	}
@@ -108,7 +109,7 @@ func TestBatchStopsWithItsClient(t *testing.T) {
 	slow := mcpserver.NewMCPServer("slow", "1.0.0", mcpserver.WithToolCapabilities(true))
 	slow.AddTool(mcp.NewTool("wait", mcp.WithDescription("Wait until cancelled.")),
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if started.Add(1) == maxBatchConcurrency {
+			if started.Add(1) == mcptransport.MaxBatchConcurrency {
 				once.Do(func() { close(full) })
 			}
 			select {
@@ -118,11 +119,11 @@ func TestBatchStopsWithItsClient(t *testing.T) {
 			return mcp.NewToolResultText("done"), nil
 		})
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"slow": slow})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	id := initSession(t, f)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.base+PathStreamable, strings.NewReader(callBatch(4*maxBatchConcurrency, "slow:wait")))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.base+mcptransport.PathStreamable, strings.NewReader(callBatch(4*mcptransport.MaxBatchConcurrency, "slow:wait")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,15 +142,15 @@ func TestBatchStopsWithItsClient(t *testing.T) {
 	select {
 	case <-full:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the batch's first %d calls never all started (%d did)", maxBatchConcurrency, started.Load())
+		t.Fatalf("the batch's first %d calls never all started (%d did)", mcptransport.MaxBatchConcurrency, started.Load())
 	}
 	cancel()
 	<-errc
 	// Were the batch to go on, the next calls would start as soon as the
 	// cancelled ones return; give them ample time to.
 	time.Sleep(time.Second)
-	if got := started.Load(); got != maxBatchConcurrency {
-		t.Errorf("%d calls started after the client left with %d running, want none more", got, maxBatchConcurrency)
+	if got := started.Load(); got != mcptransport.MaxBatchConcurrency {
+		t.Errorf("%d calls started after the client left with %d running, want none more", got, mcptransport.MaxBatchConcurrency)
 	}
 }
 
@@ -157,7 +158,7 @@ func TestBatchStopsWithItsClient(t *testing.T) {
 // without a fuzzy search, and the answer does not echo it whole.
 func TestLongUnknownToolName(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	f.Started()
 	c := connect(t, f, "streamable", nil)
 	name := "test:" + strings.Repeat("echo", 50000)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -228,7 +229,7 @@ func (s *Server) callUpstream(ctx context.Context, server, tool string, args map
 func innerArguments(raw json.RawMessage) json.RawMessage {
 	var inner json.RawMessage
 	n := 0
-	if !objectMembers(raw, func(key []byte, s, e int) bool {
+	if !jsonspan.ObjectMembers(raw, func(key []byte, s, e int) bool {
 		if string(key) == "arguments" {
 			inner, n = raw[s:e], n+1
 		}

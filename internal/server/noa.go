@@ -10,6 +10,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
@@ -43,7 +45,7 @@ func sessionIDFor(cs mcpserver.ClientSession, stdioID string) string {
 	if cs == nil {
 		return ""
 	}
-	if id := cs.SessionID(); id != stdioSessionID {
+	if id := cs.SessionID(); id != largeargs.StdioSessionID {
 		return id
 	}
 	return stdioID
@@ -374,14 +376,16 @@ func overlap(ctx context.Context, run func(context.Context) (*mcp.CallToolResult
 		panic any
 	}
 	done := make(chan outcome, 1) // buffered: the goroutine never blocks
-	go func() {
+	// The panic is the caller's to re-raise (below), so the goroutine
+	// recovers it itself; Go only names it.
+	goroutine.Go(nil, "overlapped tool call", func() {
 		var o outcome
 		defer func() {
 			o.panic = recover()
 			done <- o
 		}()
 		o.res, o.err = run(ctx)
-	}()
+	})
 	rec, recErr := record()
 	o := <-done
 	if o.panic != nil {

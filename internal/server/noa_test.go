@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -58,7 +60,7 @@ func startNoaFrontWith(t *testing.T, opts Options, log *zap.Logger, so session.O
 			t.Errorf("closing sessions: %v", err)
 		}
 	})
-	return serveFront(t, s, HTTPOptions{}), dir
+	return serveFront(t, s, mcptransport.HTTPOptions{}), dir
 }
 
 var refTag = regexp.MustCompile(`^\[m\d{5} · [0-9.]+K? tok\]$`)
@@ -122,7 +124,7 @@ func TestNoaRetrieveMode(t *testing.T) {
 
 func TestNoaInstructions(t *testing.T) {
 	f, _ := startNoaFront(t, Options{})
-	_, res := connectURL(t, f.base+PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	_, res := connectURL(t, f.base+mcptransport.PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	for _, want := range []string{"retrieve_tools", session.MCPInstructions()} {
 		if !strings.Contains(res.Instructions, want) {
 			t.Errorf("instructions: got %q, want them to contain %q", res.Instructions, want)
@@ -285,7 +287,7 @@ func TestNoaRecallOnly(t *testing.T) {
 	big := strings.Repeat("a line of a long log file, with words in it. ", 700) // ~32K bytes: cut at 4000 tokens
 	nudged := func(so session.Options) (c *client.Client, names []string, instructions string, results []*mcp.CallToolResult) {
 		f, _ := startNoaFrontWith(t, Options{}, nil, so)
-		c, res := connectURL(t, f.base+PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+		c, res := connectURL(t, f.base+mcptransport.PathStreamable, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 		for i := 0; i < 8; i++ {
 			results = append(results, callTool(t, c, ToolCall, map[string]any{"name": "up:echo", "arguments": map[string]any{"message": fmt.Sprint(i, " ", big)}}))
 		}

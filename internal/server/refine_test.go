@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -25,7 +27,7 @@ func TestRetrieveRefineHelp(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() })
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"alpha": newUpstreamServer(), "beta": newUpstreamServer()})
-	f := startFront(t, up, p, Options{}, HTTPOptions{})
+	f := startFront(t, up, p, Options{}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 	const list = "Connected servers"
 	const alphaLine = "- alpha (5 tools): add, echo, fail, read_file, sleep"

@@ -515,11 +515,11 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	cctx = context.WithValue(cctx, callReqKey{}, &req)
 	// The relay owns this goroutine; forget (the call's end, the client
 	// giving up, or the TTL) cancels its context, which ends it.
-	go func() {
+	goroutine.Go(r.log, "parked tool call", func() {
 		defer close(p.done)
 		defer goroutine.Recover(r.log, "parked tool call", func(v any) { p.err = goroutine.Error(v) })
 		p.res, p.err = next(cctx, req)
-	}()
+	})
 	return p, rd, done
 }
 

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -284,7 +286,7 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 	mgr.Start(ctx)
 	s.Resync()
 	f := &relayFront{Server: s}
-	h, closeSessions := s.Handler(HTTPOptions{})
+	h, closeSessions := transportOf(s, mcptransport.Options{}).Handler(mcptransport.HTTPOptions{})
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(sniffWriter{w, f}, r)
 	}))
@@ -300,7 +302,7 @@ func startRelayFrontMode(t *testing.T, servers map[string]config.ServerConfig, m
 		ts.CloseClientConnections()
 		ts.Close()
 	})
-	f.url = ts.URL + PathStreamable
+	f.url = ts.URL + mcptransport.PathStreamable
 	return f
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
@@ -24,7 +26,7 @@ func forcedGCs(t *testing.T) uint64 {
 // count of forced collections is the process's.
 func TestLargeCallReleasesMemory(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "streamable", nil)
 	for _, tc := range []struct {
 		name   string

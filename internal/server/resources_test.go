@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,7 +46,7 @@ func startCatalogFrontOpts(t *testing.T, servers map[string]config.ServerConfig,
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mgr.Start(ctx)
-	return serveFront(t, s, HTTPOptions{})
+	return serveFront(t, s, mcptransport.HTTPOptions{})
 }
 
 // TestResourceUpdatesOverSSE serves an mcp-go upstream with a prompt and a

@@ -43,6 +43,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"github.com/mcproxy/mcproxy/internal/learn"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -144,8 +145,6 @@ type Options struct {
 	Render Renderer
 	// IndexMetadata maps tools to index documents; nil means PlainMetadata.
 	IndexMetadata IndexMetadataFunc
-	// ShutdownTimeout bounds graceful HTTP shutdown; zero means 5s.
-	ShutdownTimeout time.Duration
 	// WaitForStart, when true, makes tool calls (meta tools and direct-mode
 	// tools) wait until Started is called, bounded by each request's
 	// context. Clients can then connect and initialize while the upstreams
@@ -241,8 +240,8 @@ type Server struct {
 	onCall  func(Call)
 	clients clientNames
 	// lifts holds the large arguments lifted from stdio lines until their
-	// calls run (largeargs.go).
-	lifts liftTable
+	// calls run (internal/largeargs).
+	lifts largeargs.Table
 	// releasing is set while a large call's memory is released (release.go).
 	releasing atomic.Bool
 }
@@ -282,9 +281,6 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if opts.Prefix == nil {
 		opts.Prefix = func(server string) string { return server + config.PrefixSeparator }
 	}
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = 5 * time.Second
-	}
 	if opts.StartGrace <= 0 {
 		opts.StartGrace = DefaultStartGrace
 	}
@@ -318,8 +314,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	hooks := &mcpserver.Hooks{}
 	// First, so every other hook and middleware sees a lifted call's
-	// arguments (largeargs.go).
-	hooks.AddBeforeCallTool(s.lifts.restore)
+	// arguments (internal/largeargs).
+	hooks.AddBeforeCallTool(s.lifts.Restore)
 	if opts.Mode == config.ModeDirect {
 		// In direct mode tools/list is the catalog: hold it, like tool
 		// calls, until the upstreams have had their first chance to connect,
@@ -334,8 +330,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		// Outermost, so a panic while recording a call is caught too.
 		mcpserver.WithRecovery(),
 		// Next, so every other middleware sees a lifted call's arguments
-		// (largeargs.go).
-		mcpserver.WithToolHandlerMiddleware(restoreArguments),
+		// (internal/largeargs).
+		mcpserver.WithToolHandlerMiddleware(largeargs.Restore),
 		// Then, so a large call's memory is released after everything
 		// else it did (release.go).
 		mcpserver.WithToolHandlerMiddleware(s.releaseMemory),
@@ -471,9 +467,6 @@ func (s *Server) waitStarted(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-// MCP returns the underlying mcp-go server (for in-process clients and tests).
-func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
 func (s *Server) instructions() string {
 	if s.opts.Mode == config.ModeDirect {
@@ -673,3 +666,11 @@ func PlainMetadata(t config.Tool) (config.ToolMetadata, error) {
 		ParamsJSON:  string(t.Schema),
 	}, nil
 }
+
+// MCP is the mcp-go server the transports (internal/transport) and
+// in-process clients hand each client message to.
+func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
+
+// Lifts is the table the stdio transport lifts large tools/call arguments
+// into; the server's BeforeCallTool hook puts them back.
+func (s *Server) Lifts() *largeargs.Table { return &s.lifts }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -16,7 +18,7 @@ import (
 
 func TestRetrieveModeOverTransports(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 
 	for _, tc := range []struct{ kind, version string }{
 		{"streamable", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
@@ -72,7 +74,7 @@ func TestCallToolErrors(t *testing.T) {
 	testSrv := newUpstreamServer()
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": testSrv, "other": newUpstreamServer()})
 	up.timeout = 200 * time.Millisecond
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "streamable", nil)
 	// The upstream drops a tool the catalog still lists: its call comes back
 	// as a JSON-RPC invalid-params error.
@@ -145,7 +147,7 @@ func TestCallToolErrors(t *testing.T) {
 
 func TestRetrieveArguments(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{RetrieveLimit: 2}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{RetrieveLimit: 2}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 
 	res := callTool(t, c, ToolRetrieve, map[string]any{"query": "a the file message numbers"})
@@ -178,7 +180,7 @@ func TestRetrieveArguments(t *testing.T) {
 
 func TestDescribeTool(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 
 	res := callTool(t, c, ToolDescribe, map[string]any{"names": []any{"test:echo", "test:nope"}})
@@ -223,7 +225,7 @@ func mustTool(t *testing.T, up *testUpstreams, server, name string) mcp.Tool {
 func TestRetrieveSeesChangedTools(t *testing.T) {
 	upSrv := newUpstreamServer()
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": upSrv})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{})
 	c := connect(t, f, "inprocess", nil)
 
 	upSrv.AddTool(mcp.NewTool("translate", mcp.WithDescription("Translate text into another language.")),

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -12,13 +11,14 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
 
 // sessionFront serves a retrieve-mode front with noa on over HTTP, its
 // sessions under a temporary directory, which it returns.
-func sessionFront(t *testing.T, httpOpts HTTPOptions) (*front, string) {
+func sessionFront(t *testing.T, httpOpts mcptransport.HTTPOptions) (*front, string) {
 	t.Helper()
 	dir := t.TempDir()
 	m := session.NewManager(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
@@ -36,7 +36,7 @@ const echoCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name"
 // initSession initializes a streamable HTTP session and returns its id.
 func initSession(t *testing.T, f *front) string {
 	t.Helper()
-	code, body, h := postMCP(t, f.base+PathStreamable, "", initBody)
+	code, body, h := postMCP(t, f.base+mcptransport.PathStreamable, "", initBody)
 	id := h.Get("Mcp-Session-Id")
 	if code != http.StatusOK || id == "" {
 		t.Fatalf("initialize: got %d %q, session %q", code, body, id)
@@ -64,9 +64,9 @@ func sessionDirs(t *testing.T, dir string) []string {
 // never issued, or one issued and then deleted gets 404, and none of them
 // creates anything on disk.
 func TestSessionIDsMustBeIssued(t *testing.T) {
-	f, dir := sessionFront(t, HTTPOptions{})
+	f, dir := sessionFront(t, mcptransport.HTTPOptions{})
 	for _, made := range []string{"made-up", "mcp-session-0b6c7a2e-5d8f-4c1e-9a3b-2f7d6e8c9a10", "mcp-00000000000000000000000000000000"} {
-		code, body, _ := postMCP(t, f.base+PathStreamable, made, echoCall)
+		code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, made, echoCall)
 		if code != http.StatusNotFound {
 			t.Errorf("id %q: got %d %q, want 404", made, code, body)
 		}
@@ -79,14 +79,14 @@ func TestSessionIDsMustBeIssued(t *testing.T) {
 	if !strings.HasPrefix(id, "mcp-") || len(id) != len("mcp-")+32 {
 		t.Errorf("issued id %q: want mcp- and 32 hex digits (128 random bits)", id)
 	}
-	if code, body, _ := postMCP(t, f.base+PathStreamable, id, echoCall); code != http.StatusOK || !strings.Contains(body, "Echo: hi") {
+	if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, echoCall); code != http.StatusOK || !strings.Contains(body, "Echo: hi") {
 		t.Fatalf("call in an issued session: got %d %q", code, body)
 	}
 	if got := sessionDirs(t, dir); len(got) != 1 || got[0] != id {
 		t.Fatalf("session directories %v, want just %s", got, id)
 	}
 	deleteSession(t, f, id)
-	if code, body, _ := postMCP(t, f.base+PathStreamable, id, echoCall); code != http.StatusNotFound {
+	if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, echoCall); code != http.StatusNotFound {
 		t.Errorf("id after DELETE: got %d %q, want 404", code, body)
 	}
 	// The deleted session's host is released: its lock is free again.
@@ -99,7 +99,7 @@ func TestSessionIDsMustBeIssued(t *testing.T) {
 
 func deleteSession(t *testing.T, f *front, id string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodDelete, f.base+PathStreamable, nil)
+	req, err := http.NewRequest(http.MethodDelete, f.base+mcptransport.PathStreamable, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,21 +117,21 @@ func deleteSession(t *testing.T, f *front, id string) {
 // A session nobody uses for the idle timeout is ended as DELETE ends it:
 // later requests get 404 and its files are closed. One in use is not.
 func TestIdleSessionsEnd(t *testing.T) {
-	f, dir := sessionFront(t, HTTPOptions{SessionIdleTimeout: 1500 * time.Millisecond})
+	f, dir := sessionFront(t, mcptransport.HTTPOptions{SessionIdleTimeout: 1500 * time.Millisecond})
 	idle, busy := initSession(t, f), initSession(t, f)
 	for _, id := range []string{idle, busy} {
-		if code, body, _ := postMCP(t, f.base+PathStreamable, id, echoCall); code != http.StatusOK {
+		if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, id, echoCall); code != http.StatusOK {
 			t.Fatalf("call: got %d %q", code, body)
 		}
 	}
 	// busy calls every 300ms for 4s (the timeout plus the sweep's period
 	// of 1s, twice over); idle is left alone.
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
-		if code, body, _ := postMCP(t, f.base+PathStreamable, busy, echoCall); code != http.StatusOK {
+		if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, busy, echoCall); code != http.StatusOK {
 			t.Fatalf("a session in use was ended: got %d %q", code, body)
 		}
 	}
-	if code, body, _ := postMCP(t, f.base+PathStreamable, idle, echoCall); code != http.StatusNotFound {
+	if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, idle, echoCall); code != http.StatusNotFound {
 		t.Fatalf("the idle session: got %d %q, want 404", code, body)
 	}
 	h, err := session.Open(session.Options{Dir: dir, Noa: noa.DefaultConfig(20000)}, idle)
@@ -144,52 +144,13 @@ func TestIdleSessionsEnd(t *testing.T) {
 	}
 }
 
-// The registry on its own: only issued ids validate, a session with a
-// request in flight is never idle, and sweep ends exactly the idle ones.
-func TestSessionRegistrySweep(t *testing.T) {
-	r := newSessionRegistry(time.Minute, nil)
-	var ended []string
-	r.end = func(id string) { ended = append(ended, id); _, _ = r.Terminate(id) }
-	a, b := r.Generate(), r.Generate()
-	if a == b {
-		t.Fatal("two sessions got one id")
-	}
-	if _, err := r.Validate("mcp-" + strings.Repeat("0", 32)); err == nil {
-		t.Error("an id never issued validated")
-	}
-	// b has a request in flight: hold it open inside track.
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	go r.track(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		close(entered)
-		<-release
-	})).ServeHTTP(&recorder{header: http.Header{}}, requestIn(b))
-	<-entered
-	if n := r.sweep(time.Now().Add(2 * time.Minute)); n != 1 || len(ended) != 1 || ended[0] != a {
-		t.Fatalf("sweep ended %v, want just %s", ended, a)
-	}
-	close(release)
-	if _, err := r.Validate(b); err != nil {
-		t.Errorf("the busy session was ended: %v", err)
-	}
-	if _, err := r.Validate(a); err == nil {
-		t.Error("the idle session still validates")
-	}
-}
-
-func requestIn(id string) *http.Request {
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, PathStreamable, http.NoBody)
-	req.Header.Set("Mcp-Session-Id", id)
-	return req
-}
-
 // limits.max_sessions: an initialize past the cap gets 503 with a JSON-RPC
 // error naming the key; sessions already open go on working, and once one
 // ends a new one is admitted.
 func TestMaxSessions(t *testing.T) {
-	f, _ := sessionFront(t, HTTPOptions{Limits: Limits{MaxSessions: 2}})
+	f, _ := sessionFront(t, mcptransport.HTTPOptions{Limits: mcptransport.Limits{MaxSessions: 2}})
 	first, second := initSession(t, f), initSession(t, f)
-	code, body, h := postMCP(t, f.base+PathStreamable, "", initBody)
+	code, body, h := postMCP(t, f.base+mcptransport.PathStreamable, "", initBody)
 	if code != http.StatusServiceUnavailable || h.Get("Mcp-Session-Id") != "" {
 		t.Fatalf("third initialize: got %d, session %q; want 503 and no session", code, h.Get("Mcp-Session-Id"))
 	}
@@ -208,10 +169,10 @@ func TestMaxSessions(t *testing.T) {
 			t.Errorf("refusal %q does not contain %q", resp.Error.Message, want)
 		}
 	}
-	if resp.ID == nil || resp.Error.Code != errCodeTooManySessions {
-		t.Errorf("refusal %s: want the initialize's id and code %d", body, errCodeTooManySessions)
+	if resp.ID == nil || resp.Error.Code != mcptransport.ErrCodeTooManySessions {
+		t.Errorf("refusal %s: want the initialize's id and code %d", body, mcptransport.ErrCodeTooManySessions)
 	}
-	if code, body, _ := postMCP(t, f.base+PathStreamable, second, echoCall); code != http.StatusOK || !strings.Contains(body, "Echo: hi") {
+	if code, body, _ := postMCP(t, f.base+mcptransport.PathStreamable, second, echoCall); code != http.StatusOK || !strings.Contains(body, "Echo: hi") {
 		t.Fatalf("an open session at the cap: got %d %q", code, body)
 	}
 	deleteSession(t, f, first)

@@ -4,76 +4,21 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
-
-func TestGuard(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	tests := []struct {
-		name   string
-		opts   HTTPOptions
-		host   string
-		header map[string]string
-		want   int
-	}{
-		{"loopback ip", HTTPOptions{}, "127.0.0.1:8765", nil, 200},
-		{"loopback range", HTTPOptions{}, "127.1.2.3:8765", nil, 200},
-		{"localhost", HTTPOptions{}, "localhost:8765", nil, 200},
-		{"localhost upper case, no port", HTTPOptions{}, "LOCALHOST", nil, 200},
-		{"ipv6 loopback", HTTPOptions{}, "[::1]:8765", nil, 200},
-		{"local origin", HTTPOptions{}, "127.0.0.1:8765", map[string]string{"Origin": "http://localhost:3000"}, 200},
-		{"foreign host", HTTPOptions{}, "evil.example:8765", nil, 403},
-		{"rebinding host", HTTPOptions{}, "attacker.localhost.evil.example", nil, 403},
-		{"lan ip host", HTTPOptions{}, "192.168.1.5:8765", nil, 403},
-		{"empty host", HTTPOptions{}, "", nil, 403},
-		{"foreign origin", HTTPOptions{}, "127.0.0.1:8765", map[string]string{"Origin": "https://evil.example"}, 403},
-		{"null origin", HTTPOptions{}, "127.0.0.1:8765", map[string]string{"Origin": "null"}, 403},
-		{"configured listen host", HTTPOptions{ListenHost: "mybox.lan"}, "mybox.lan:8765", map[string]string{"Origin": "http://mybox.lan:8765"}, 200},
-		{"wildcard listen host adds nothing", HTTPOptions{ListenHost: "0.0.0.0"}, "0.0.0.0:8765", nil, 403},
-		{"allowed host", HTTPOptions{ListenHost: "0.0.0.0", AllowedHosts: []string{"MCProxy.lan", "192.168.1.5"}}, "mcproxy.lan:8765", map[string]string{"Origin": "https://mcproxy.lan"}, 200},
-		{"allowed lan ip", HTTPOptions{ListenHost: "0.0.0.0", AllowedHosts: []string{"mcproxy.lan", "192.168.1.5"}}, "192.168.1.5:8765", nil, 200},
-		{"host not among the allowed", HTTPOptions{AllowedHosts: []string{"mcproxy.lan"}}, "other.lan:8765", nil, 403},
-		{"missing bearer", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", nil, 401},
-		{"wrong bearer", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", map[string]string{"Authorization": "Bearer s3cre"}, 401},
-		{"basic instead of bearer", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", map[string]string{"Authorization": "Basic s3cret"}, 401},
-		{"right bearer", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", map[string]string{"Authorization": "Bearer s3cret"}, 200},
-		{"right bearer, lower-case scheme", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", map[string]string{"Authorization": "bearer s3cret"}, 200},
-		{"right bearer, foreign origin", HTTPOptions{AuthToken: "s3cret"}, "127.0.0.1:8765", map[string]string{"Authorization": "Bearer s3cret", "Origin": "https://evil.example"}, 403},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))
-			req.Host = tc.host
-			for k, v := range tc.header {
-				req.Header.Set(k, v)
-			}
-			rec := httptest.NewRecorder()
-			Guard(ok, tc.opts).ServeHTTP(rec, req)
-			if rec.Code != tc.want {
-				t.Errorf("got status %d (%s), want %d", rec.Code, strings.TrimSpace(rec.Body.String()), tc.want)
-			}
-			if rec.Code == 401 && rec.Header().Get("WWW-Authenticate") == "" {
-				t.Error("got 401 without WWW-Authenticate, want a Bearer challenge")
-			}
-			if tc.opts.AuthToken != "" && strings.Contains(rec.Body.String(), tc.opts.AuthToken) {
-				t.Errorf("response body %q leaks the auth token", rec.Body.String())
-			}
-		})
-	}
-}
 
 // TestServeHTTPSafety checks the guard on the real listener, for every path.
 func TestServeHTTPSafety(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	f := startFront(t, up, newWordIndex(), Options{}, HTTPOptions{AuthToken: "tok-123"})
+	f := startFront(t, up, newWordIndex(), Options{}, mcptransport.HTTPOptions{AuthToken: "tok-123"})
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
 
-	for _, path := range []string{PathStreamable, PathMessage, PathSSE} {
+	for _, path := range []string{mcptransport.PathStreamable, mcptransport.PathMessage, mcptransport.PathSSE} {
 		for _, tc := range []struct {
 			name   string
 			header map[string]string
@@ -85,7 +30,7 @@ func TestServeHTTPSafety(t *testing.T) {
 		} {
 			t.Run(path+"/"+tc.name, func(t *testing.T) {
 				method := http.MethodPost
-				if path == PathSSE {
+				if path == mcptransport.PathSSE {
 					method = http.MethodGet
 				}
 				req, err := http.NewRequestWithContext(context.Background(), method, f.base+path, strings.NewReader(body))
@@ -110,7 +55,7 @@ func TestServeHTTPSafety(t *testing.T) {
 	}
 
 	t.Run("right bearer initializes", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodPost, f.base+PathStreamable, strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, f.base+mcptransport.PathStreamable, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Authorization", "Bearer tok-123")
@@ -130,7 +75,7 @@ func TestServeHTTPSafety(t *testing.T) {
 // it past the shutdown timeout and Serve would report a failed shutdown.
 func TestServeShutdownWithUnusedConnection(t *testing.T) {
 	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"test": newUpstreamServer()})
-	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{ShutdownTimeout: 2 * time.Second})
+	s, err := New(Deps{Upstreams: up, Index: newWordIndex()}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +85,16 @@ func TestServeShutdownWithUnusedConnection(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, HTTPOptions{}) }()
+	go func() {
+		done <- serveHTTP(ctx, transportOf(s, mcptransport.Options{ShutdownTimeout: 2 * time.Second}), ln, mcptransport.HTTPOptions{})
+	}()
 	conn, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	// One served request proves the connection above was accepted first.
-	resp, err := http.Get("http://" + ln.Addr().String() + PathStreamable)
+	resp, err := http.Get("http://" + ln.Addr().String() + mcptransport.PathStreamable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -80,7 +82,7 @@ func TestUnrecordedCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := connect(t, serveFront(t, s, HTTPOptions{}), "streamable", nil)
+			c := connect(t, serveFront(t, s, mcptransport.HTTPOptions{}), "streamable", nil)
 			echo := map[string]any{"name": "test:echo", "arguments": map[string]any{"message": "hi"}}
 			first := callTool(t, c, ToolCall, echo)
 			ref := refTagOf(first)

@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"go.uber.org/zap"
 )
 
@@ -50,7 +51,7 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 		}
 		answers := make([]forwarded, len(elems))
 		var wg sync.WaitGroup
-		slots := make(chan struct{}, maxBatchConcurrency)
+		slots := make(chan struct{}, MaxBatchConcurrency)
 		for i, raw := range elems {
 			if _, ok := readElement(raw); !ok {
 				answers[i].responses = []json.RawMessage{batchError(mcp.INVALID_REQUEST, invalidElement)}
@@ -70,7 +71,9 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 				break
 			}
 			wg.Add(1)
-			go func() {
+			// The element's own recover (recovered) answers it; Go names
+			// the goroutine and stands behind that.
+			goroutine.Go(log, "HTTP batch element", func() {
 				defer func() { <-slots; wg.Done() }()
 				defer func() {
 					if p := recover(); p != nil {
@@ -78,7 +81,7 @@ func batchHTTP(next http.Handler, answersInBody bool, log *zap.Logger) http.Hand
 					}
 				}()
 				answers[i] = forward(next, r, bytes.TrimSpace(raw), answersInBody)
-			}()
+			})
 		}
 		wg.Wait()
 		if r.Context().Err() != nil {
@@ -131,9 +134,9 @@ func recovered(log *zap.Logger, raw json.RawMessage, p any) forwarded {
 	return out
 }
 
-// maxBatchConcurrency bounds the messages of one HTTP batch in flight at
+// MaxBatchConcurrency bounds the messages of one HTTP batch in flight at
 // once, so a batch of thousands does not start thousands of calls.
-const maxBatchConcurrency = 16
+const MaxBatchConcurrency = 16
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")

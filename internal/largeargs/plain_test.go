@@ -1,4 +1,4 @@
-package server
+package largeargs
 
 import (
 	"bytes"
@@ -42,6 +42,7 @@ func plainValue(r *rand.Rand, depth int) any {
 // without HTML escaping and with white space, plainObject decodes what
 // encoding/json decodes, without falling back to it.
 func TestPlainObjectMatchesDecoding(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 2))
 	for i := range 300 {
 		v := map[string]any{}
@@ -75,6 +76,7 @@ func TestPlainObjectMatchesDecoding(t *testing.T) {
 // TestPlainObjectLeaves: what plainObject leaves to encoding/json, well-
 // formed or not.
 func TestPlainObjectLeaves(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, data string }{
 		{"number", `{"a":1}`},
 		{"array", `{"a":["b"]}`},
@@ -150,6 +152,7 @@ func BenchmarkPlainObject(b *testing.B) {
 // its own nesting (issue 26: each level was rescanned, and the recursion
 // had no bound).
 func TestPlainObjectDepth(t *testing.T) {
+	t.Parallel()
 	nest := func(depth int) []byte {
 		return []byte(strings.Repeat(`{"a":`, depth-1) + `{"b":"leaf"}` + strings.Repeat("}", depth-1))
 	}

@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"net/http"
@@ -14,13 +14,14 @@ import (
 // endpoint refuses like every other; the page's script fetches its data
 // with the token from the URL fragment); with the token it is a 200.
 func TestGuardBrowserToken(t *testing.T) {
+	t.Parallel()
 	reached := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Reached", name)
 			w.WriteHeader(http.StatusOK)
 		})
 	}
-	h := Guard(reached("mux"), HTTPOptions{AuthToken: "s3cret", Dashboard: reached("dashboard")})
+	h := Guard(reached("mux"), HTTPOptions{AuthToken: "s3cret", Page: reached("dashboard")})
 	for _, tc := range []struct {
 		name, method, target, cookie, header string
 		want                                 int

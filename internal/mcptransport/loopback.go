@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import "net/netip"
 

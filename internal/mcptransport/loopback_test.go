@@ -1,8 +1,9 @@
-package server
+package mcptransport
 
 import "testing"
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		host string
 		want bool
@@ -38,6 +39,7 @@ func TestIsLoopback(t *testing.T) {
 // written as an IPv6-mapped address is local to the guard, as it is to the
 // listen check.
 func TestGuardMappedLoopbackHost(t *testing.T) {
+	t.Parallel()
 	allowed := allowedHosts("127.0.0.1", nil)
 	for _, host := range []string{"[::ffff:127.0.0.1]:8080", "LOCALHOST:8080", "[::1]:8080"} {
 		if !isLocal(hostOnly(host), allowed) {

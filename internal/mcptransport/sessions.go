@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"context"
@@ -170,7 +170,7 @@ func (r *sessionRegistry) admit(w http.ResponseWriter, req *http.Request, next h
 	r.mu.Unlock()
 	if full {
 		w.Header().Set("Retry-After", "60")
-		writeJSON(w, http.StatusServiceUnavailable, rpcError(e.ID, errCodeTooManySessions, fmt.Sprintf(
+		writeJSON(w, http.StatusServiceUnavailable, rpcError(e.ID, ErrCodeTooManySessions, fmt.Sprintf(
 			"too many sessions: %d are open, the limit is %d (limits.max_sessions); close clients you no longer use (a session also ends after session_idle_timeout, %s, without requests), or raise limits.max_sessions in the config",
 			open, max, r.idle)))
 		return
@@ -183,10 +183,10 @@ func (r *sessionRegistry) admit(w http.ResponseWriter, req *http.Request, next h
 	next.ServeHTTP(w, req)
 }
 
-// errCodeTooManySessions is the JSON-RPC error code of an initialize
+// ErrCodeTooManySessions is the JSON-RPC error code of an initialize
 // refused by limits.max_sessions (the implementation-defined server error
 // range).
-const errCodeTooManySessions = -32000
+const ErrCodeTooManySessions = -32000
 
 // sweep ends every session idle for longer than r.idle at now.
 func (r *sessionRegistry) sweep(now time.Time) int {

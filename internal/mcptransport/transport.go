@@ -1,9 +1,10 @@
-package server
+package mcptransport
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,10 +21,11 @@ import (
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"github.com/mcproxy/mcproxy/internal/sdklog"
 )
 
-// HTTP paths the front serves.
+// HTTP paths the MCP transports serve.
 const (
 	PathStreamable = "/mcp"
 	PathSSE        = "/sse"
@@ -35,6 +37,48 @@ const (
 	PathReady  = "/readyz"
 )
 
+// Deps are what a Front serves.
+type Deps struct {
+	// MCP is the MCP server every message is handed to (the MCP front's,
+	// server.Server.MCP). Required.
+	MCP *mcpserver.MCPServer
+	// Lifts takes the large arguments of tools/call lines on stdio until
+	// the MCP front's BeforeCallTool hook restores them
+	// (server.Server.Lifts); nil lifts nothing on stdio.
+	Lifts *largeargs.Table
+	// Log gets the transports' records; nil logs nothing.
+	Log *zap.Logger
+}
+
+// Options configure a Front. The zero value is ready.
+type Options struct {
+	// ShutdownTimeout bounds graceful HTTP shutdown; zero means 5s.
+	ShutdownTimeout time.Duration
+}
+
+// Front serves one MCP server over stdio and HTTP (streamable HTTP and
+// legacy SSE).
+type Front struct {
+	mcp   *mcpserver.MCPServer
+	lifts *largeargs.Table
+	log   *zap.Logger
+	opts  Options
+}
+
+// New returns a Front serving deps.MCP.
+func New(deps Deps, opts Options) (*Front, error) {
+	if deps.MCP == nil {
+		return nil, errors.New("transport: Deps.MCP is required")
+	}
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	return &Front{mcp: deps.MCP, lifts: deps.Lifts, log: deps.Log, opts: opts}, nil
+}
+
 // HTTPOptions configure the HTTP transports' safety checks.
 type HTTPOptions struct {
 	// AuthToken, when non-empty, must arrive on every request as
@@ -44,16 +88,10 @@ type HTTPOptions struct {
 	// localhost and loopback addresses, it is the one Host/Origin accepted.
 	// Empty (or a wildcard like 0.0.0.0) adds nothing.
 	ListenHost string
-	// Gateway, when non-nil, serves every path the MCP transports do not
-	// (the model APIs of internal/gateway), behind the same Guard.
-	Gateway http.Handler
-	// Dashboard, when non-nil, serves GET / (exactly), /status and
-	// /status/ (internal/dashboard), behind the same Guard. Its page, GET /,
-	// is static and needs no auth_token (see Guard); its data does.
-	Dashboard http.Handler
-	// Metrics, when non-nil, serves GET /metrics (internal/metrics), behind
-	// the same Guard and auth_token as /status.
-	Metrics http.Handler
+	// Page, when non-nil, serves the dashboard's page, GET / (exactly),
+	// which Guard lets through without auth_token (see Guard): static
+	// HTML whose data, served by the mux, does need it.
+	Page http.Handler
 	// Ready reports whether mcproxy is ready to serve and a line saying
 	// why (or why not) for /readyz; nil means ready once serving.
 	Ready func() (bool, string)
@@ -75,11 +113,11 @@ type HTTPOptions struct {
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
 // a client launches mcproxy). It writes nothing but protocol messages to out
 // and returns when in reaches EOF or ctx ends.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	st := mcpserver.NewStdioServer(s.mcp)
-	st.SetErrorLogger(zap.NewStdLog(s.log.Named("stdio")))
-	b := newStdioBatches(out, s.log.Named("stdio"))
-	b.lifts = &s.lifts
+func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	st := mcpserver.NewStdioServer(f.mcp)
+	st.SetErrorLogger(zap.NewStdLog(f.log.Named("stdio")))
+	b := newStdioBatches(out, f.log.Named("stdio"))
+	b.lifts = f.lifts
 	lines := b.split(in)
 	// Once Listen is done nobody reads the lines; closing them ends the
 	// goroutine feeding them at its next line.
@@ -90,55 +128,40 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return nil
 }
 
-// Handler returns the HTTP handler for streamable HTTP at /mcp and legacy SSE
-// at /sse + /message, behind the safety checks of Guard, and a function that
-// closes every open session (streams) for shutdown.
-func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
-	slogger := sdklog.New(s.log.Named("http"), false)
+// Routes puts streamable HTTP at /mcp and legacy SSE at /sse + /message on
+// mux, and returns a function that closes every open session (streams) for
+// shutdown. The mux is the caller's, to put its other faces on (the gateway,
+// the dashboard); serve it behind Guarded.
+func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Context) {
+	slogger := sdklog.New(f.log.Named("http"), false)
 	// mcp-go's own DNS-rebinding check is replaced by Guard, which also
 	// accepts the configured listen host and checks Origin.
 	idle := opts.SessionIdleTimeout
 	if idle <= 0 {
 		idle = config.DefaultSessionIdleTimeout
 	}
-	reg := newSessionRegistry(idle, s.log.Named("sessions"))
+	reg := newSessionRegistry(idle, f.log.Named("sessions"))
 	reg.max = opts.Limits.withDefaults().MaxSessions
-	streamable := mcpserver.NewStreamableHTTPServer(s.mcp,
+	streamable := mcpserver.NewStreamableHTTPServer(f.mcp,
 		mcpserver.WithSessionIdManager(reg),
 		mcpserver.WithStreamableHTTPLogger(slogger),
 		mcpserver.WithDisableLocalhostProtection(true),
 		mcpserver.WithHeartbeatInterval(30*time.Second),
 	)
-	sse := mcpserver.NewSSEServer(s.mcp,
+	sse := mcpserver.NewSSEServer(f.mcp,
 		mcpserver.WithSSEEndpoint(PathSSE),
 		mcpserver.WithMessageEndpoint(PathMessage),
 		mcpserver.WithSSEDisableLocalhostProtection(true),
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
-	mux := http.NewServeMux()
-	batches := s.log.Named("batch")
+	batches := f.log.Named("batch")
 	reg.end = endByDelete(streamable)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	sweepDone := make(chan struct{})
-	go func() {
-		defer close(sweepDone)
-		reg.run(sweepCtx)
-	}()
+	sweepDone := goroutine.Go(f.log, "session sweep", func() { reg.run(sweepCtx) })
 	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(liftArguments(streamable)), true, batches)))
 	mux.Handle(PathSSE, sse.SSEHandler())
 	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
-	if opts.Gateway != nil {
-		mux.Handle("/", opts.Gateway)
-	}
-	if opts.Dashboard != nil {
-		mux.Handle("GET /{$}", opts.Dashboard)
-		mux.Handle("GET /status", opts.Dashboard)
-		mux.Handle("GET /status/", opts.Dashboard)
-	}
-	if opts.Metrics != nil {
-		mux.Handle("GET /metrics", opts.Metrics)
-	}
-	closeSessions := func(ctx context.Context) {
+	return func(ctx context.Context) {
 		stopSweep()
 		<-sweepDone
 		sse.CloseSessions()
@@ -146,41 +169,56 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Conte
 		// Shutdown only ends its sessions and listening streams.
 		_ = streamable.Shutdown(ctx)
 	}
-	return Guard(readBody(mux, opts.Limits), opts), closeSessions
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: open
-// streams are closed, in-flight requests get ShutdownTimeout to finish, and
-// what is still open after that is cut.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
-	handler, closeSessions := s.Handler(opts)
+// Guarded is next behind what every HTTP request passes first: Guard, then
+// the body read within opts.Limits (readBody).
+func Guarded(next http.Handler, opts HTTPOptions) http.Handler {
+	return Guard(readBody(next, opts.Limits), opts)
+}
+
+// Handler returns the HTTP handler of the MCP transports alone (Routes on
+// a mux of their own, Guarded) and the function that closes their sessions.
+func (f *Front) Handler(opts HTTPOptions) (http.Handler, func(ctx context.Context)) {
+	mux := http.NewServeMux()
+	closeSessions := f.Routes(mux, opts)
+	return Guarded(mux, opts), closeSessions
+}
+
+// Serve serves h on ln until ctx ends, then shuts down gracefully:
+// closeSessions (Routes' function; nil for none) closes open streams,
+// in-flight requests get ShutdownTimeout to finish, and what is still open
+// after that is cut.
+func (f *Front) Serve(ctx context.Context, ln net.Listener, h http.Handler, closeSessions func(context.Context)) error {
 	var fresh unusedConns
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Streams (SSE, streamable GET) are long-lived, so there is no
 		// read/write timeout; idle keep-alive connections are reclaimed.
 		IdleTimeout: 2 * time.Minute,
-		ErrorLog:    zap.NewStdLog(s.log.Named("http")),
+		ErrorLog:    zap.NewStdLog(f.log.Named("http")),
 		ConnState:   fresh.track,
 	}
 	errc := make(chan error, 1)
-	go func() {
-		defer goroutine.Recover(s.log, "HTTP server", func(v any) { errc <- goroutine.Error(v) })
+	goroutine.Go(f.log, "HTTP server", func() {
+		defer goroutine.Recover(f.log, "HTTP server", func(v any) { errc <- goroutine.Error(v) })
 		errc <- srv.Serve(ln)
-	}()
-	s.log.Info("serving HTTP", zap.String("addr", ln.Addr().String()),
-		zap.String("streamable_http", PathStreamable), zap.String("sse", PathSSE), zap.Bool("auth", opts.AuthToken != ""))
+	})
+	f.log.Info("serving HTTP", zap.String("addr", ln.Addr().String()),
+		zap.String("streamable_http", PathStreamable), zap.String("sse", PathSSE))
 
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving HTTP on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeoutCause(context.Background(), s.opts.ShutdownTimeout,
-		fmt.Errorf("HTTP shutdown did not finish within %s", s.opts.ShutdownTimeout))
+	sctx, cancel := context.WithTimeoutCause(context.Background(), f.opts.ShutdownTimeout,
+		fmt.Errorf("HTTP shutdown did not finish within %s", f.opts.ShutdownTimeout))
 	defer cancel()
-	closeSessions(sctx)
+	if closeSessions != nil {
+		closeSessions(sctx)
+	}
 	// net/http waits up to 5s for a connection that has not sent its first
 	// request yet (an HTTP client often opens a spare one); nothing is in
 	// flight on it, so it is closed now rather than holding up the exit.
@@ -238,7 +276,7 @@ func (u *unusedConns) closeAll() {
 //     carries the provider's key, and for the dashboard's fetches) must
 //     match (constant-time); otherwise 401. No cookie or query value
 //     carries it: a browser sends a cookie to every port of the host
-//     (issue 26). Only the dashboard's page (GET /, with opts.Dashboard) is
+//     (issue 26). Only the dashboard's page (GET /, with opts.Page) is
 //     served without it: static HTML a browser navigates to, which reads the
 //     token from the URL fragment (never sent) and puts it on its requests;
 //     and the probes, GET /healthz and /readyz, whose answers say only
@@ -276,7 +314,7 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 			serveProbe(w, r, opts.Ready)
 			return
 		}
-		if opts.Dashboard != nil && isDashboardPage(r) {
+		if opts.Page != nil && isDashboardPage(r) {
 			// Straight to the page, not through the mux, so no other
 			// handler is ever reached without the token. A browser's
 			// navigation carries no header, so without the token the page
@@ -287,7 +325,7 @@ func Guard(next http.Handler, opts HTTPOptions) http.Handler {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
 				w = &unauthorizedPage{ResponseWriter: w}
 			}
-			opts.Dashboard.ServeHTTP(w, r)
+			opts.Page.ServeHTTP(w, r)
 			return
 		}
 		if opts.AuthToken != "" && (opts.SelfAuthenticating == nil || !opts.SelfAuthenticating(r)) {

@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"go.uber.org/zap"
 )
 
@@ -26,7 +28,7 @@ type stdioBatches struct {
 	pending map[string]*stdioBatch
 	// lifts takes the large arguments of tools/call lines (largeargs.go);
 	// nil: none are lifted.
-	lifts *liftTable
+	lifts *largeargs.Table
 }
 
 type stdioBatch struct {
@@ -40,10 +42,10 @@ func newStdioBatches(out io.Writer, log *zap.Logger) *stdioBatches {
 
 // Write takes mcp-go's output, which may arrive in pieces, line by line.
 func (s *stdioBatches) Write(p []byte) (int, error) {
-	if s.lifts != nil && !s.lifts.empty() {
+	if s.lifts != nil && !s.lifts.Empty() {
 		// mcp-go writes each message with one Write.
 		for line := range bytes.Lines(p) {
-			s.lifts.answered(line)
+			answered(s.lifts, line)
 		}
 	}
 	s.mu.Lock()
@@ -143,7 +145,7 @@ func (s *stdioBatches) watchCancel(line []byte) {
 // closed; a panic in it is logged and ends the input with an error.
 func (s *stdioBatches) split(in io.Reader) *io.PipeReader {
 	pr, pw := io.Pipe()
-	go func() {
+	goroutine.Go(s.log, "stdin reader", func() {
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic while reading stdin", zap.Any("panic", p), zap.Stack("stack"))
@@ -175,7 +177,7 @@ func (s *stdioBatches) split(in io.Reader) *io.PipeReader {
 				return
 			}
 		}
-	}()
+	})
 	return pr
 }
 

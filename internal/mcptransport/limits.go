@@ -1,4 +1,4 @@
-package server
+package mcptransport
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/jsonspan"
 )
 
 // This file holds the caps on what one HTTP request may cost: its body's
-// size and the time to send it, a batch's length, and a tool name's length
-// before "did you mean" gives up. Every refusal names the config key that
-// raises the cap.
+// size and the time to send it, a batch's length, and the number of
+// sessions. Every refusal names the config key that raises the cap.
 
 // Limits are the caps of the HTTP front. Zero fields mean the config
 // package's defaults.
@@ -208,7 +208,7 @@ func badID(data []byte) json.RawMessage {
 	// walked is decoded as before. The last "id" wins, matched without
 	// regard to case, as encoding/json does.
 	var id json.RawMessage
-	if !objectMembers(t, func(key []byte, start, end int) bool {
+	if !jsonspan.ObjectMembers(t, func(key []byte, start, end int) bool {
 		if bytes.EqualFold(key, []byte("id")) {
 			id = t[start:end]
 		}
@@ -235,36 +235,4 @@ func badID(data []byte) json.RawMessage {
 		return batchError(mcp.INVALID_REQUEST, "invalid request: \"id\" must be a string, a number or null")
 	}
 	return nil
-}
-
-// maxSuggestLen is the longest unknown tool id that gets "did you mean"
-// suggestions when the catalog is empty or holds only shorter ids: an id
-// longer than every known one plus this is answered "unknown tool" at once,
-// since edit distance costs the product of the two lengths.
-const maxSuggestLen = 64
-
-// worthSuggesting reports whether id is short enough to look for close
-// matches: no longer than the longest tool id in the catalog plus
-// maxSuggestLen.
-func (s *Server) worthSuggesting(id string) bool {
-	if len(id) <= maxSuggestLen {
-		return true
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	longest := 0
-	for known := range s.byID {
-		longest = max(longest, len(known))
-	}
-	return len(id) <= longest+maxSuggestLen
-}
-
-// shownID is id as an error message quotes it: whole when short, else its
-// start and its length, so a huge name is not echoed back whole.
-func shownID(id string) string {
-	const keep = 120
-	if len(id) <= keep {
-		return id
-	}
-	return fmt.Sprintf("%s... (%d bytes)", id[:keep], len(id))
 }
