@@ -41,6 +41,9 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 	if len(cfg.Profiles) == 0 {
 		return pf, nil
 	}
+	if cfg.AuthToken == "" {
+		log.Warn("profiles are served, but no auth_token is set: the default endpoint /mcp, with every tool, is open to anyone who can reach the listener; set auth_token so that only it opens /mcp")
+	}
 	dataDir := config.ExpandHome(cfg.DataDir)
 	tokens, err := clienttoken.Open(dataDir, clienttoken.Options{Log: log.Named("tokens")})
 	if err != nil {
