@@ -17,6 +17,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/ratelimit"
+	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -35,8 +36,9 @@ type profileFronts struct {
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
-// stack is stopped by close.
-func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, sessions *session.Manager, log *zap.Logger) (*profileFronts, error) {
+// stack is stopped by close. onCall is told of every tool call, as the
+// default profile's stack tells it (nil tells nobody).
+func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, sessions *session.Manager, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
 	pf := &profileFronts{}
 	if len(cfg.Profiles) == 0 {
 		return pf, nil
@@ -77,6 +79,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			Sessions:     sessions,
 			LearnFile:    learnFile(pcfg),
 			OpenBrowser:  oauth.SystemOpener(),
+			OnCall:       onCall,
 		})
 		if err != nil {
 			pf.close()

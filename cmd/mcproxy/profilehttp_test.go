@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
+	"github.com/mcproxy/mcproxy/internal/config"
 )
 
 // Two profiles on one process over streamable HTTP: each token's client
@@ -76,6 +78,18 @@ func TestServeHTTPProfiles(t *testing.T) {
 	if !slices.Equal(upstreamTools, []string{"everything__echo"}) {
 		t.Errorf("echo profile tools/list = %v, want exactly everything__echo besides noa's tools", names)
 	}
+
+	// A profile's calls reach the call history as the default profile's do.
+	call := mcp.CallToolRequest{}
+	call.Params.Name = "everything__echo"
+	call.Params.Arguments = map[string]any{"message": "through a profile"}
+	if res, err := echo.CallTool(ctx, call); err != nil || res.IsError {
+		t.Fatalf("echo profile calling everything__echo: %v %+v", err, res)
+	}
+	eventually(t, "the profile's call in the call history", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dataDir, config.ActivityFile))
+		return strings.Contains(string(b), `"tool":"echo"`)
+	}, s.stderr.String)
 
 	mem := connect("mem", memTok)
 	req := mcp.CallToolRequest{}
