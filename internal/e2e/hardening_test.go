@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
+	"github.com/mcproxy/mcproxy/internal/testenv/rpctest"
 )
 
 // procUsage is what a process holds: open descriptors, resident memory
@@ -61,28 +62,11 @@ func hardeningConfig(t *testing.T, extra map[string]any) (config, data string) {
 	return writeConfigFile(t, filepath.Join(dir, "config.json"), cfg), data
 }
 
-// post sends body to url in session (when not empty) and returns the status
-// and the answer.
+// post sends body to url in session (when not empty) and returns the status,
+// the answer and its headers (rpctest.PostMCP).
 func post(t *testing.T, url, session, body string) (int, string, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String(), resp.Header
+	return rpctest.PostMCP(t, url, session, body)
 }
 
 const initMsg = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`
