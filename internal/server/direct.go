@@ -40,8 +40,15 @@ func DirectName(server, tool string) (name string, exact bool) {
 }
 
 // prefixedName is DirectName with the server's configured prefix (see
-// config.ServerConfig.NamePrefix) in place of "server__".
+// config.ServerConfig.NamePrefix) in place of "server__". The prefix ""
+// promises the names as the server sends them, so they are kept whole,
+// whatever their characters and length (issue 29: a name such as
+// "ns.tool/with.dots" is valid MCP; a client that cannot take it is the
+// reason for a prefix).
 func prefixedName(prefix, server, tool string) (name string, exact bool) {
+	if prefix == "" {
+		return tool, true
+	}
 	raw := prefix + tool
 	var b strings.Builder
 	exact = true
@@ -179,6 +186,11 @@ func (s *Server) syncDirect() {
 	for _, h := range held {
 		s.logCollision(h)
 	}
+	for _, t := range tools {
+		if name, ok := names[t.ID]; ok && name != s.opts.Prefix(t.Server)+t.Name {
+			s.logRenamed(t, name)
+		}
+	}
 	byName := make(map[string]string, len(names))
 	for id, name := range names {
 		byName[name] = id
@@ -273,6 +285,26 @@ func (s *Server) toolRank(server string) uint64 {
 		return r
 	}
 	return ^uint64(0)
+}
+
+// logRenamed logs, once per tool and name, a tool exposed under another
+// name than its prefix and its own: a character outside [A-Za-z0-9_-], a
+// name over 64 characters, or a hash suffix that parts two names.
+func (s *Server) logRenamed(t config.Tool, name string) {
+	key := t.ID + "\x00" + name
+	s.mu.Lock()
+	if s.renamed == nil {
+		s.renamed = map[string]bool{}
+	}
+	seen := s.renamed[key]
+	s.renamed[key] = true
+	s.mu.Unlock()
+	if seen {
+		return
+	}
+	s.log.Info(fmt.Sprintf("tool %q of server %q is exposed as %q: direct-mode names keep to [A-Za-z0-9_-] and %d characters, which every model API accepts, and two names that would meet get a hash suffix (set mcpServers.%s.prefix to \"\" to expose the server's names exactly)",
+		t.Name, t.Server, name, maxToolName, t.Server),
+		zap.String("upstream", t.Server), zap.String("tool", t.Name), zap.String("exposed_as", name))
 }
 
 // logCollision logs, once per pair, a tool withheld for its name.

@@ -2,12 +2,16 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/mcptransport"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -203,8 +207,12 @@ func TestDirectNamesConfiguredPrefixes(t *testing.T) {
 		return server + "__"
 	}
 	rank := func(server string) uint64 { return map[string]uint64{"b": 1, "a": 2}[server] }
-	got, held := directNames([]string{"a:echo", "b:echo", "a:add", "g:log", "c:x"}, prefix, rank)
-	want := map[string]string{"b:echo": "echo", "a:add": "add", "g:log": "git_log", "c:x": "c__x"}
+	long := strings.Repeat("y", 70)
+	got, held := directNames([]string{"a:echo", "b:echo", "a:add", "g:log", "c:x", "a:ns.tool/with.dots", "b:" + long, "g:x.y"}, prefix, rank)
+	// "" keeps a name whole, whatever its characters and length; another
+	// prefix still makes it client-safe.
+	want := map[string]string{"b:echo": "echo", "a:add": "add", "g:log": "git_log", "c:x": "c__x",
+		"a:ns.tool/with.dots": "ns.tool/with.dots", "b:" + long: long, "g:x.y": "git_x_y"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names mismatch (-want +got):\n%s", diff)
 	}
@@ -212,5 +220,46 @@ func TestDirectNamesConfiguredPrefixes(t *testing.T) {
 	wantHeld := []collision{{id: "a:echo", keeper: "b:echo", name: "echo"}}
 	if diff := cmp.Diff(wantHeld, held, cmp.AllowUnexported(collision{})); diff != "" {
 		t.Errorf("withheld mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// With prefix "" a tool is exposed under the name its server gave it, dots
+// and slashes included, and runs under it; with the default prefix the
+// client-safe name it gets instead is logged once (issue 29: the rename
+// used to be silent, and happened with "" too).
+func TestDirectNamesAsTheServerSent(t *testing.T) {
+	const dotted = "ns.tool/with.dots"
+	for _, tc := range []struct {
+		prefix    func(string) string
+		want      string
+		wantNotes int
+	}{
+		{func(string) string { return "" }, dotted, 0},
+		{func(s string) string { return s + config.PrefixSeparator }, "up__ns_tool_with_dots", 1},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			srv := newUpstreamServer()
+			srv.AddTool(mcp.NewTool(dotted, mcp.WithDescription("A namespaced tool.")),
+				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return mcp.NewToolResultText("dotted ran"), nil
+				})
+			up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": srv})
+			core, logs := observer.New(zap.InfoLevel)
+			s, err := New(Deps{Upstreams: up, Logger: zap.New(core)}, Options{Mode: config.ModeDirect, Prefix: tc.prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := connect(t, serveFront(t, s, mcptransport.HTTPOptions{}), "streamable", nil)
+			if names := toolNames(t, c); !slices.Contains(names, tc.want) {
+				t.Fatalf("tools/list: got %v, want %q", names, tc.want)
+			}
+			if res := callTool(t, c, tc.want, nil); res.IsError || !strings.Contains(fmt.Sprint(res.Content), "dotted ran") {
+				t.Errorf("calling %q: got %+v", tc.want, res)
+			}
+			notes := logs.FilterMessageSnippet(fmt.Sprintf("tool %q of server %q is exposed as %q", dotted, "up", tc.want)).Len()
+			if notes != tc.wantNotes {
+				t.Errorf("got %d log lines about the rename, want %d; log: %v", notes, tc.wantNotes, logs.All())
+			}
+		})
 	}
 }

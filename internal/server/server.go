@@ -214,10 +214,11 @@ type Server struct {
 	direct map[string]directEntry
 	// arrival numbers servers in the order their tools first came
 	// (guarded by mu), for direct-mode name collisions; collided holds
-	// the collisions already logged.
+	// the collisions already logged, renamed the renamings.
 	arrival  map[string]uint64
 	arrivals uint64
 	collided map[string]bool
+	renamed  map[string]bool
 
 	// catalog serves prompts, resources and completion (nil without
 	// Deps.Catalogs).
