@@ -70,3 +70,30 @@ func PostMCP(t testing.TB, url, session, body string) (int, string, http.Header)
 	}
 	return resp.StatusCode, string(b), resp.Header
 }
+
+// Answer is the JSON-RPC response in a streamable HTTP answer's body: the
+// body itself when it is plain JSON, or, when the server streamed it (SSE,
+// with notifications such as tools/list_changed before the answer), the
+// data of the event that is a response (an id, no method). A body that
+// holds no response comes back as it is.
+func Answer(body string) string {
+	trimmed := strings.TrimSpace(body)
+	if strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+		return body
+	}
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data:")
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		data = strings.TrimSpace(data)
+		if json.Unmarshal([]byte(data), &m) == nil && len(m.ID) > 0 && m.Method == "" {
+			return data
+		}
+	}
+	return body
+}
