@@ -27,16 +27,50 @@ var docPath = regexp.MustCompile("`((?:internal|cmd|bench)(?:/[^`\\s]*)?)`")
 // be named there in backticks, and every such path the page names must
 // still exist.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
-	root := testenv.RepoRoot(t)
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
-	if err != nil {
-		t.Fatalf("reading the architecture page: %v", err)
-	}
+	root, doc := architecturePage(t)
 	named := map[string]bool{}
 	for _, m := range docPath.FindAllSubmatch(doc, -1) {
 		named[strings.TrimSuffix(string(m[1]), "/")] = true
 	}
 
+	pkgs := moduleDirs(t, root)
+	// Guard against a vacuous pass: the walk must find what surely exists.
+	for _, want := range []string{"cmd/mcproxy", "internal/server", "internal/noa", "bench"} {
+		if !slices.Contains(pkgs, want) {
+			t.Fatalf("found packages %v, want %s among them", pkgs, want)
+		}
+	}
+	for _, p := range pkgs {
+		if !named[p] {
+			t.Errorf("docs/architecture.md does not name package %s: add it under Packages as `%s`, with what it owns and must not do", p, p)
+		}
+	}
+	for p := range named {
+		if strings.ContainsAny(p, "{*<") {
+			continue // a pattern, not a path
+		}
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+			t.Errorf("docs/architecture.md names %s, which is not in the repository: correct or remove it (%v)", p, err)
+		}
+	}
+}
+
+// architecturePage is the repository's root and docs/architecture.md.
+func architecturePage(t *testing.T) (string, []byte) {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatalf("reading the architecture page: %v", err)
+	}
+	return root, doc
+}
+
+// moduleDirs lists the module's directories holding Go files under
+// internal/, cmd/ and bench/ (testdata and node_modules aside, which Go
+// ignores), relative to root with slashes.
+func moduleDirs(t *testing.T, root string) []string {
+	t.Helper()
 	var pkgs []string
 	for _, top := range []string{"internal", "cmd", "bench"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
@@ -65,25 +99,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 			t.Fatalf("listing the packages under %s: %v", top, err)
 		}
 	}
-	// Guard against a vacuous pass: the walk must find what surely exists.
-	for _, want := range []string{"cmd/mcproxy", "internal/server", "internal/noa", "bench"} {
-		if !slices.Contains(pkgs, want) {
-			t.Fatalf("found packages %v, want %s among them", pkgs, want)
-		}
-	}
-	for _, p := range pkgs {
-		if !named[p] {
-			t.Errorf("docs/architecture.md does not name package %s: add it under Packages as `%s`, with what it owns and must not do", p, p)
-		}
-	}
-	for p := range named {
-		if strings.ContainsAny(p, "{*<") {
-			continue // a pattern, not a path
-		}
-		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
-			t.Errorf("docs/architecture.md names %s, which is not in the repository: correct or remove it (%v)", p, err)
-		}
-	}
+	return pkgs
 }
 
 // docName matches a Go name qualified by its package in backticks, such as
@@ -97,31 +113,15 @@ var docName = regexp.MustCompile("`([a-z][a-z0-9]*)\\.([A-Za-z][A-Za-z0-9]*)(?:\
 // field of the struct or a method of the interface), unless it is a key of
 // the config file written the same way (`noa.mcp`, `gateway.openai.prefix`).
 func TestArchitectureNamesRealCode(t *testing.T) {
-	root := testenv.RepoRoot(t)
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
-	if err != nil {
-		t.Fatalf("reading the architecture page: %v", err)
-	}
+	root, doc := architecturePage(t)
 	decls := map[string][]*packageDecls{} // package name → its packages
-	for _, top := range []string{"internal", "cmd", "bench"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return err
-			}
-			if n := d.Name(); n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
-				return filepath.SkipDir
-			}
-			name, pd, err := readDecls(path)
-			if err != nil {
-				return err
-			}
-			if pd != nil {
-				decls[name] = append(decls[name], pd)
-			}
-			return nil
-		})
+	for _, dir := range moduleDirs(t, root) {
+		name, pd, err := readDecls(filepath.Join(root, filepath.FromSlash(dir)))
 		if err != nil {
-			t.Fatalf("reading the declarations under %s: %v", top, err)
+			t.Fatalf("reading the declarations of %s: %v", dir, err)
+		}
+		if pd != nil {
+			decls[name] = append(decls[name], pd)
 		}
 	}
 	keys := map[string]bool{}

@@ -229,35 +229,37 @@ type Exposed struct {
 // Prompts lists the exposed prompts, sorted by server then name. Names
 // withheld for a collision are not listed.
 func (p *Passthrough) Prompts() []Exposed {
-	c := p.catalog
-	if c == nil {
-		return nil
-	}
-	c.mu.RLock()
-	var out []Exposed
-	for name, r := range c.prompts {
-		out = append(out, Exposed{Server: r.server, Name: name, Description: c.promptDescription(r)})
-	}
-	c.mu.RUnlock()
-	SortExposed(out)
-	return out
+	return p.exposed(func(c *catalogFront) (out []Exposed) {
+		for name, r := range c.prompts {
+			out = append(out, Exposed{Server: r.server, Name: name, Description: c.promptDescription(r)})
+		}
+		return out
+	})
 }
 
 // Resources lists the exposed resources and resource templates, sorted by
 // server then name. URIs withheld for a collision are not listed.
 func (p *Passthrough) Resources() []Exposed {
+	return p.exposed(func(c *catalogFront) (out []Exposed) {
+		for uri, server := range c.uris {
+			out = append(out, Exposed{Server: server, Name: uri, Description: c.resourceDescription(server, uri)})
+		}
+		for _, t := range c.tmpls {
+			out = append(out, Exposed{Server: t.server, Name: templateKey(t.tmpl), Template: true, Description: t.tmpl.Description})
+		}
+		return out
+	})
+}
+
+// exposed is what list finds in the catalog, under its read lock, sorted;
+// nil without Deps.Catalogs.
+func (p *Passthrough) exposed(list func(c *catalogFront) []Exposed) []Exposed {
 	c := p.catalog
 	if c == nil {
 		return nil
 	}
 	c.mu.RLock()
-	var out []Exposed
-	for uri, server := range c.uris {
-		out = append(out, Exposed{Server: server, Name: uri, Description: c.resourceDescription(server, uri)})
-	}
-	for _, t := range c.tmpls {
-		out = append(out, Exposed{Server: t.server, Name: templateKey(t.tmpl), Template: true, Description: t.tmpl.Description})
-	}
+	out := list(c)
 	c.mu.RUnlock()
 	SortExposed(out)
 	return out

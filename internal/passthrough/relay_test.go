@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // TestRelayUnknownRequestState: a retry naming no parked call is refused
@@ -55,7 +57,7 @@ func TestRelayParkedExpires(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the parked call was not cancelled after the TTL")
 	}
-	waitFor(t, "the parked call to be forgotten", func() bool {
+	testenv.WaitFor(t, "the parked call to be forgotten", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.pending) == 0
@@ -65,16 +67,5 @@ func TestRelayParkedExpires(t *testing.T) {
 	retry.Params.InputResponses = mcp.InputResponses{inputKey: mcp.NewRootsInputResponse(mcp.ListRootsResult{})}
 	if _, err := r.roundTrip(context.Background(), retry, next); err == nil || !strings.Contains(err.Error(), "names no call waiting for input") {
 		t.Errorf("late retry: got %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -438,13 +439,7 @@ func answeringClient() *frontClient {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, cond)
 }
 
 // TestRelayLegacyClient: a 2025-11-25 client of the front gets its own
