@@ -19,6 +19,11 @@
 // which *upstream.Manager implements. It knows no tools of its own, no meta
 // tools, noa or transports; it must not import internal/server, and never
 // decides where logs go.
+//
+// Its tests here drive its parts directly; what needs a client calling
+// tools through a front (relay, log levels, paging, resources, URI
+// rewriting, protocol revisions) is tested in internal/server, beside the
+// front's test helpers.
 package passthrough
 
 import (
