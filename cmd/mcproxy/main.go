@@ -15,6 +15,15 @@
 // This package holds flags and wiring only: it loads the config, decides
 // where logs go, and connects internal/upstream, internal/index,
 // internal/arms, internal/session and internal/server.
+//
+// Its size (about 5,400 lines, over the project's guide of 3,000 for one
+// package) is one concern, the command line: each of its nineteen commands
+// is a file of flag parsing, wiring and printing over internal packages
+// that hold the behaviour (serve.go and wire.go compose the running proxy,
+// bench*.go hand over to bench/, the rest read or edit the data dir). The
+// commands share the config loading, the logger, the data-dir paths and
+// the exit-code conventions of run.go; split into packages, those would
+// have to be exported for the binary alone, and no file would get shorter.
 package main
 
 import (

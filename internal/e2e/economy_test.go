@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/arms"
 	"github.com/mcproxy/mcproxy/internal/config"
-	"github.com/mcproxy/mcproxy/internal/server"
+	"github.com/mcproxy/mcproxy/internal/passthrough"
 	"github.com/mcproxy/mcproxy/internal/testenv"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -75,7 +75,7 @@ func TestTokenEconomyFromTypeScriptSDK(t *testing.T) {
 	// The upstreams' own instructions are passed on after mcproxy's
 	// (server-everything has some); a client connected to it directly
 	// reads them too, so they are not mcproxy's cost.
-	own, passed, _ := strings.Cut(seen.Instructions, server.UpstreamInstructionsHeader)
+	own, passed, _ := strings.Cut(seen.Instructions, passthrough.UpstreamInstructionsHeader)
 	t.Logf("instructions passed on from the upstreams: %d tokens", tk.Count(passed))
 	toolTokens, instrTokens := tk.Count(listing), tk.Count(strings.TrimSpace(own))
 	t.Logf("menu: %d tokens (tools %d + instructions %d)", toolTokens+instrTokens, toolTokens, instrTokens)

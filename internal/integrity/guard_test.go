@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/catalog"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/passthrough"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
@@ -130,7 +131,7 @@ func TestGuard(t *testing.T) {
 
 // The front's relay finds the optional Relayer methods on the Upstreams it
 // is given; behind the Guard they must still reach the manager.
-var _ server.Relayer = (*Guard)(nil)
+var _ passthrough.Relayer = (*Guard)(nil)
 
 // The front refuses a held tool with its reason (call_tool, and a direct
 // mode name) only if the Guard is its Holder.

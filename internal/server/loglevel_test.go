@@ -129,9 +129,7 @@ func TestRelayStatelessLogLevel(t *testing.T) {
 			}()
 		}
 		waitFor(t, "both stateless calls to be answered", func() bool {
-			f.relay.mu.Lock()
-			defer f.relay.mu.Unlock()
-			return len(f.relay.rounds) == 2 && marked(dir, "blocking")
+			return f.pass.Answering() == 2 && marked(dir, "blocking")
 		})
 		f.ToolsChanged("up", nil) // mcproxy says, at warning, that the tools are gone
 		waitFor(t, "mcproxy's message on the stateless request's stream", func() bool {

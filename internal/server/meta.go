@@ -210,7 +210,7 @@ func (s *Server) callable(server, id string) bool {
 // is the client's JSON text of args (nil when unknown): the upstream and the
 // call history get those bytes rather than args encoded again.
 func (s *Server) callUpstream(ctx context.Context, server, tool string, args map[string]any, argsJSON json.RawMessage) (*mcp.CallToolResult, error) {
-	if p := s.peer(ctx); p != nil {
+	if p := s.pass.Peer(ctx); p != nil {
 		ctx = upstream.WithPeer(ctx, p)
 	}
 	if len(argsJSON) > 0 {
@@ -247,10 +247,7 @@ func (s *Server) upstreamResult(ctx context.Context, server, tool string, args m
 		if res == nil {
 			return mcp.NewToolResultError(fmt.Sprintf("%s returned no result.", id)), nil
 		}
-		if s.catalog != nil {
-			s.catalog.noteLinks(server, res)
-			res = s.catalog.exposeLinks(server, res)
-		}
+		res = s.pass.ToolResult(server, res)
 		out := *res
 		// The front negotiates its own protocol version with the client; the
 		// upstream's result-type marker belongs to the other connection.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -380,4 +381,44 @@ func TestCallRecordedAsClientSent(t *testing.T) {
 		t.Errorf("recorded tool calls: got %q, want the client's %q", calls, args)
 	}
 	c.close()
+}
+
+// TestDirectPrefixCannotTakeMcproxysTools serves an upstream with prefix ""
+// and a tool named Compress, the name of noa's own tool: mcproxy's stays,
+// the upstream's is withheld and the log says so.
+func TestDirectPrefixCannotTakeMcproxysTools(t *testing.T) {
+	m := session.NewManager(session.Options{Dir: t.TempDir(), Noa: noa.DefaultConfig(20000), MaxResultTokens: 4000})
+	srv := newUpstreamServer()
+	srv.AddTool(mcp.NewTool("Compress", mcp.WithDescription("The upstream's own Compress.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("upstream compress"), nil
+		})
+	up := newTestUpstreams(t, map[string]*mcpserver.MCPServer{"up": srv})
+	core, logs := observer.New(zap.WarnLevel)
+	s, err := New(Deps{Upstreams: up, Sessions: m, Logger: zap.New(core)},
+		Options{Mode: config.ModeDirect, Prefix: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	f := serveFront(t, s, mcptransport.HTTPOptions{})
+	c := connect(t, f, "streamable", nil)
+	names := toolNames(t, c)
+	if !slices.Contains(names, "echo") || !slices.Contains(names, "Compress") {
+		t.Fatalf("tools/list: got %v, want the upstream's echo under its own name beside noa's Compress", names)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "Compress" && strings.Contains(tl.Description, "upstream's own") {
+			t.Errorf("Compress: got the upstream's definition, want mcproxy's")
+		}
+	}
+	if logs.FilterMessageSnippet(`tool "Compress" of server "up" collides`).Len() == 0 {
+		t.Errorf("no collision logged for the upstream's Compress; got %v", logs.All())
+	}
 }

@@ -1,29 +1,43 @@
-// Package server is mcproxy's MCP front: the MCP server that clients (Claude
-// Desktop, Claude Code, Cursor, inspector, any MCP client) talk to over stdio,
-// streamable HTTP or legacy SSE. In retrieve mode it exposes the meta tools
-// retrieve_tools, call_tool and describe_tool; in direct mode it exposes every
-// upstream tool under a client-safe name. It keeps the search index in step
-// with the upstreams' tool sets and turns upstream failures into errors a
-// model can act on. With a session manager (Deps.Sessions) every client
-// session runs through noa: each tools/call and its result are recorded in
-// the session's host, and the result is tagged, nudged or cut here
-// (noa.go), and the Compress and read_archive tools sit beside the others
-// in both modes. With Deps.Catalogs it also passes on the upstreams'
-// prompts, resources (reads and subscriptions) and argument completion
-// (catalog.go, prompts.go, resources.go). What an upstream
-// sends while serving a call (progress, log messages, sampling, elicitation
-// and roots requests) is relayed to the client session that made the call, a
-// stateless 2026-07-28 client through multi round-trip results (relay.go).
-// Every call that reaches an upstream is reported, once answered, to
-// Deps.OnCall (observe.go: metrics, the call history, traces), with the
-// client session and the name its client gave in initialize. It also
-// answers the probes /healthz and /readyz (transport.go).
+// Package server is mcproxy's MCP front: the mcp-go server that MCP clients
+// (Claude Desktop, Claude Code, Cursor, inspector, any MCP client) reach
+// through internal/mcptransport, and what it does with tools.
+//
+// It owns: the meta tools retrieve_tools, call_tool and describe_tool
+// (meta.go, render.go, refine.go) in retrieve mode, and direct mode, which
+// exposes every upstream tool under a client-safe name (direct.go); the
+// front's views of the served tools, kept from the tool catalog's snapshots
+// (Follow, ToolsChanged) together with the search index (syncIndex,
+// indexmeta.go) and the warm start file (warm.go), and the waits of a call
+// made while the upstreams start; the mapping of upstream failures to
+// errors a model can act on (errors.go, held.go); noa shaping of every
+// tools/call and its result, with the Compress and read_archive tools, when
+// Deps.Sessions is set (noa.go); the config notice in answers (notice.go),
+// learning hooks (learn.go), the release of a large call's memory
+// (release.go), and reporting every call that reached an upstream to
+// Deps.OnCall with its client's name (observe.go).
+//
+// Everything an upstream offers besides tools (prompts, resources and their
+// subscriptions, completion, paging, log levels) and the relay of what an
+// upstream sends during a call (progress, log messages, sampling,
+// elicitation, roots, multi round-trip) is internal/passthrough's, which
+// the front builds into its mcp-go server (passthrough.go says how).
 //
 // It reaches the upstreams and the tool ranking through the small interfaces
 // it declares (Upstreams, Index), speaking their types (upstream's status
 // and errors, retrieval's ranking), and runs noa through internal/session;
 // cmd/mcproxy wires *upstream.Manager and *retrieval.Pipeline behind them. It
-// never decides where logs go and never writes to stdout on its own.
+// serves no transport itself (Server.MCP and Server.Lifts are what
+// internal/mcptransport serves), never decides where logs go and never
+// writes to stdout on its own.
+//
+// Its size (about 3,450 lines, over the project's guide of 3,000 for one
+// package) is one concern, answering a client's tool requests: the meta
+// tools, direct mode, noa shaping and the error texts all read and keep the
+// same views of the served tools (tools, byID, directIDs under one lock)
+// and the same start state (Started, the warm start's grace), and run in
+// one middleware chain per call. Split apart, those views and that chain
+// would have to be exported between packages that only ever change
+// together.
 package server
 
 import (
@@ -45,6 +59,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/largeargs"
 	"github.com/mcproxy/mcproxy/internal/learn"
+	"github.com/mcproxy/mcproxy/internal/passthrough"
 	"github.com/mcproxy/mcproxy/internal/retrieval"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -117,8 +132,8 @@ type Deps struct {
 	// means nothing is learned.
 	Learner *learn.Learner
 	// Catalogs serves the upstreams' prompts, resources and completion
-	// (catalog.go); nil means the front offers tools only.
-	Catalogs Catalogs
+	// (internal/passthrough); nil means the front offers tools only.
+	Catalogs passthrough.Catalogs
 	// OnCall, when set, is told of every tool call that reached the
 	// upstream manager, once it is answered (observe.go: metrics, the call
 	// history). It runs on the call's path and must not block. nil means
@@ -135,7 +150,7 @@ type Options struct {
 	// Mode is config.ModeRetrieve (default when empty) or config.ModeDirect.
 	Mode string
 	// ListPageSize is how many items one page of the front's lists holds
-	// (paging.go; config list_page_size); zero answers each list in one
+	// (passthrough.Options.ListPageSize; config list_page_size); zero answers each list in one
 	// page, which clients that ignore nextCursor need.
 	ListPageSize int
 	// RetrieveLimit is how many matches retrieve_tools returns without an
@@ -220,9 +235,9 @@ type Server struct {
 	collided map[string]bool
 	renamed  map[string]bool
 
-	// catalog serves prompts, resources and completion (nil without
-	// Deps.Catalogs).
-	catalog *catalogFront
+	// pass passes on prompts, resources, completion and paging, and relays
+	// what upstreams send during a call to its client (internal/passthrough).
+	pass *passthrough.Passthrough
 
 	// warm is the warm start state (warm.go).
 	warm warmCatalog
@@ -230,9 +245,6 @@ type Server struct {
 	// started is closed by Started (or at New without WaitForStart).
 	started     chan struct{}
 	startedOnce sync.Once
-
-	// relay carries what upstreams send during a call to its client (relay.go).
-	relay *relay
 
 	// notices remembers who was given the config notice (direct mode).
 	notices noticesShown
@@ -299,13 +311,16 @@ func New(deps Deps, opts Options) (*Server, error) {
 		applied: map[string]int{},
 		direct:  map[string]directEntry{},
 		started: make(chan struct{}),
-		relay:   newRelay(deps.Upstreams, log),
 		onCall:  deps.OnCall,
 		warm:    warmCatalog{path: opts.WarmCatalog, fromFile: map[string]bool{}, slow: map[string]bool{}},
 	}
 	if !opts.WaitForStart {
 		s.Started()
 	}
+	// The upstreams may also apply log levels and roots changes.
+	relayer, _ := deps.Upstreams.(passthrough.Relayer)
+	s.pass = passthrough.New(passthrough.Deps{Catalogs: deps.Catalogs, Relayer: relayer, Logger: log},
+		passthrough.Options{Prefix: opts.Prefix, ListPageSize: opts.ListPageSize, Started: s.started, Settle: s.waitSettled})
 	if deps.Learner != nil {
 		stdio := opts.StdioSessionID
 		if stdio == "" {
@@ -338,9 +353,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.releaseMemory),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithLogging(),
-		mcpserver.WithToolHandlerMiddleware(s.relay.middleware),
+		mcpserver.WithToolHandlerMiddleware(s.pass.Middleware),
 	}
-	s.relay.hooks(hooks)
 	s.hookClients(hooks)
 	instructions := s.instructions()
 	var nf *noaFront
@@ -364,26 +378,11 @@ func New(deps Deps, opts Options) (*Server, error) {
 		})
 	}
 	mcpOpts = append(mcpOpts, mcpserver.WithInstructions(instructions))
-	var cf *catalogFront
-	if deps.Catalogs != nil {
-		cf = newCatalogFront(deps.Catalogs, nil, log, opts.Prefix)
-		mcpOpts = append(mcpOpts, cf.options()...)
-		cf.settle = s.waitSettled
-		cf.peer = func(ctx context.Context) upstream.Peer { return s.relay.peer(ctx) }
-		cf.hook(hooks, s.started)
-	}
-	// After the catalog's hooks, so its hidden template is gone before a
-	// page is cut (paging.go).
-	if opts.ListPageSize > 0 {
-		(&pager{size: opts.ListPageSize}).hook(hooks)
-	}
+	mcpOpts = append(mcpOpts, s.pass.ServerOptions()...)
+	// Last of the hooks, so the pager cuts pages from what clients may see.
+	s.pass.Hook(hooks)
 	s.mcp = mcpserver.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
-	if cf != nil {
-		cf.mcp = s.mcp
-		s.catalog = cf
-	}
-	s.relay.mcp = s.mcp
-	s.mcp.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, s.relay.rootsChanged)
+	s.pass.Attach(s.mcp)
 	if opts.Mode == config.ModeRetrieve {
 		s.mcp.AddTools(s.metaTools()...)
 	}
@@ -515,9 +514,7 @@ func (s *Server) Resync() {
 	for _, name := range names {
 		s.ToolsChanged(name, byServer[name])
 	}
-	if s.catalog != nil {
-		s.catalog.resync()
-	}
+	s.pass.Resync()
 }
 
 // Follow is the front's subscription to the tool catalog

@@ -1,4 +1,4 @@
-package server
+package passthrough
 
 import (
 	"cmp"
@@ -50,10 +50,9 @@ type catalogFront struct {
 	log    *zap.Logger
 	prefix func(server string) string
 	// settle, when set, is how initialize waits for the upstreams
-	// (Server.waitSettled: until the servers the warm file does not cover
-	// settle or the start grace ends); nil waits up to initializeWait.
+	// (Options.Settle); nil waits up to initializeWait.
 	settle func(ctx context.Context) error
-	// peer, when set, is the client of a request (Server's relay): a
+	// peer, when set, is the client of a request (the relay's): a
 	// prompts/get, resources/read or completion/complete runs upstream
 	// under that session's roots (upstream.WithPeer).
 	peer func(ctx context.Context) upstream.Peer
@@ -83,7 +82,7 @@ type catalogFront struct {
 
 	subs *subscriptions
 	// started is closed once the upstreams had their first chance to
-	// connect (Server.Started); a subscription made before waits for it,
+	// connect (Options.Started); a subscription made before waits for it,
 	// so its owner is known.
 	started <-chan struct{}
 }
@@ -392,11 +391,12 @@ const initializeWait = 10 * time.Second
 // upstreams offer together, and appends the upstreams' instructions, each
 // under its server name. It waits (up to initializeWait) for the upstreams'
 // first chance to connect; if they have not had it by then, nothing is
-// known, so everything stays advertised. In a Server the wait is its start
-// grace (waitSettled): none for the servers the warm file covers (the point
-// of a warm start is a first answer within half a second), else until every
-// upstream is up or has failed, at most Options.StartGrace, so a server
-// that hangs at initialize does not hold the client's initialize either.
+// known, so everything stays advertised. With Options.Settle the wait is
+// the MCP front's start grace: none for the servers its warm file covers
+// (the point of a warm start is a first answer within half a second), else
+// until every upstream is up or has failed, at most its start grace, so a
+// server that hangs at initialize does not hold the client's initialize
+// either.
 func (c *catalogFront) advertise(started <-chan struct{}) func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
 	return func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if res == nil {
@@ -493,24 +493,4 @@ func (c *catalogFront) hook(h *mcpserver.Hooks, started <-chan struct{}) {
 	h.AddOnRequestInitialization(c.subscribing)
 	h.AddAfterUnsubscribe(c.unsubscribed)
 	h.AddOnUnregisterSession(c.sessionGone)
-}
-
-// CatalogChanged records a server's new prompts, resources and templates
-// (nil when it went down) and updates what the front exposes, sending
-// list_changed to clients where something changed. It matches the upstream
-// manager's OnCatalogChanged callback. Without Deps.Catalogs it does
-// nothing.
-func (s *Server) CatalogChanged(server string, c *upstream.Catalog) {
-	if s.catalog != nil {
-		s.catalog.changed(server, c)
-	}
-}
-
-// ResourceUpdated relays an upstream's notifications/resources/updated to
-// the client sessions subscribed to uri. It matches the upstream manager's
-// OnResourceUpdated callback.
-func (s *Server) ResourceUpdated(server, uri string) {
-	if s.catalog != nil {
-		s.catalog.resourceUpdated(server, uri)
-	}
 }

@@ -1,4 +1,4 @@
-package server
+package passthrough
 
 import (
 	"context"
@@ -28,8 +28,9 @@ import (
 // upstream's request, the upstream call is kept waiting, and the client's
 // retry with the answer resumes it.
 
-// Relayer is the optional part of Upstreams the relay uses. *upstream.Manager
-// implements it; without it, log levels and roots changes are not forwarded.
+// Relayer is what the relay needs from the upstreams (Deps.Relayer).
+// *upstream.Manager implements it; without it, log levels and roots changes
+// are not forwarded.
 type Relayer interface {
 	// SetLogLevel applies a logging/setLevel to every upstream.
 	SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error
@@ -47,7 +48,7 @@ const pendingTTL = 10 * time.Minute
 // calls parked for stateless clients.
 type relay struct {
 	mcp *mcpserver.MCPServer
-	up  Upstreams
+	rl  Relayer // nil: log levels and roots changes stay here
 	log *zap.Logger
 	ttl time.Duration // how long a parked call waits for its retry (pendingTTL)
 
@@ -64,8 +65,8 @@ type relay struct {
 	applied mcp.LoggingLevel // the level last sent upstream ("" = none)
 }
 
-func newRelay(up Upstreams, log *zap.Logger) *relay {
-	return &relay{up: up, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{},
+func newRelay(rl Relayer, log *zap.Logger) *relay {
+	return &relay{rl: rl, log: log, ttl: pendingTTL, levels: map[string]mcp.LoggingLevel{}, sessions: map[string]struct{}{},
 		ends: map[string]chan struct{}{}, pending: map[string]*parked{}, wanted: map[*parked]mcp.LoggingLevel{}, rounds: map[*round]struct{}{}}
 }
 
@@ -132,13 +133,12 @@ func moreVerbose(a, b mcp.LoggingLevel) mcp.LoggingLevel {
 }
 
 func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
-	rl, ok := r.up.(Relayer)
-	if !ok || level == "" {
+	if r.rl == nil || level == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := rl.SetLogLevel(ctx, level); err != nil {
+	if err := r.rl.SetLogLevel(ctx, level); err != nil {
 		r.log.Warn("applying logging/setLevel to the upstreams", zap.String("level", string(level)), zap.Error(err))
 	}
 }
@@ -146,13 +146,13 @@ func (r *relay) applyLevel(ctx context.Context, level mcp.LoggingLevel) {
 // rootsChanged forwards a client's notifications/roots/list_changed to
 // the upstreams that hold its session's roots.
 func (r *relay) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
-	if rl, ok := r.up.(Relayer); ok {
-		rl.RootsChanged(upstream.WithPeer(ctx, r.peer(ctx)))
+	if r.rl != nil {
+		r.rl.RootsChanged(upstream.WithPeer(ctx, r.peer(ctx)))
 	}
 }
 
 // peer is the client of ctx's request as the upstream manager sees it,
-// with no progress token: the peer of a tool call (Server.peer) adds it,
+// with no progress token: the peer of a tool call (Passthrough.Peer) adds it,
 // that of prompts/get, resources/read or completion/complete has none.
 func (r *relay) peer(ctx context.Context) *clientPeer {
 	p := &clientPeer{mcp: r.mcp, ctx: ctx, log: r.log}
@@ -167,42 +167,27 @@ func (r *relay) peer(ctx context.Context) *clientPeer {
 	return p
 }
 
-// ServerLog relays an upstream's log message that no call can be credited
-// with to every client session, each at its own level. It matches
-// upstream.Options.OnLog.
-func (s *Server) ServerLog(server string, n mcp.LoggingMessageNotification) {
-	s.relay.mu.Lock()
-	ids := make([]string, 0, len(s.relay.sessions))
-	for id := range s.relay.sessions {
+// serverLog relays an upstream's log message that no call can be credited
+// with to every client session, each at its own level (Passthrough.ServerLog).
+func (r *relay) serverLog(server string, n mcp.LoggingMessageNotification) {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.sessions))
+	for id := range r.sessions {
 		ids = append(ids, id)
 	}
-	s.relay.mu.Unlock()
+	r.mu.Unlock()
 	for _, id := range ids {
-		if err := s.mcp.SendLogMessageToSpecificClient(id, n); err != nil {
-			s.log.Debug("relaying an upstream log message", zap.String("upstream", server), zap.String("session_id", id), zap.Error(err))
+		if err := r.mcp.SendLogMessageToSpecificClient(id, n); err != nil {
+			r.log.Debug("relaying an upstream log message", zap.String("upstream", server), zap.String("session_id", id), zap.Error(err))
 		}
 	}
-	s.relay.logToRounds(server, n)
-}
-
-// announce tells every client session, as a log message of mcproxy's own
-// (logger "mcproxy", at each session's level), that an upstream's tools
-// changed or that it went down: a client that set a log level sees why
-// tools came or went.
-func (s *Server) announce(server string, tools int) {
-	n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "mcproxy",
-		fmt.Sprintf("upstream %q is ready with %d tools", server, tools))
-	if tools == 0 {
-		n = mcp.NewLoggingMessageNotification(mcp.LoggingLevelWarning, "mcproxy",
-			fmt.Sprintf("upstream %q is down or has no tools; its tools are gone until it is back", server))
-	}
-	s.ServerLog("mcproxy", n)
+	r.logToRounds(server, n)
 }
 
 type callReqKey struct{}
 
 // middleware keeps the client's tools/call request in the context, so
-// callUpstream can build the call's peer, and runs a stateless client's
+// Passthrough.Peer can build the call's peer, and runs a stateless client's
 // call through the multi round-trip machinery.
 func (r *relay) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -244,14 +229,14 @@ func settle(ctx context.Context) {
 	time.Sleep(5 * time.Millisecond)
 }
 
-// peer builds the upstream.Peer of the call in ctx (nil when ctx holds no
-// client call, as in tests calling handlers directly).
-func (s *Server) peer(ctx context.Context) upstream.Peer {
+// callPeer builds the upstream.Peer of the call in ctx (nil when ctx holds
+// no client call, as in tests calling handlers directly).
+func (r *relay) callPeer(ctx context.Context) upstream.Peer {
 	req, ok := ctx.Value(callReqKey{}).(*mcp.CallToolRequest)
 	if !ok {
 		return nil
 	}
-	p := s.relay.peer(ctx)
+	p := r.peer(ctx)
 	if req.Params.Meta != nil {
 		p.token = req.Params.Meta.ProgressToken
 	}
