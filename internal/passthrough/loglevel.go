@@ -108,8 +108,11 @@ func (r *relay) logToRounds(server string, n mcp.LoggingMessageNotification) {
 	}
 	r.mu.Unlock()
 	for _, rd := range rounds {
-		rd.notes.Store(true)
-		if err := r.mcp.SendLogMessageToClient(rd.ctx, n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+		queued, err := sendLog(rd.ctx, r.mcp, n)
+		if queued {
+			rd.notes.Store(true)
+		}
+		if err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 			r.log.Debug("relaying a log message to a stateless request", zap.String("upstream", server), zap.Error(err))
 		}
 	}
@@ -117,18 +120,18 @@ func (r *relay) logToRounds(server string, n mcp.LoggingMessageNotification) {
 
 // target is the context a notification of the call is sent under: for a
 // stateless call, the client request being answered now (a later round's
-// retry, not the first request, whose stream has ended), else the call's.
-func (p *clientPeer) target() context.Context {
+// retry, not the first request, whose stream has ended) with its round,
+// else the call's.
+func (p *clientPeer) target() (context.Context, *round) {
 	if p.park == nil {
-		return p.ctx
+		return p.ctx, nil
 	}
 	p.park.mu.Lock()
 	defer p.park.mu.Unlock()
 	if p.park.cur != nil {
-		p.park.cur.notes.Store(true)
-		return p.park.cur.ctx
+		return p.park.cur.ctx, p.park.cur
 	}
-	return p.ctx
+	return p.ctx, nil
 }
 
 // awaitRound is await for one round, whose answer waits, as a legacy

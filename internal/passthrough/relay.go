@@ -210,12 +210,13 @@ type notesKey struct{}
 const settleLimit = 100 * time.Millisecond
 
 // settle holds a call's result until the notifications relayed for it
-// have left the session's queue. mcp-go's front hands that queue to the
-// call's own stream and to the standalone GET stream alike; a progress
-// notification taken by the GET stream could otherwise reach the client
-// after the result, when its token is no longer known there. Once the
-// queue is empty a moment more lets the GET stream write what it took.
-// This narrows the window; it cannot close it (docs/relay.md).
+// through the session's queue (deliver: only where the client request has
+// no stream of its own) have left it. mcp-go hands that queue to every
+// stream of the session; a progress notification taken by another stream
+// could otherwise reach the client after the result, when its token is no
+// longer known there. Once the queue is empty a moment more lets that
+// stream write what it took. This narrows the window; it cannot close it
+// (docs/relay.md).
 func settle(ctx context.Context) {
 	cs := mcpserver.ClientSessionFromContext(ctx)
 	if cs == nil {
@@ -277,21 +278,36 @@ func (p *clientPeer) Progress(params map[string]any) {
 		out[k] = v
 	}
 	out["progressToken"] = p.token
-	p.noted()
-	if err := p.mcp.SendNotificationToClient(p.target(), string(mcp.MethodNotificationProgress), out); err != nil {
+	ctx, rd := p.target()
+	queued, err := deliver(ctx, string(mcp.MethodNotificationProgress), out, func() error {
+		return p.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), out)
+	})
+	p.noted(queued, rd)
+	if err != nil {
 		p.log.Debug("relaying progress", zap.Error(err))
 	}
 }
 
-func (p *clientPeer) noted() {
+// noted records that a notification of the call went through the
+// session's queue, so the answer waits for it (settle): the call's, or
+// the round's (rd) of a stateless call.
+func (p *clientPeer) noted(queued bool, rd *round) {
+	if !queued {
+		return
+	}
+	if rd != nil {
+		rd.notes.Store(true)
+	}
 	if p.notes != nil {
 		p.notes.Store(true)
 	}
 }
 
 func (p *clientPeer) Log(server string, n mcp.LoggingMessageNotification) {
-	p.noted()
-	if err := p.mcp.SendLogMessageToClient(p.target(), n); err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
+	ctx, rd := p.target()
+	queued, err := sendLog(ctx, p.mcp, n)
+	p.noted(queued, rd)
+	if err != nil && !errors.Is(err, mcpserver.ErrSessionDoesNotSupportLogging) {
 		p.log.Debug("relaying a log message", zap.String("upstream", server), zap.Error(err))
 	}
 }

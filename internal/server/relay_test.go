@@ -104,6 +104,18 @@ func newRelayUpstream(dir string) *mcpserver.MCPServer {
 		time.Sleep(100 * time.Millisecond)
 		return mcp.NewToolResultText(fmt.Sprintf("done, token seen upstream: %v", token)), nil
 	})
+	srv.AddTool(noArgs("steps", "reports progress twenty times"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+			return mcp.NewToolResultError("no progress token"), nil
+		}
+		for i := 1; i <= 20; i++ {
+			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				"progressToken": req.Params.Meta.ProgressToken, "progress": i, "total": 20,
+			})
+		}
+		time.Sleep(100 * time.Millisecond) // as in slow: let the upstream's writer catch up
+		return mcp.NewToolResultText("stepped"), nil
+	})
 	srv.AddTool(noArgs("level", "reports the log level the upstream session was set to"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		cs, _ := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
 		if cs == nil {
@@ -812,6 +824,38 @@ func TestRelayProgressPerSession(t *testing.T) {
 			if tok := n.Params.AdditionalFields["progressToken"]; tok != fmt.Sprintf("session-%d", i) {
 				t.Errorf("session %d got progress for token %v", i, tok)
 			}
+		}
+	}
+}
+
+// TestRelayProgressInOrderOnTheCallsStream: a legacy client with its GET
+// stream open gets all of a call's progress, in order, before the call's
+// result. mcp-go hands a session's notifications to whichever of its
+// streams reads first, so some used to go to the GET stream and arrive out
+// of order or after the result (the conformance suite's "Progress values
+// should be increasing" failed so); the relay now writes them on the
+// call's own stream (mcptransport.Notify).
+func TestRelayProgressInOrderOnTheCallsStream(t *testing.T) {
+	sc, _ := startRelayUpstream(t, "stdio")
+	f := startRelayFront(t, map[string]config.ServerConfig{"up": sc})
+	c := dialFront(t, f.url, mcp.LATEST_LEGACY_PROTOCOL_VERSION, answeringClient())
+	for round := range 3 {
+		token := fmt.Sprintf("round-%d", round)
+		if got := c.call(t, "up__steps", &mcp.Meta{ProgressToken: token}); got != "stepped" {
+			t.Fatalf("steps: got %q", got)
+		}
+		var got []any
+		for _, n := range c.notifications("notifications/progress") {
+			if n.Params.AdditionalFields["progressToken"] == token {
+				got = append(got, n.Params.AdditionalFields["progress"])
+			}
+		}
+		want := make([]any, 20)
+		for i := range want {
+			want[i] = float64(i + 1)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("round %d: progress received by the time the result came: %v, want %v", round, got, want)
 		}
 	}
 }
