@@ -34,13 +34,14 @@ type stdioCalls struct {
 	// out takes the answer lines (the batches' Write, so a batch's
 	// answers are still gathered and lifted arguments forgotten).
 	out io.Writer
-	// work hands a call to an idle worker; unbuffered, so a send succeeds
-	// only when one is waiting.
-	work chan stdioCall
+	// work hands a call to a worker; slots holds one token per call taken
+	// and not yet answered, so a call is taken only while a worker is free.
+	work  chan stdioCall
+	slots chan struct{}
 
 	mu      sync.Mutex
-	started bool
 	stopped bool
+	ctx     context.Context // the workers'; nil until started
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -58,7 +59,7 @@ type stdioCall struct {
 const stdioCallWorkers = 5
 
 func newStdioCalls(srv *mcpserver.MCPServer, out io.Writer, log *zap.Logger) *stdioCalls {
-	return &stdioCalls{mcp: srv, log: log, out: out, work: make(chan stdioCall)}
+	return &stdioCalls{mcp: srv, log: log, out: out, work: make(chan stdioCall), slots: make(chan struct{}, stdioCallWorkers)}
 }
 
 // start takes the StdioServer's session context (its context function's
@@ -67,12 +68,11 @@ func newStdioCalls(srv *mcpserver.MCPServer, out io.Writer, log *zap.Logger) *st
 func (c *stdioCalls) start(ctx context.Context) context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.started || c.stopped {
+	if c.ctx != nil || c.stopped {
 		return ctx
 	}
-	c.started = true
 	wctx, cancel := context.WithCancel(ctx)
-	c.cancel = cancel
+	c.ctx, c.cancel = wctx, cancel
 	for range stdioCallWorkers {
 		c.wg.Add(1)
 		goroutine.Go(c.log, "stdio tools/call worker", func() {
@@ -105,21 +105,36 @@ func (c *stdioCalls) run(ctx context.Context) {
 			return
 		case w := <-c.work:
 			c.answer(c.handle(ctx, w.id, w.line))
+			<-c.slots
 		}
 	}
 }
 
-// serve hands line, one message without surrounding space, to an idle
+// serve hands line, one message without surrounding space, to a free
 // worker when it is a tools/call request, and reports whether it did.
 func (c *stdioCalls) serve(line []byte) bool {
 	id, ok := toolsCallID(line)
 	if !ok {
 		return false
 	}
+	c.mu.Lock()
+	ctx := c.ctx
+	c.mu.Unlock()
+	if ctx == nil {
+		return false
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		return false
+	}
+	// A slot was free, so a worker is waiting or about to, unless the
+	// workers were stopped.
 	select {
 	case c.work <- stdioCall{id: id, line: line}:
 		return true
-	default:
+	case <-ctx.Done():
+		<-c.slots
 		return false
 	}
 }

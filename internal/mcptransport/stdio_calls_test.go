@@ -32,6 +32,12 @@ func leanServer(entered chan<- string, hold <-chan struct{}) *mcpserver.MCPServe
 		}
 		return mcp.NewToolResultText("echo: " + msg), nil
 	})
+	s.AddTool(mcp.NewTool("wait"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		entered <- callPath()
+		<-ctx.Done()
+		entered <- "cancelled"
+		return mcp.NewToolResultText("cancelled"), nil
+	})
 	return s
 }
 
@@ -187,8 +193,9 @@ func TestStdioLeanBusyFallsBack(t *testing.T) {
 	p := serveStdioPeer(t, leanServer(entered, hold), Options{})
 	release := sync.OnceFunc(func() { close(hold) })
 	t.Cleanup(release) // before p.close: the held calls must end
-	// A call that arrives before a worker waits goes through the
-	// StdioServer too; it holds one of its workers until the end.
+	// Each call takes a worker of the lean path while one is free (a call
+	// the StdioServer took would hold one of its own workers until the
+	// end, and the loop would go on).
 	held, lean := 0, 0
 	for lean < stdioCallWorkers {
 		if held == 2*stdioCallWorkers {
@@ -224,6 +231,35 @@ func TestStdioLeanBusyFallsBack(t *testing.T) {
 	}
 	if len(seen) != held {
 		t.Errorf("held calls answered: got ids %v, want %d distinct", seen, held)
+	}
+}
+
+// A notifications/cancelled reaches a call on the lean path as it reaches
+// the StdioServer's: the call's context ends.
+func TestStdioLeanCallCancelled(t *testing.T) {
+	t.Parallel()
+	for _, opts := range []Options{{}, {StdioSDKDispatch: true}} {
+		entered := make(chan string, 2)
+		p := serveStdioPeer(t, leanServer(entered, nil), opts)
+		p.send(call(1, "wait", ""))
+		path := ""
+		for _, want := range []string{"", "cancelled"} {
+			select {
+			case got := <-entered:
+				if want != "" && got != want {
+					t.Errorf("%+v: got %q, want %q", opts, got, want)
+				}
+				if want == "" {
+					path = got
+					p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%+v: the call on the %q path did not end within 10s of its cancellation", opts, path)
+			}
+		}
+		if want := map[bool]string{false: "lean", true: "sdk"}[opts.StdioSDKDispatch]; path != want {
+			t.Errorf("%+v: call ran on the %q path, want %q", opts, path, want)
+		}
 	}
 }
 
