@@ -29,6 +29,9 @@ type stdioBatches struct {
 	// lifts takes the large arguments of tools/call lines (largeargs.go);
 	// nil: none are lifted.
 	lifts *largeargs.Table
+	// calls serves single tools/call lines without the StdioServer
+	// (stdio_calls.go); nil: every line goes to it.
+	calls *stdioCalls
 }
 
 type stdioBatch struct {
@@ -166,7 +169,9 @@ func (s *stdioBatches) split(in io.Reader) *io.PipeReader {
 					if s.lifts != nil {
 						line = liftLine(s.lifts, line, t)
 					}
-					_, werr = pw.Write(line)
+					if s.calls == nil || !s.calls.serve(bytes.TrimSpace(line)) {
+						_, werr = pw.Write(line)
+					}
 				}
 				if werr != nil {
 					return

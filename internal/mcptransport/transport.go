@@ -54,6 +54,11 @@ type Deps struct {
 type Options struct {
 	// ShutdownTimeout bounds graceful HTTP shutdown; zero means 5s.
 	ShutdownTimeout time.Duration
+	// StdioSDKDispatch serves every stdio line through mcp-go's
+	// StdioServer, tools/call too, without the lean path of
+	// stdio_calls.go: the two give the same answers, and tests compare
+	// them. False: the lean path.
+	StdioSDKDispatch bool
 }
 
 // Front serves one MCP server over stdio and HTTP (streamable HTTP and
@@ -118,11 +123,21 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	st.SetErrorLogger(zap.NewStdLog(f.log.Named("stdio")))
 	b := newStdioBatches(out, f.log.Named("stdio"))
 	b.lifts = f.lifts
-	lines := b.split(in)
+	// The lean path of tools/call (stdio_calls.go) runs on the session
+	// context Listen makes, which it hands to the context function.
+	if !f.opts.StdioSDKDispatch {
+		b.calls = newStdioCalls(f.mcp, b, f.log.Named("stdio"))
+		st.SetContextFunc(b.calls.start)
+	}
+	lines := b.split(pollable(in))
 	// Once Listen is done nobody reads the lines; closing them ends the
 	// goroutine feeding them at its next line.
 	defer lines.Close()
-	if err := st.Listen(ctx, lines, b); err != nil && ctx.Err() == nil {
+	err := st.Listen(ctx, lines, b)
+	if b.calls != nil {
+		b.calls.stop()
+	}
+	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("serving stdio: %w", err)
 	}
 	return nil

@@ -230,6 +230,12 @@ type stdioConn struct {
 // ends (or close).
 func startStdio(t *testing.T, s *Server) *stdioConn {
 	t.Helper()
+	return startStdioOpts(t, s, mcptransport.Options{})
+}
+
+// startStdioOpts is startStdio with the transport's options.
+func startStdioOpts(t *testing.T, s *Server, opts mcptransport.Options) *stdioConn {
+	t.Helper()
 	s.Resync()
 	s.Started()
 	inR, inW := io.Pipe()
@@ -242,7 +248,7 @@ func startStdio(t *testing.T, s *Server) *stdioConn {
 	t.Cleanup(func() { inW.Close(); cancel() })
 	c := &stdioConn{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1)}
 	go func() {
-		err := transportOf(s, mcptransport.Options{}).ServeStdio(ctx, inR, outW)
+		err := transportOf(s, opts).ServeStdio(ctx, inR, outW)
 		outW.Close()
 		c.done <- err
 	}()
