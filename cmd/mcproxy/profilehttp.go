@@ -23,13 +23,13 @@ import (
 )
 
 // profileFronts serves each configured profile over streamable HTTP at
-// /mcp/p/<name> (issue 31). Until the MCP front is split to serve several
+// /mcp/p/<name> and legacy SSE at /sse/p/<name> (issue 31). Until the MCP front is split to serve several
 // views from one set of upstreams, each profile is a stack of its own (its
 // own upstream connections, index and front, narrowed as serve --stdio
 // --profile narrows its process), mounted behind internal/clientauth,
 // which checks client tokens, binds them to their profiles and applies
-// their rate limits. Legacy SSE is not served per profile yet: the SSE
-// front announces /message, which is the default profile's.
+// their rate limits. A profile's SSE stream announces its own message
+// endpoint, /sse/p/<name>/message, which passes the same checks.
 type profileFronts struct {
 	handler http.Handler
 	closers []func()
@@ -103,6 +103,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 		}
 		opts := httpOptions(pcfg)
 		opts.AuthToken = "" // clientauth has checked the request
+		opts.SSEBasePath = clientauth.SSEProfilePrefix + name
 		mux := http.NewServeMux()
 		closeSessions := tr.Routes(mux, opts)
 		byProfile[name] = mux
@@ -119,8 +120,13 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 	pf.handler = auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := clientauth.FromContext(r.Context())
 		h, ok := byProfile[id.Profile]
-		if !ok || r.URL.Path != mcptransport.PathStreamable {
-			http.Error(w, "not found: a profile is served over streamable HTTP at /mcp/p/<name> (legacy SSE per profile is not served yet)", http.StatusNotFound)
+		switch r.URL.Path {
+		case mcptransport.PathStreamable, mcptransport.PathSSE, mcptransport.PathMessage:
+		default:
+			ok = false
+		}
+		if !ok {
+			http.Error(w, "not found: a profile is served over streamable HTTP at /mcp/p/<name> and legacy SSE at /sse/p/<name>", http.StatusNotFound)
 			return
 		}
 		h.ServeHTTP(w, r)

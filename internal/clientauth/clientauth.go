@@ -70,15 +70,20 @@ func FromContext(ctx context.Context) (id Identity, ok bool) {
 	return id, ok
 }
 
-// ProfileFromPath splits a profile path: "/mcp/p/review" is profile
-// "review" at "/mcp", "/sse/p/review" at "/sse". ok is false for any other
-// path (the default profile).
+// ProfileFromPath splits a profile path into the profile and the path the
+// profile's own front serves: "/mcp/p/review" is profile "review" at
+// "/mcp", "/sse/p/review" at "/sse", and "/sse/p/review/message" (the
+// endpoint that profile's SSE stream announces) at "/message". ok is false
+// for any other path (the default profile).
 func ProfileFromPath(path string) (profile, rest string, ok bool) {
 	for _, p := range []struct{ prefix, base string }{{MCPProfilePrefix, "/mcp"}, {SSEProfilePrefix, "/sse"}} {
-		if name, found := strings.CutPrefix(path, p.prefix); found {
-			name, _, _ = strings.Cut(name, "/")
+		if tail, found := strings.CutPrefix(path, p.prefix); found {
+			name, sub, _ := strings.Cut(tail, "/")
 			if name == "" {
 				return "", "", false
+			}
+			if p.base == "/sse" && sub == "message" {
+				return name, "/message", true
 			}
 			return name, p.base, true
 		}

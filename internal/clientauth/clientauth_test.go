@@ -84,6 +84,8 @@ func TestProfileAccess(t *testing.T) {
 	}{
 		{"/mcp/p/review", f.review, 200, "/mcp profile=review who=review-bot ctx"},
 		{"/sse/p/desk", f.desk, 200, "/sse profile=desk who=desk-app ctx"},
+		{"/sse/p/desk/message", f.desk, 200, "/message profile=desk who=desk-app ctx"},
+		{"/sse/p/desk/message", f.review, 403, "client token review-bot is not for profile desk"},
 		{"/mcp/p/desk", "admin-secret", 200, "/mcp profile=desk who=admin ctx"},
 		{"/mcp/p/desk", f.review, 403, "client token review-bot is not for profile desk; use its profile's endpoint (/mcp/p/review)"},
 		{"/mcp/p/review", "", 401, "send a client token"},
@@ -218,13 +220,15 @@ func TestRateLimitPerToken(t *testing.T) {
 
 func TestProfileFromPath(t *testing.T) {
 	for in, want := range map[string][3]string{
-		"/mcp/p/review":     {"review", "/mcp", "true"},
-		"/sse/p/desk":       {"desk", "/sse", "true"},
-		"/mcp/p/desk/extra": {"desk", "/mcp", "true"},
-		"/mcp/p/":           {"", "", "false"},
-		"/mcp":              {"", "", "false"},
-		"/message":          {"", "", "false"},
-		"/mcp/preview":      {"", "", "false"},
+		"/mcp/p/review":       {"review", "/mcp", "true"},
+		"/sse/p/desk":         {"desk", "/sse", "true"},
+		"/mcp/p/desk/extra":   {"desk", "/mcp", "true"},
+		"/sse/p/desk/message": {"desk", "/message", "true"},
+		"/mcp/p/desk/message": {"desk", "/mcp", "true"},
+		"/mcp/p/":             {"", "", "false"},
+		"/mcp":                {"", "", "false"},
+		"/message":            {"", "", "false"},
+		"/mcp/preview":        {"", "", "false"},
 	} {
 		p, rest, ok := ProfileFromPath(in)
 		if p != want[0] || rest != want[1] || map[bool]string{true: "true", false: "false"}[ok] != want[2] {
