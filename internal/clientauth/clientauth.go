@@ -145,21 +145,21 @@ func credential(r *http.Request) (string, bool) {
 	return authheader.Bearer(r.Header.Get("Authorization"))
 }
 
-// Authenticate returns who r comes from for profile ("" = default).
+// Authenticate returns who r comes from for profile ("" = default). The
+// credential is checked before the profile's name, so a caller without a
+// good token learns nothing of which profiles exist (401 whatever the
+// name); only an authenticated caller (auth_token, a live client token, or
+// anyone when no credential is configured) gets 404 for a profile that is
+// not configured.
 func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity, *Refusal) {
-	if profile != "" {
-		if _, ok := a.opts.Profiles[profile]; !ok {
-			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", profile)}
-		}
-	}
 	token, has := credential(r)
 	if a.opts.AuthToken == "" && a.opts.Tokens == nil {
-		return Identity{Profile: profile}, nil
+		return a.known(Identity{Profile: profile})
 	}
 	if has && a.opts.AuthToken != "" {
 		got := sha256.Sum256([]byte(token))
 		if subtle.ConstantTimeCompare(got[:], a.admin[:]) == 1 {
-			return Identity{Profile: profile, Admin: true}, nil
+			return a.known(Identity{Profile: profile, Admin: true})
 		}
 	}
 	if !has {
@@ -175,6 +175,11 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 	case err != nil:
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
 	}
+	if profile != "" {
+		if _, ok := a.opts.Profiles[profile]; !ok {
+			return a.known(Identity{Profile: profile, Token: t.Name})
+		}
+	}
 	if profile == "" || !t.Allows(profile) {
 		where := "the default endpoint, which only auth_token may use"
 		if profile != "" {
@@ -182,7 +187,18 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		}
 		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
 	}
-	return Identity{Profile: profile, Token: t.Name}, nil
+	return a.known(Identity{Profile: profile, Token: t.Name})
+}
+
+// known refuses an authenticated identity's profile when it is not
+// configured.
+func (a *Authenticator) known(id Identity) (Identity, *Refusal) {
+	if id.Profile != "" {
+		if _, ok := a.opts.Profiles[id.Profile]; !ok {
+			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", id.Profile)}
+		}
+	}
+	return id, nil
 }
 
 // Admit takes one call's place under id's rate limit (its profile's

@@ -108,6 +108,27 @@ func TestProfileAccess(t *testing.T) {
 	}
 }
 
+// A caller without a good token cannot tell a configured profile from an
+// unknown one: both answer 401 with the same body. Only an authenticated
+// caller learns that a name is not configured.
+func TestNoProfileEnumeration(t *testing.T) {
+	f := newFixture(t, twoProfiles, nil)
+	for _, token := range []string{"", clienttoken.Prefix + "forged", "not-a-token"} {
+		sKnown, bKnown, _ := f.do(t, http.MethodPost, "/mcp/p/review", token)
+		for _, path := range []string{"/mcp/p/nope", "/sse/p/nope", "/sse/p/nope/message"} {
+			s, b, _ := f.do(t, http.MethodPost, path, token)
+			if s != http.StatusUnauthorized || s != sKnown || b != bKnown {
+				t.Errorf("%s with %q: %d %q; a configured profile: %d %q; want the same 401", path, token, s, b, sKnown, bKnown)
+			}
+		}
+	}
+	for _, token := range []string{"admin-secret", f.review} {
+		if s, b, _ := f.do(t, http.MethodPost, "/mcp/p/nope", token); s != http.StatusNotFound || !strings.Contains(b, `no profile "nope"`) {
+			t.Errorf("an authenticated caller on an unknown profile: %d %q, want 404", s, b)
+		}
+	}
+}
+
 // A token revoked by `mcproxy tokens revoke` (another store on the same
 // file) gets 401 within a second; the other keeps working.
 func TestRevokedWithinASecond(t *testing.T) {
