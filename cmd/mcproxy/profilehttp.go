@@ -33,6 +33,8 @@ import (
 type profileFronts struct {
 	handler http.Handler
 	closers []func()
+	// fronts are the profiles' MCP fronts, by profile name's order.
+	fronts []*server.Server
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
@@ -107,6 +109,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 		mux := http.NewServeMux()
 		closeSessions := tr.Routes(mux, opts)
 		byProfile[name] = mux
+		pf.fronts = append(pf.fronts, st.front)
 		pf.closers = append(pf.closers, func() {
 			cancel()
 			<-started

@@ -27,6 +27,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
+	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -252,7 +253,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			_, _, ok := clientauth.ProfileFromPath(r.URL.Path)
 			return ok
 		}
-		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
+		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, whoIn(append([]*server.Server{st.front}, pf.fronts...)...), sessions, convs)
 		f.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		var tr *mcptransport.Front

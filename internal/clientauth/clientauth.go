@@ -44,16 +44,23 @@ type Identity struct {
 	Admin bool
 }
 
+// Labels of the identities that are no client token. Token names cannot
+// hold parentheses (clienttoken), so neither is ever a token's name.
+const (
+	LabelAdmin     = "(admin)"
+	LabelAnonymous = "(anonymous)"
+)
+
 // Label is how logs, history and metrics name the identity: the token's
-// name, "admin", or "anonymous".
+// name, LabelAdmin or LabelAnonymous.
 func (id Identity) Label() string {
 	switch {
 	case id.Token != "":
 		return id.Token
 	case id.Admin:
-		return "admin"
+		return LabelAdmin
 	}
-	return "anonymous"
+	return LabelAnonymous
 }
 
 type ctxKey struct{}

@@ -86,12 +86,12 @@ func TestProfileAccess(t *testing.T) {
 		{"/sse/p/desk", f.desk, 200, "/sse profile=desk who=desk-app ctx"},
 		{"/sse/p/desk/message", f.desk, 200, "/message profile=desk who=desk-app ctx"},
 		{"/sse/p/desk/message", f.review, 403, "client token review-bot is not for profile desk"},
-		{"/mcp/p/desk", "admin-secret", 200, "/mcp profile=desk who=admin ctx"},
+		{"/mcp/p/desk", "admin-secret", 200, "/mcp profile=desk who=(admin) ctx"},
 		{"/mcp/p/desk", f.review, 403, "client token review-bot is not for profile desk; use its profile's endpoint (/mcp/p/review)"},
 		{"/mcp/p/review", "", 401, "send a client token"},
 		{"/mcp/p/review", clienttoken.Prefix + "forged", 401, "unknown or revoked client token"},
 		{"/mcp/p/nope", f.review, 404, `no profile "nope"`},
-		{"/mcp", f.review, 200, "/mcp profile= who=anonymous noctx"}, // not a profile path: Guard's to check
+		{"/mcp", f.review, 200, "/mcp profile= who=(anonymous) noctx"}, // not a profile path: Guard's to check
 	} {
 		status, body, h := f.do(t, http.MethodPost, c.path, c.token)
 		if status != c.status || !strings.Contains(body, c.body) {

@@ -212,8 +212,10 @@ func (f *File) writeLocked() error {
 // Create implements Store. It rereads the file first, so a token another
 // process created in the meantime is kept.
 func (f *File) Create(_ context.Context, name string, profiles []string, expires time.Time) (string, Token, error) {
-	if name == "" || strings.ContainsAny(name, " \t\r\n") {
-		return "", Token{}, fmt.Errorf("creating client token: name %q must be non-empty, without spaces", name)
+	// Parentheses are kept for the labels of callers that are no token
+	// ("(admin)", "(anonymous)") in the call history and metrics.
+	if name == "" || strings.ContainsAny(name, " \t\r\n()") {
+		return "", Token{}, fmt.Errorf("creating client token: name %q must be non-empty, without spaces or parentheses", name)
 	}
 	if len(profiles) == 0 {
 		return "", Token{}, fmt.Errorf("creating client token %s: give at least one profile (--profile NAME)", name)
