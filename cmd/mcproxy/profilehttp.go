@@ -35,6 +35,8 @@ type profileFronts struct {
 	closers []func()
 	// fronts are the profiles' MCP fronts, by profile name's order.
 	fronts []*server.Server
+	// auth checks client tokens; nil without profiles.
+	auth *clientauth.Authenticator
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
@@ -119,8 +121,8 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			}
 		})
 	}
-	auth := clientauth.New(clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()})
-	pf.handler = auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pf.auth = clientauth.New(clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()})
+	pf.handler = pf.auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := clientauth.FromContext(r.Context())
 		h, ok := byProfile[id.Profile]
 		switch r.URL.Path {
@@ -138,10 +140,14 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 }
 
 // route sends the profile paths to the profiles and everything else to
-// next (the gateway; nil = 404).
+// next (the gateway; nil = 404), whose requests carrying a client token
+// clientauth checks first (the profile's "gateway" setting).
 func (pf *profileFronts) route(next http.Handler) http.Handler {
 	if pf.handler == nil {
 		return next
+	}
+	if next != nil {
+		next = pf.auth.GatewayHandler(next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok {
@@ -162,4 +168,16 @@ func (pf *profileFronts) close() {
 		pf.closers[i]()
 	}
 	pf.closers = nil
+}
+
+// selfAuthenticating names the requests clientauth checks instead of
+// Guard's auth_token: the profile paths and, when the gateway is served
+// (gatewayPath non-nil), its requests carrying a client token.
+func (pf *profileFronts) selfAuthenticating(gatewayPath func(string) bool) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok {
+			return true
+		}
+		return pf.auth != nil && gatewayPath != nil && gatewayPath(r.URL.Path) && clientauth.CarriesClientToken(r)
+	}
 }

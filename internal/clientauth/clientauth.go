@@ -268,3 +268,74 @@ func refuse(w http.ResponseWriter, ref *Refusal) {
 	}
 	http.Error(w, ref.Msg, ref.Status)
 }
+
+// CarriesClientToken reports whether r's mcproxy credential
+// (X-Mcproxy-Token, else Authorization's bearer) is shaped like a client
+// token, so that its checks are this package's rather than auth_token's.
+func CarriesClientToken(r *http.Request) bool {
+	t, ok := credential(r)
+	return ok && strings.HasPrefix(t, clienttoken.Prefix)
+}
+
+// AuthenticateGateway returns who a model-API request carrying a client
+// token comes from: the token's first profile that allows the gateway
+// (profiles.<name>.gateway). An unknown, revoked or expired token gets
+// 401, a token none of whose profiles allows the gateway 403 naming the
+// setting.
+func (a *Authenticator) AuthenticateGateway(r *http.Request) (Identity, *Refusal) {
+	token, _ := credential(r)
+	if a.opts.Tokens == nil {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: client tokens are not served here; send the configured auth_token as X-Mcproxy-Token"}
+	}
+	t, err := a.opts.Tokens.Check(token)
+	switch {
+	case errors.Is(err, clienttoken.ErrExpired):
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
+	case err != nil:
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	}
+	var denied []string
+	for _, name := range t.Profiles {
+		p, ok := a.opts.Profiles[name]
+		if !ok {
+			continue
+		}
+		if p.Gateway != nil && !*p.Gateway {
+			denied = append(denied, name)
+			continue
+		}
+		return Identity{Profile: name, Token: t.Name}, nil
+	}
+	if len(denied) == 0 {
+		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is for no configured profile (%s)", t.Name, strings.Join(t.Profiles, ", "))}
+	}
+	return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s may not use the model-API gateway: its profile %s sets \"gateway\": false (profiles.%s.gateway); use a token of a profile that allows the gateway, or remove that setting", t.Name, denied[0], denied[0])}
+}
+
+// GatewayHandler guards the model-API gateway for client tokens: a request
+// carrying one (CarriesClientToken) is authenticated (AuthenticateGateway)
+// and handed to next as a copy with the Identity in its context and the
+// token taken out of its headers, so that it never reaches the model
+// provider; the client's own credentials (x-api-key, an Authorization
+// that is no client token) stay as they came. Other requests pass
+// unchanged: their auth_token is Guard's.
+func (a *Authenticator) GatewayHandler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !CarriesClientToken(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, ref := a.AuthenticateGateway(r)
+		if ref != nil {
+			refuse(w, ref)
+			return
+		}
+		r2 := r.Clone(WithIdentity(r.Context(), id))
+		if t := r2.Header.Get(authheader.Token); strings.HasPrefix(t, clienttoken.Prefix) {
+			r2.Header.Del(authheader.Token)
+		} else {
+			r2.Header.Del("Authorization") // it carried the client token
+		}
+		next.ServeHTTP(w, r2)
+	})
+}
