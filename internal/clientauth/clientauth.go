@@ -175,12 +175,9 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 	if a.opts.Tokens == nil {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the token is not the configured auth_token"}
 	}
-	t, err := a.opts.Tokens.Check(token)
-	switch {
-	case errors.Is(err, clienttoken.ErrExpired):
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
-	case err != nil:
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	t, ref := a.check(token)
+	if ref != nil {
+		return Identity{}, ref
 	}
 	if profile != "" {
 		if _, ok := a.opts.Profiles[profile]; !ok {
@@ -195,6 +192,19 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
 	}
 	return a.known(Identity{Profile: profile, Token: t.Name})
+}
+
+// check looks a client token up: 401 for an unknown, revoked or expired
+// one.
+func (a *Authenticator) check(token string) (clienttoken.Token, *Refusal) {
+	t, err := a.opts.Tokens.Check(token)
+	switch {
+	case errors.Is(err, clienttoken.ErrExpired):
+		return t, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
+	case err != nil:
+		return t, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	}
+	return t, nil
 }
 
 // known refuses an authenticated identity's profile when it is not
@@ -287,12 +297,9 @@ func (a *Authenticator) AuthenticateGateway(r *http.Request) (Identity, *Refusal
 	if a.opts.Tokens == nil {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: client tokens are not served here; send the configured auth_token as X-Mcproxy-Token"}
 	}
-	t, err := a.opts.Tokens.Check(token)
-	switch {
-	case errors.Is(err, clienttoken.ErrExpired):
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
-	case err != nil:
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	t, ref := a.check(token)
+	if ref != nil {
+		return Identity{}, ref
 	}
 	var denied []string
 	for _, name := range t.Profiles {
