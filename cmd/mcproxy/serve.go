@@ -54,7 +54,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var prof *stdioProfile
 	if *profileName != "" {
 		if !*stdio {
-			fmt.Fprintf(stderr, "mcproxy serve: --profile needs --stdio (over HTTP a profile will be served at /mcp/p/%s; not wired yet, issue 31)\n", *profileName)
+			fmt.Fprintf(stderr, "mcproxy serve: --profile needs --stdio; over HTTP, mcproxy serve serves every profile at once, this one at /mcp/p/%s and /sse/p/%s\n", *profileName, *profileName)
 			return exitUsage
 		}
 		prof = &stdioProfile{name: *profileName}
