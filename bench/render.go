@@ -151,6 +151,9 @@ func (r *Report) Markdown() string {
 			}
 		}
 	}
+	if len(r.Profiles) > 0 {
+		writeProfiles(&b, r.Profiles)
+	}
 	if len(r.Learning) > 0 {
 		b.WriteString("\n## Learning from use\n\n")
 		b.WriteString("Each pair is one need phrased twice. The first phrasings are searched as an agent would (a miss is followed by a search in the tool's own words, then the call); then the later phrasings are scored. Noise: that share of episodes ends at a wrong tool. Standard: the corpus's query set, before → after.\n\n")

@@ -48,6 +48,9 @@ type Report struct {
 	// Learning holds the learning-from-use simulation (--learn), per
 	// corpus, clean and noisy.
 	Learning []LearnResult `json:"learning,omitempty"`
+	// Profiles holds retrieval inside a profile, per corpus with a query
+	// set: the profile's own index against the full one restricted.
+	Profiles []ProfileRow `json:"profiles,omitempty"`
 	// Notes lists measurements that were not taken, and why.
 	Notes []string `json:"notes,omitempty"`
 }

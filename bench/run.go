@@ -130,6 +130,19 @@ func (p *Profile) Run(ctx context.Context) (*Report, error) {
 			listingArms = append(listingArms, a)
 		}
 
+		if hasQueries {
+			if a := defaultArm(listingArms); a != nil {
+				fmt.Fprintf(progress, "bench: %s: %s: retrieval inside a profile\n", c.Name, a.Name())
+				row, ok, err := measureProfile(ctx, a, c, qs, rankingSetup{index: p.Index})
+				if err != nil {
+					return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+				}
+				if ok {
+					rep.Profiles = append(rep.Profiles, row)
+				}
+			}
+		}
+
 		if p.Ablation && hasQueries {
 			rows, err := p.ablate(ctx, c, qs, progress)
 			if err != nil {

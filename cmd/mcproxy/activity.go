@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/activity"
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/server"
 )
@@ -53,7 +54,11 @@ func activityEntry(c server.Call) activity.Entry {
 			args = string(b)
 		}
 	}
-	return activity.Entry{Time: c.Time, Session: c.Session, Client: c.Client, Server: c.Server, Tool: c.Tool,
+	token := c.Token
+	if token == "" && c.Admin {
+		token = clientauth.LabelAdmin
+	}
+	return activity.Entry{Time: c.Time, Session: c.Session, Client: c.Client, Token: token, Server: c.Server, Tool: c.Tool,
 		DurationMS: float64(c.Duration.Microseconds()) / 1000, Error: c.Error, Arguments: args}
 }
 
@@ -63,6 +68,7 @@ func runActivity(args []string, stdout, stderr io.Writer) int {
 	srv := fs.String("server", "", "only calls to this server")
 	tool := fs.String("tool", "", "only calls to this tool (its name, or SERVER:TOOL)")
 	sess := fs.String("session", "", "only calls of this client session")
+	tok := fs.String("token", "", "only calls made with this client token (its name; (admin) for auth_token)")
 	errs := fs.Bool("errors", false, "only calls that failed")
 	limit := fs.Int("limit", 50, "print at most this many calls (0: all that are kept)")
 	asJSON := fs.Bool("json", false, "print JSON lines, newest first")
@@ -83,7 +89,7 @@ func runActivity(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	f := activity.Filter{Server: *srv, Tool: *tool, Session: *sess, Errors: *errs}
+	f := activity.Filter{Server: *srv, Tool: *tool, Session: *sess, Token: *tok, Errors: *errs}
 	if s, t, ok := config.SplitToolID(*tool); ok && f.Server == "" {
 		f.Server, f.Tool = s, t
 	}
@@ -108,7 +114,7 @@ func runActivity(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tCLIENT\tSESSION\tTOOL\tDURATION\tRESULT")
+	fmt.Fprintln(tw, "TIME\tCLIENT\tTOKEN\tSESSION\tTOOL\tDURATION\tRESULT")
 	for _, e := range list {
 		result := "ok"
 		if !e.OK() {
@@ -118,7 +124,7 @@ func runActivity(args []string, stdout, stderr io.Writer) int {
 		if client == "" {
 			client = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), client, orDash(e.Session),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s:%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), client, orDash(e.Token), orDash(e.Session),
 			e.Server, e.Tool, durationText(e.DurationMS), result)
 	}
 	_ = tw.Flush()

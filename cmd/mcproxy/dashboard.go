@@ -10,6 +10,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
+	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 )
 
@@ -18,7 +19,9 @@ import (
 // are skipped), whose live message counts and sessions that cannot record
 // /status shows. It shows obs's call history, the last refused reload
 // (refused), and with gateway set the gateway's figures.
-func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, refused func() *dashboard.RefusedReload, gateway bool, managers ...*session.Manager) http.Handler {
+// who names a session's client and token (whoIn: the default front's, then
+// the profiles').
+func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Logger, obs *observers, refused func() *dashboard.RefusedReload, gateway bool, who func(id string) (client, token string), managers ...*session.Manager) http.Handler {
 	src := dashboard.Source{
 		Servers:       st.mgr.Status,
 		Tools:         st.mgr.Tools,
@@ -56,7 +59,7 @@ func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Log
 					out[i] = dashboard.Session{ID: s.ID, LastActive: s.LastActive, Messages: s.Messages, Blocks: s.Blocks,
 						ActiveBlocks: s.ActiveBlocks, TokensSaved: s.TokensSaved, Bytes: s.Bytes}
 				}
-				return withManagers(out, managers, st.front.ClientName), err
+				return withManagers(out, managers, who), err
 			}
 		}
 	}
@@ -68,8 +71,8 @@ func newDashboard(cfg *config.Config, st *stack, started time.Time, log *zap.Log
 // lags behind a session in use, issue 30), and the sessions whose recording
 // fails (issue 26). A session open or failing with nothing on disk yet (its
 // directory could not be created) is added by id. Each session is named by
-// its client.
-func withManagers(list []dashboard.Session, managers []*session.Manager, client func(id string) string) []dashboard.Session {
+// its client and the client's token.
+func withManagers(list []dashboard.Session, managers []*session.Manager, who func(id string) (client, token string)) []dashboard.Session {
 	at := make(map[string]int, len(list))
 	for i, s := range list {
 		at[s.ID] = i
@@ -94,7 +97,20 @@ func withManagers(list []dashboard.Session, managers []*session.Manager, client 
 		}
 	}
 	for i := range list {
-		list[i].Client = client(list[i].ID)
+		list[i].Client, list[i].Token = who(list[i].ID)
 	}
 	return list
+}
+
+// whoIn names session id's client and token from the first of fronts that
+// knows the session (the default front, then each profile's).
+func whoIn(fronts ...*server.Server) func(id string) (client, token string) {
+	return func(id string) (string, string) {
+		for _, f := range fronts {
+			if c, t := f.ClientName(id), f.ClientToken(id); c != "" || t != "" {
+				return c, t
+			}
+		}
+		return "", ""
+	}
 }

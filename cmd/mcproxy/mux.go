@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/mcptransport"
 )
 
@@ -45,5 +46,22 @@ func serveMux(tr *mcptransport.Front, opts mcptransport.HTTPOptions, f faces) (h
 	if f.Metrics != nil {
 		mux.Handle("GET /metrics", f.Metrics)
 	}
-	return mcptransport.Guarded(mux, opts), closeSessions
+	var inner http.Handler = mux
+	if opts.AuthToken != "" {
+		inner = adminIdentity(mux, opts.SelfAuthenticating)
+	}
+	return mcptransport.Guarded(inner, opts), closeSessions
+}
+
+// adminIdentity tells next that a request came with auth_token: past
+// Guard, every request but the self-authenticating ones (selfAuth, the
+// profile paths, whose identity internal/clientauth puts in their context)
+// has shown it. The call history and metrics name such calls "(admin)".
+func adminIdentity(next http.Handler, selfAuth func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if selfAuth == nil || !selfAuth(r) {
+			r = r.WithContext(clientauth.WithIdentity(r.Context(), clientauth.Identity{Admin: true}))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

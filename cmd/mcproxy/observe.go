@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/activity"
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/server"
@@ -52,6 +53,7 @@ func (o *observers) call(c server.Call) {
 		server, tool = metrics.Unknown, metrics.Unknown
 	}
 	o.metrics.Call(server, tool, c.Error == "", c.Duration)
+	o.metrics.CallBy(clientauth.Identity{Token: c.Token, Admin: c.Admin}.Label(), c.Error == "")
 	if o.history != nil {
 		o.history.Add(activityEntry(c))
 	}

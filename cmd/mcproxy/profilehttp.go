@@ -23,16 +23,20 @@ import (
 )
 
 // profileFronts serves each configured profile over streamable HTTP at
-// /mcp/p/<name> (issue 31). Until the MCP front is split to serve several
+// /mcp/p/<name> and legacy SSE at /sse/p/<name> (issue 31). Until the MCP front is split to serve several
 // views from one set of upstreams, each profile is a stack of its own (its
 // own upstream connections, index and front, narrowed as serve --stdio
 // --profile narrows its process), mounted behind internal/clientauth,
 // which checks client tokens, binds them to their profiles and applies
-// their rate limits. Legacy SSE is not served per profile yet: the SSE
-// front announces /message, which is the default profile's.
+// their rate limits. A profile's SSE stream announces its own message
+// endpoint, /sse/p/<name>/message, which passes the same checks.
 type profileFronts struct {
 	handler http.Handler
 	closers []func()
+	// fronts are the profiles' MCP fronts, by profile name's order.
+	fronts []*server.Server
+	// auth checks client tokens; nil without profiles.
+	auth *clientauth.Authenticator
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
@@ -103,9 +107,11 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 		}
 		opts := httpOptions(pcfg)
 		opts.AuthToken = "" // clientauth has checked the request
+		opts.SSEBasePath = clientauth.SSEProfilePrefix + name
 		mux := http.NewServeMux()
 		closeSessions := tr.Routes(mux, opts)
 		byProfile[name] = mux
+		pf.fronts = append(pf.fronts, st.front)
 		pf.closers = append(pf.closers, func() {
 			cancel()
 			<-started
@@ -115,12 +121,17 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			}
 		})
 	}
-	auth := clientauth.New(clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()})
-	pf.handler = auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pf.auth = clientauth.New(clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()})
+	pf.handler = pf.auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := clientauth.FromContext(r.Context())
 		h, ok := byProfile[id.Profile]
-		if !ok || r.URL.Path != mcptransport.PathStreamable {
-			http.Error(w, "not found: a profile is served over streamable HTTP at /mcp/p/<name> (legacy SSE per profile is not served yet)", http.StatusNotFound)
+		switch r.URL.Path {
+		case mcptransport.PathStreamable, mcptransport.PathSSE, mcptransport.PathMessage:
+		default:
+			ok = false
+		}
+		if !ok {
+			http.Error(w, "not found: a profile is served over streamable HTTP at /mcp/p/<name> and legacy SSE at /sse/p/<name>", http.StatusNotFound)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -129,10 +140,14 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 }
 
 // route sends the profile paths to the profiles and everything else to
-// next (the gateway; nil = 404).
+// next (the gateway; nil = 404), whose requests carrying a client token
+// clientauth checks first (the profile's "gateway" setting).
 func (pf *profileFronts) route(next http.Handler) http.Handler {
 	if pf.handler == nil {
 		return next
+	}
+	if next != nil {
+		next = pf.auth.GatewayHandler(next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok {
@@ -153,4 +168,16 @@ func (pf *profileFronts) close() {
 		pf.closers[i]()
 	}
 	pf.closers = nil
+}
+
+// selfAuthenticating names the requests clientauth checks instead of
+// Guard's auth_token: the profile paths and, when the gateway is served
+// (gatewayPath non-nil), its requests carrying a client token.
+func (pf *profileFronts) selfAuthenticating(gatewayPath func(string) bool) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok {
+			return true
+		}
+		return pf.auth != nil && gatewayPath != nil && gatewayPath(r.URL.Path) && clientauth.CarriesClientToken(r)
+	}
 }

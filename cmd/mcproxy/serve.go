@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
-	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/dashboard"
 	"github.com/mcproxy/mcproxy/internal/gateway"
@@ -27,6 +27,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/redact"
+	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -53,7 +54,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var prof *stdioProfile
 	if *profileName != "" {
 		if !*stdio {
-			fmt.Fprintf(stderr, "mcproxy serve: --profile needs --stdio (over HTTP a profile will be served at /mcp/p/%s; not wired yet, issue 31)\n", *profileName)
+			fmt.Fprintf(stderr, "mcproxy serve: --profile needs --stdio; over HTTP, mcproxy serve serves every profile at once, this one at /mcp/p/%s and /sse/p/%s\n", *profileName, *profileName)
 			return exitUsage
 		}
 		prof = &stdioProfile{name: *profileName}
@@ -248,11 +249,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer pf.close()
 		hasGateway := f.Gateway != nil
 		f.Gateway = pf.route(f.Gateway)
-		opts.SelfAuthenticating = func(r *http.Request) bool {
-			_, _, ok := clientauth.ProfileFromPath(r.URL.Path)
-			return ok
+		var gatewayPath func(string) bool
+		if hasGateway {
+			gatewayPath = func(p string) bool {
+				return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, cfg.Gateway.OpenAI.Prefix+"/v1/")
+			}
 		}
-		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, sessions, convs)
+		opts.SelfAuthenticating = pf.selfAuthenticating(gatewayPath)
+		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, whoIn(append([]*server.Server{st.front}, pf.fronts...)...), sessions, convs)
 		f.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		var tr *mcptransport.Front
@@ -374,7 +378,7 @@ func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.
 		c, _ := session.EngineConfig(knobs)
 		return c
 	}, Logger: log.Named("gateway"), EngageAt: cfg.Gateway.EngageAt}
-	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs, Metrics: mx})
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs, Metrics: mx, Profiles: cfg.Profiles})
 	if err != nil {
 		_ = sessions.Close()
 		_ = convs.Close()

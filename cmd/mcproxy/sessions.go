@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -138,7 +139,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	}
 	switch sub {
 	case "list":
-		err = listSessions(stdout, opts)
+		err = listSessions(stdout, opts, sessionCallers(cfg))
 	case "show":
 		err = showSession(stdout, opts, pos[0])
 	case "archive":
@@ -158,8 +159,29 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// listSessions writes one line per session, most recent first.
-func listSessions(w io.Writer, opts session.Options) error {
+// sessionCaller is who made a session's calls, as the call history
+// recorded its newest one: the client's name and the token's.
+type sessionCaller struct{ client, token string }
+
+// sessionCallers names each session's client and token from cfg's call
+// history (none when it is off or unreadable: the columns show "-").
+func sessionCallers(cfg *config.Config) map[string]sessionCaller {
+	list, err := activity.Read(activityFile(cfg), activity.Filter{}, 0, activityOptions(cfg, nil))
+	if err != nil {
+		return nil
+	}
+	out := map[string]sessionCaller{}
+	for _, e := range list { // newest first: the first seen is the latest
+		if _, ok := out[e.Session]; !ok && e.Session != "" {
+			out[e.Session] = sessionCaller{client: e.Client, token: e.Token}
+		}
+	}
+	return out
+}
+
+// listSessions writes one line per session, most recent first, each with
+// its client and token as callers knows them.
+func listSessions(w io.Writer, opts session.Options, callers map[string]sessionCaller) error {
 	list, err := session.List(opts)
 	if err != nil {
 		return err
@@ -169,11 +191,13 @@ func listSessions(w io.Writer, opts session.Options) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tLAST ACTIVE (UTC)\tMESSAGES\tBLOCKS\tTOKENS SAVED\tTRANSCRIPT\tSIZE")
+	fmt.Fprintln(tw, "SESSION\tLAST ACTIVE (UTC)\tMESSAGES\tBLOCKS\tTOKENS SAVED\tTRANSCRIPT\tSIZE\tCLIENT\tTOKEN")
 	var total int64
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\t%s\n", s.ID, s.LastActive.UTC().Format("2006-01-02 15:04:05"), s.Messages,
-			s.ActiveBlocks, s.Blocks, noa.FormatTokens(s.TokensSaved), session.FormatBytes(s.TranscriptBytes), session.FormatBytes(s.Bytes))
+		who := callers[s.ID]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d active / %d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.LastActive.UTC().Format("2006-01-02 15:04:05"), s.Messages,
+			s.ActiveBlocks, s.Blocks, noa.FormatTokens(s.TokensSaved), session.FormatBytes(s.TranscriptBytes), session.FormatBytes(s.Bytes),
+			orDash(who.client), orDash(who.token))
 		total += s.Bytes
 	}
 	if err := tw.Flush(); err != nil {

@@ -44,8 +44,11 @@ type Entry struct {
 	// in initialize. Either may be empty.
 	Session string `json:"session,omitempty"`
 	Client  string `json:"client,omitempty"`
-	Server  string `json:"server"`
-	Tool    string `json:"tool"`
+	// Token names the client token the call came with (its name, never
+	// its value), "(admin)" for auth_token; empty without a credential.
+	Token  string `json:"token,omitempty"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
 	// DurationMS is how long the call took, in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 	// Error is "" for a call that succeeded, else the error the client got.
@@ -59,7 +62,7 @@ func (e Entry) OK() bool { return e.Error == "" }
 
 // Filter selects entries; the zero value selects every one.
 type Filter struct {
-	Server, Tool, Session string
+	Server, Tool, Session, Token string
 	// Errors keeps only failed calls.
 	Errors bool
 }
@@ -67,7 +70,7 @@ type Filter struct {
 // Match reports whether e passes f.
 func (f Filter) Match(e Entry) bool {
 	return (f.Server == "" || e.Server == f.Server) && (f.Tool == "" || e.Tool == f.Tool) &&
-		(f.Session == "" || e.Session == f.Session) && (!f.Errors || !e.OK())
+		(f.Session == "" || e.Session == f.Session) && (f.Token == "" || e.Token == f.Token) && (!f.Errors || !e.OK())
 }
 
 // Options configure a Log.

@@ -44,16 +44,23 @@ type Identity struct {
 	Admin bool
 }
 
+// Labels of the identities that are no client token. Token names cannot
+// hold parentheses (clienttoken), so neither is ever a token's name.
+const (
+	LabelAdmin     = "(admin)"
+	LabelAnonymous = "(anonymous)"
+)
+
 // Label is how logs, history and metrics name the identity: the token's
-// name, "admin", or "anonymous".
+// name, LabelAdmin or LabelAnonymous.
 func (id Identity) Label() string {
 	switch {
 	case id.Token != "":
 		return id.Token
 	case id.Admin:
-		return "admin"
+		return LabelAdmin
 	}
-	return "anonymous"
+	return LabelAnonymous
 }
 
 type ctxKey struct{}
@@ -70,15 +77,20 @@ func FromContext(ctx context.Context) (id Identity, ok bool) {
 	return id, ok
 }
 
-// ProfileFromPath splits a profile path: "/mcp/p/review" is profile
-// "review" at "/mcp", "/sse/p/review" at "/sse". ok is false for any other
-// path (the default profile).
+// ProfileFromPath splits a profile path into the profile and the path the
+// profile's own front serves: "/mcp/p/review" is profile "review" at
+// "/mcp", "/sse/p/review" at "/sse", and "/sse/p/review/message" (the
+// endpoint that profile's SSE stream announces) at "/message". ok is false
+// for any other path (the default profile).
 func ProfileFromPath(path string) (profile, rest string, ok bool) {
 	for _, p := range []struct{ prefix, base string }{{MCPProfilePrefix, "/mcp"}, {SSEProfilePrefix, "/sse"}} {
-		if name, found := strings.CutPrefix(path, p.prefix); found {
-			name, _, _ = strings.Cut(name, "/")
+		if tail, found := strings.CutPrefix(path, p.prefix); found {
+			name, sub, _ := strings.Cut(tail, "/")
 			if name == "" {
 				return "", "", false
+			}
+			if p.base == "/sse" && sub == "message" {
+				return name, "/message", true
 			}
 			return name, p.base, true
 		}
@@ -140,21 +152,21 @@ func credential(r *http.Request) (string, bool) {
 	return authheader.Bearer(r.Header.Get("Authorization"))
 }
 
-// Authenticate returns who r comes from for profile ("" = default).
+// Authenticate returns who r comes from for profile ("" = default). The
+// credential is checked before the profile's name, so a caller without a
+// good token learns nothing of which profiles exist (401 whatever the
+// name); only an authenticated caller (auth_token, a live client token, or
+// anyone when no credential is configured) gets 404 for a profile that is
+// not configured.
 func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity, *Refusal) {
-	if profile != "" {
-		if _, ok := a.opts.Profiles[profile]; !ok {
-			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", profile)}
-		}
-	}
 	token, has := credential(r)
 	if a.opts.AuthToken == "" && a.opts.Tokens == nil {
-		return Identity{Profile: profile}, nil
+		return a.known(Identity{Profile: profile})
 	}
 	if has && a.opts.AuthToken != "" {
 		got := sha256.Sum256([]byte(token))
 		if subtle.ConstantTimeCompare(got[:], a.admin[:]) == 1 {
-			return Identity{Profile: profile, Admin: true}, nil
+			return a.known(Identity{Profile: profile, Admin: true})
 		}
 	}
 	if !has {
@@ -163,12 +175,14 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 	if a.opts.Tokens == nil {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the token is not the configured auth_token"}
 	}
-	t, err := a.opts.Tokens.Check(token)
-	switch {
-	case errors.Is(err, clienttoken.ErrExpired):
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
-	case err != nil:
-		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	t, ref := a.check(token)
+	if ref != nil {
+		return Identity{}, ref
+	}
+	if profile != "" {
+		if _, ok := a.opts.Profiles[profile]; !ok {
+			return a.known(Identity{Profile: profile, Token: t.Name})
+		}
 	}
 	if profile == "" || !t.Allows(profile) {
 		where := "the default endpoint, which only auth_token may use"
@@ -177,7 +191,31 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		}
 		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
 	}
-	return Identity{Profile: profile, Token: t.Name}, nil
+	return a.known(Identity{Profile: profile, Token: t.Name})
+}
+
+// check looks a client token up: 401 for an unknown, revoked or expired
+// one.
+func (a *Authenticator) check(token string) (clienttoken.Token, *Refusal) {
+	t, err := a.opts.Tokens.Check(token)
+	switch {
+	case errors.Is(err, clienttoken.ErrExpired):
+		return t, &Refusal{Status: http.StatusUnauthorized, Msg: fmt.Sprintf("unauthorized: client token %s expired at %s; create a new one (mcproxy tokens create)", t.Name, t.Expires.Format(time.RFC3339))}
+	case err != nil:
+		return t, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: unknown or revoked client token (mcproxy tokens list shows the live ones)"}
+	}
+	return t, nil
+}
+
+// known refuses an authenticated identity's profile when it is not
+// configured.
+func (a *Authenticator) known(id Identity) (Identity, *Refusal) {
+	if id.Profile != "" {
+		if _, ok := a.opts.Profiles[id.Profile]; !ok {
+			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", id.Profile)}
+		}
+	}
+	return id, nil
 }
 
 // Admit takes one call's place under id's rate limit (its profile's
@@ -239,4 +277,72 @@ func refuse(w http.ResponseWriter, ref *Refusal) {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	http.Error(w, ref.Msg, ref.Status)
+}
+
+// CarriesClientToken reports whether r's mcproxy credential
+// (X-Mcproxy-Token, else Authorization's bearer) is shaped like a client
+// token, so that its checks are this package's rather than auth_token's.
+func CarriesClientToken(r *http.Request) bool {
+	t, ok := credential(r)
+	return ok && strings.HasPrefix(t, clienttoken.Prefix)
+}
+
+// AuthenticateGateway returns who a model-API request carrying a client
+// token comes from: the token's first profile that allows the gateway
+// (profiles.<name>.gateway). An unknown, revoked or expired token gets
+// 401, a token none of whose profiles allows the gateway 403 naming the
+// setting.
+func (a *Authenticator) AuthenticateGateway(r *http.Request) (Identity, *Refusal) {
+	token, _ := credential(r)
+	if a.opts.Tokens == nil {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: client tokens are not served here; send the configured auth_token as X-Mcproxy-Token"}
+	}
+	t, ref := a.check(token)
+	if ref != nil {
+		return Identity{}, ref
+	}
+	var denied []string
+	for _, name := range t.Profiles {
+		p, ok := a.opts.Profiles[name]
+		if !ok {
+			continue
+		}
+		if p.Gateway != nil && !*p.Gateway {
+			denied = append(denied, name)
+			continue
+		}
+		return Identity{Profile: name, Token: t.Name}, nil
+	}
+	if len(denied) == 0 {
+		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is for no configured profile (%s)", t.Name, strings.Join(t.Profiles, ", "))}
+	}
+	return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s may not use the model-API gateway: its profile %s sets \"gateway\": false (profiles.%s.gateway); use a token of a profile that allows the gateway, or remove that setting", t.Name, denied[0], denied[0])}
+}
+
+// GatewayHandler guards the model-API gateway for client tokens: a request
+// carrying one (CarriesClientToken) is authenticated (AuthenticateGateway)
+// and handed to next as a copy with the Identity in its context and the
+// token taken out of its headers, so that it never reaches the model
+// provider; the client's own credentials (x-api-key, an Authorization
+// that is no client token) stay as they came. Other requests pass
+// unchanged: their auth_token is Guard's.
+func (a *Authenticator) GatewayHandler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !CarriesClientToken(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, ref := a.AuthenticateGateway(r)
+		if ref != nil {
+			refuse(w, ref)
+			return
+		}
+		r2 := r.Clone(WithIdentity(r.Context(), id))
+		if t := r2.Header.Get(authheader.Token); strings.HasPrefix(t, clienttoken.Prefix) {
+			r2.Header.Del(authheader.Token)
+		} else {
+			r2.Header.Del("Authorization") // it carried the client token
+		}
+		next.ServeHTTP(w, r2)
+	})
 }

@@ -84,12 +84,14 @@ func TestProfileAccess(t *testing.T) {
 	}{
 		{"/mcp/p/review", f.review, 200, "/mcp profile=review who=review-bot ctx"},
 		{"/sse/p/desk", f.desk, 200, "/sse profile=desk who=desk-app ctx"},
-		{"/mcp/p/desk", "admin-secret", 200, "/mcp profile=desk who=admin ctx"},
+		{"/sse/p/desk/message", f.desk, 200, "/message profile=desk who=desk-app ctx"},
+		{"/sse/p/desk/message", f.review, 403, "client token review-bot is not for profile desk"},
+		{"/mcp/p/desk", "admin-secret", 200, "/mcp profile=desk who=(admin) ctx"},
 		{"/mcp/p/desk", f.review, 403, "client token review-bot is not for profile desk; use its profile's endpoint (/mcp/p/review)"},
 		{"/mcp/p/review", "", 401, "send a client token"},
 		{"/mcp/p/review", clienttoken.Prefix + "forged", 401, "unknown or revoked client token"},
 		{"/mcp/p/nope", f.review, 404, `no profile "nope"`},
-		{"/mcp", f.review, 200, "/mcp profile= who=anonymous noctx"}, // not a profile path: Guard's to check
+		{"/mcp", f.review, 200, "/mcp profile= who=(anonymous) noctx"}, // not a profile path: Guard's to check
 	} {
 		status, body, h := f.do(t, http.MethodPost, c.path, c.token)
 		if status != c.status || !strings.Contains(body, c.body) {
@@ -102,6 +104,27 @@ func TestProfileAccess(t *testing.T) {
 			if strings.Contains(body, v) {
 				t.Errorf("%s: the answer holds a token value", c.path)
 			}
+		}
+	}
+}
+
+// A caller without a good token cannot tell a configured profile from an
+// unknown one: both answer 401 with the same body. Only an authenticated
+// caller learns that a name is not configured.
+func TestNoProfileEnumeration(t *testing.T) {
+	f := newFixture(t, twoProfiles, nil)
+	for _, token := range []string{"", clienttoken.Prefix + "forged", "not-a-token"} {
+		sKnown, bKnown, _ := f.do(t, http.MethodPost, "/mcp/p/review", token)
+		for _, path := range []string{"/mcp/p/nope", "/sse/p/nope", "/sse/p/nope/message"} {
+			s, b, _ := f.do(t, http.MethodPost, path, token)
+			if s != http.StatusUnauthorized || s != sKnown || b != bKnown {
+				t.Errorf("%s with %q: %d %q; a configured profile: %d %q; want the same 401", path, token, s, b, sKnown, bKnown)
+			}
+		}
+	}
+	for _, token := range []string{"admin-secret", f.review} {
+		if s, b, _ := f.do(t, http.MethodPost, "/mcp/p/nope", token); s != http.StatusNotFound || !strings.Contains(b, `no profile "nope"`) {
+			t.Errorf("an authenticated caller on an unknown profile: %d %q, want 404", s, b)
 		}
 	}
 }
@@ -218,13 +241,15 @@ func TestRateLimitPerToken(t *testing.T) {
 
 func TestProfileFromPath(t *testing.T) {
 	for in, want := range map[string][3]string{
-		"/mcp/p/review":     {"review", "/mcp", "true"},
-		"/sse/p/desk":       {"desk", "/sse", "true"},
-		"/mcp/p/desk/extra": {"desk", "/mcp", "true"},
-		"/mcp/p/":           {"", "", "false"},
-		"/mcp":              {"", "", "false"},
-		"/message":          {"", "", "false"},
-		"/mcp/preview":      {"", "", "false"},
+		"/mcp/p/review":       {"review", "/mcp", "true"},
+		"/sse/p/desk":         {"desk", "/sse", "true"},
+		"/mcp/p/desk/extra":   {"desk", "/mcp", "true"},
+		"/sse/p/desk/message": {"desk", "/message", "true"},
+		"/mcp/p/desk/message": {"desk", "/mcp", "true"},
+		"/mcp/p/":             {"", "", "false"},
+		"/mcp":                {"", "", "false"},
+		"/message":            {"", "", "false"},
+		"/mcp/preview":        {"", "", "false"},
 	} {
 		p, rest, ok := ProfileFromPath(in)
 		if p != want[0] || rest != want[1] || map[bool]string{true: "true", false: "false"}[ok] != want[2] {

@@ -8,7 +8,10 @@
 // Store is the interface the front and the command use; File keeps the
 // tokens in <data_dir>/tokens.json (0600, replaced atomically). A running
 // mcproxy sees another process's create or revoke through Watch, which
-// polls the file (its identity, size and modification time).
+// polls the file (its identity, size and modification time). Every change
+// is a read-modify-write under an exclusive lock on tokens.json.lock
+// (internal/filelock), so processes creating or revoking tokens at once
+// keep each other's changes.
 package clienttoken
 
 import (
@@ -31,6 +34,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
+	"github.com/mcproxy/mcproxy/internal/filelock"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
 
@@ -187,6 +191,21 @@ func (f *File) reloadLocked(force bool) error {
 	return nil
 }
 
+// lockWait bounds how long Create and Revoke wait for another process's
+// change of the file.
+const lockWait = 10 * time.Second
+
+// lockFile takes the lock every change of the file is made under
+// (<file>.lock, internal/filelock), so that two processes creating or
+// revoking tokens at once (two `mcproxy tokens` commands, or one and a
+// serving mcproxy) never lose each other's writes: each rereads the file
+// under the lock before writing it.
+func (f *File) lockFile(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, lockWait, fmt.Errorf("another process has held %s.lock for over %s (a mcproxy tokens command still running?)", f.path, lockWait))
+	defer cancel()
+	return filelock.Lock(ctx, f.path+".lock")
+}
+
 // writeLocked replaces the file with the tokens held.
 func (f *File) writeLocked() error {
 	d := fileData{Tokens: make([]Token, 0, len(f.byHash))}
@@ -211,9 +230,11 @@ func (f *File) writeLocked() error {
 
 // Create implements Store. It rereads the file first, so a token another
 // process created in the meantime is kept.
-func (f *File) Create(_ context.Context, name string, profiles []string, expires time.Time) (string, Token, error) {
-	if name == "" || strings.ContainsAny(name, " \t\r\n") {
-		return "", Token{}, fmt.Errorf("creating client token: name %q must be non-empty, without spaces", name)
+func (f *File) Create(ctx context.Context, name string, profiles []string, expires time.Time) (string, Token, error) {
+	// Parentheses are kept for the labels of callers that are no token
+	// ("(admin)", "(anonymous)") in the call history and metrics.
+	if name == "" || strings.ContainsAny(name, " \t\r\n()") {
+		return "", Token{}, fmt.Errorf("creating client token: name %q must be non-empty, without spaces or parentheses", name)
 	}
 	if len(profiles) == 0 {
 		return "", Token{}, fmt.Errorf("creating client token %s: give at least one profile (--profile NAME)", name)
@@ -227,6 +248,11 @@ func (f *File) Create(_ context.Context, name string, profiles []string, expires
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	unlock, err := f.lockFile(ctx)
+	if err != nil {
+		return "", Token{}, fmt.Errorf("creating client token %s: %w", name, err)
+	}
+	defer unlock()
 	if err := f.reloadLocked(true); err != nil {
 		return "", Token{}, err
 	}
@@ -259,9 +285,14 @@ func (f *File) List(context.Context) ([]Token, error) {
 }
 
 // Revoke implements Store.
-func (f *File) Revoke(_ context.Context, name string) error {
+func (f *File) Revoke(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	unlock, err := f.lockFile(ctx)
+	if err != nil {
+		return fmt.Errorf("revoking client token %s: %w", name, err)
+	}
+	defer unlock()
 	if err := f.reloadLocked(true); err != nil {
 		return err
 	}

@@ -169,7 +169,8 @@ func TestParseRoundTrip(t *testing.T) {
 		Profiles: map[string]ProfileConfig{"p": {
 			Servers: []string{"a"}, Tools: []string{"a:get_*"}, Annotations: []string{"readOnlyHint"},
 			Mode: ModeRetrieve, RetrieveLimit: 2, Noa: boolPtr(false), Gateway: boolPtr(true),
-			RateLimit: RateLimitConfig{CallsPerSecond: 4, Burst: 5, MaxConcurrent: 6},
+			RateLimit:     RateLimitConfig{CallsPerSecond: 4, Burst: 5, MaxConcurrent: 6},
+			GatewayModels: map[string]GatewayModel{"claude-sonnet-4-5": {ContextWindow: 100000}},
 		}},
 	}
 	assertAllSet(t, reflect.ValueOf(in.Profiles["p"]), "ProfileConfig")

@@ -39,6 +39,12 @@ type ProfileConfig struct {
 	// Gateway, when false, refuses this profile's tokens at the model-API
 	// gateway; nil means allowed when the gateway is on.
 	Gateway *bool `json:"gateway,omitempty"`
+	// GatewayModels override or add, for this profile's tokens at the
+	// gateway, the context windows of gateway.models (same shape and
+	// matching: {"claude-sonnet-4-5": {"context_window": 100000}}); a
+	// model it does not name keeps the gateway's window. nil: the
+	// gateway's windows.
+	GatewayModels map[string]GatewayModel `json:"gateway_models,omitempty"`
 
 	// RateLimit bounds the calls of each client token of this profile
 	// (one bucket per token, not one shared by the profile).
@@ -130,8 +136,38 @@ func (c *Config) validateProfiles() []error {
 			add("retrieve_limit", "%d is out of range: want %d to %d", p.RetrieveLimit, MinRetrieveLimit, MaxRetrieveLimit)
 		}
 		errs = append(errs, p.RateLimit.validate(joinPath(at, "rate_limit"))...)
+		for _, model := range slices.Sorted(maps.Keys(p.GatewayModels)) {
+			f := "gateway_models." + model
+			if strings.TrimSpace(model) == "" || model != strings.TrimSpace(model) {
+				add(f, "model name %q is blank or has surrounding spaces", model)
+			}
+			if p.GatewayModels[model].Prices != nil {
+				add(f+".prices", "prices are the gateway's (gateway.models); a profile sets only context_window")
+			}
+			if w := p.GatewayModels[model].ContextWindow; w < MinContextWindow || w > MaxContextWindow {
+				add(f+".context_window", "%d is out of range: want the model's input window for this profile's clients, %d to %d tokens", w, MinContextWindow, MaxContextWindow)
+			}
+		}
+		if p.Gateway != nil && !*p.Gateway && len(p.GatewayModels) > 0 {
+			add("gateway_models", "has no effect with \"gateway\": false (the profile's tokens may not use the gateway): remove one of them")
+		}
 	}
 	return errs
+}
+
+// ContextWindow is model's input window for a client of profile p at the
+// gateway: p's gateway_models when one matches model (matched as
+// gateway.models are, the longer name winning), else g's.
+func (p ProfileConfig) ContextWindow(g GatewayConfig, model string) (int, WindowSource) {
+	if len(p.GatewayModels) > 0 {
+		merged := maps.Clone(g.Models)
+		if merged == nil {
+			merged = map[string]GatewayModel{}
+		}
+		maps.Copy(merged, p.GatewayModels)
+		g.Models = merged
+	}
+	return g.ContextWindow(model)
 }
 
 // unknownServer is why name cannot be a profile's server, or "".

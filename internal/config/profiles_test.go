@@ -57,7 +57,9 @@ func TestValidateProfiles(t *testing.T) {
 				Mode:          "fast",
 				RetrieveLimit: 99,
 				RateLimit:     RateLimitConfig{Burst: 3},
+				GatewayModels: map[string]GatewayModel{"claude-x": {ContextWindow: 10}, "ok": {ContextWindow: 100000, Prices: &ModelPrices{Input: 1}}},
 			},
+			"nogw": {Servers: []string{"github"}, Gateway: boolPtr(false), GatewayModels: map[string]GatewayModel{"m": {ContextWindow: 100000}}},
 		},
 	}
 	err := c.Validate()
@@ -75,6 +77,9 @@ func TestValidateProfiles(t *testing.T) {
 		`profiles.p.mode: "fast" is not a mode`,
 		`profiles.p.retrieve_limit: 99 is out of range`,
 		`profiles.p.rate_limit.burst: has no effect without calls_per_second`,
+		`profiles.p.gateway_models.claude-x.context_window: 10 is out of range`,
+		`profiles.p.gateway_models.ok.prices: prices are the gateway's`,
+		`profiles.nogw.gateway_models: has no effect with "gateway": false`,
 		`mcpServers.github.rate_limit.calls_per_second: must be > 0`,
 		`mcpServers.github.rate_limit.max_concurrent: must be > 0`,
 	} {
@@ -95,5 +100,26 @@ func TestProfileUnknownKey(t *testing.T) {
 	_, err := Parse([]byte(`{"mcpServers": {"m": {"command": "x"}}, "profiles": {"a": {"server": ["m"]}}}`), nil)
 	if err == nil || !strings.Contains(err.Error(), `profiles.a.server: unknown key (did you mean "servers"?)`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A profile's gateway_models override the gateway's windows for its
+// clients; a model it does not name keeps the gateway's.
+func TestProfileContextWindow(t *testing.T) {
+	g := GatewayConfig{Models: map[string]GatewayModel{"claude-sonnet-4-5": {ContextWindow: 150000}, "other": {ContextWindow: 50000}}}
+	p := ProfileConfig{GatewayModels: map[string]GatewayModel{"claude-sonnet-4-5": {ContextWindow: 60000}}}
+	for _, tc := range []struct {
+		model string
+		want  int
+	}{{"claude-sonnet-4-5-20250929", 60000}, {"other", 50000}} {
+		if got, _ := p.ContextWindow(g, tc.model); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.model, got, tc.want)
+		}
+	}
+	if got, _ := (ProfileConfig{}).ContextWindow(g, "claude-sonnet-4-5"); got != 150000 {
+		t.Errorf("no gateway_models: got %d, want the gateway's 150000", got)
+	}
+	if len(g.Models) != 2 || g.Models["claude-sonnet-4-5"].ContextWindow != 150000 {
+		t.Errorf("the gateway's models changed: %v", g.Models)
 	}
 }

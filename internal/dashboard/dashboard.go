@@ -55,7 +55,11 @@ type Session struct {
 	ID string `json:"id"`
 	// Client is the name the session's client gave in initialize ("" when
 	// unknown: a gateway conversation, a session of an earlier run).
-	Client       string    `json:"client,omitempty"`
+	Client string `json:"client,omitempty"`
+	// Token names the client token the session's client connected with
+	// (its name, never its value; "(admin)" for auth_token), "" when none
+	// or unknown.
+	Token        string    `json:"token,omitempty"`
 	LastActive   time.Time `json:"last_active"`
 	Messages     int       `json:"messages"`
 	Blocks       int       `json:"blocks"`

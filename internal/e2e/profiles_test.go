@@ -18,7 +18,7 @@ import (
 
 // Two profiles on one process through the binary and the official
 // TypeScript SDK (testdata/profiles.mjs): each client sees exactly its
-// tools over streamable HTTP and stdio, a call outside is refused, a token
+// tools over streamable HTTP, legacy SSE and stdio, a call outside is refused, a token
 // for another profile gets 403; then a revoked token gets 401 within a
 // second without a restart, an expired one is refused, a per-token rate
 // limit holds under 8 concurrent clients with the other token unaffected,

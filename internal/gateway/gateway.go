@@ -87,6 +87,11 @@ type Options struct {
 	// Metrics counts requests, input tokens and hidden rounds; nil counts
 	// nothing.
 	Metrics *metrics.Metrics
+	// Profiles are the configured profiles (config profiles). A request
+	// whose context names a client token's profile (internal/clientauth)
+	// is paced against that profile's gateway_models windows, and its
+	// conversations are its token's alone. nil: the gateway's windows.
+	Profiles map[string]config.ProfileConfig
 }
 
 // Gateway is the model-API handler. Create it with New; it is safe for
@@ -102,6 +107,7 @@ type Gateway struct {
 	hosts     Hosts
 	convs     *Conversations
 	metrics   *metrics.Metrics
+	profiles  map[string]config.ProfileConfig
 
 	mu    sync.Mutex
 	locks map[string]*convLock // one request at a time per conversation
@@ -154,7 +160,7 @@ func New(opts Options) (*Gateway, error) {
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
 	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
-		hosts: opts.Hosts, convs: opts.Conversations, metrics: opts.Metrics, locks: map[string]*convLock{}}
+		hosts: opts.Hosts, convs: opts.Conversations, metrics: opts.Metrics, profiles: opts.Profiles, locks: map[string]*convLock{}}
 	if !cfg.ProjectEnabled() {
 		g.hosts = nil
 	}

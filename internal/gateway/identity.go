@@ -293,6 +293,20 @@ func ValidSessionName(s string) bool { return validName.MatchString(s) }
 // other use of SHA-256 over the same secret.
 const credentialDomain = "mcproxy gateway conversation scope v1\x00"
 
+// tokenScope narrows a credential scope to the client token (its name)
+// the request came with (internal/clientauth), so that two clients of one
+// provider key with different tokens never continue each other's
+// conversations. No token ("": auth_token, or none) keeps cred as it is.
+func tokenScope(cred, token string) string {
+	if token == "" {
+		return cred
+	}
+	d := sha256.New()
+	d.Write([]byte(credentialDomain))
+	fmt.Fprintf(d, "client token\x00%s\x00%d:%s\x00", cred, len(token), token)
+	return hex.EncodeToString(d.Sum(nil))
+}
+
 // credentialScope is the Scope.Cred of a request carrying header h to api:
 // the hex SHA-256, domain-separated, of the credential it sends the
 // provider (anthropic: x-api-key, and Authorization; openai:

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -152,7 +153,8 @@ func isTrue(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // 400 naming it, a request the gateway cannot read (the provider judges
 // it) by forwarding it as it came.
 func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *provider, path string, body []byte) (projected, bool) {
-	in := projected{scope: Scope{Cred: credentialScope(p.api, r.Header, g.authToken), Name: r.Header.Get(HeaderSession)}}
+	caller, _ := clientauth.FromContext(r.Context())
+	in := projected{scope: Scope{Cred: tokenScope(credentialScope(p.api, r.Header, g.authToken), caller.Token), Name: r.Header.Get(HeaderSession)}}
 	if in.scope.Name != "" && !ValidSessionName(in.scope.Name) {
 		writeError(w, p.api, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
 			"mcproxy gateway: %s must be 1 to 100 of the characters A-Z a-z 0-9 _ . -", HeaderSession))
@@ -178,7 +180,7 @@ func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *prov
 	}
 	in.q, in.d = q, d
 	in.head = q.readHead()
-	window, _ := g.cfg.ContextWindow(in.head.Model)
+	window, _ := g.profiles[caller.Profile].ContextWindow(g.cfg, in.head.Model)
 	in.limit = g.messageWindow(q, window)
 	return in, true
 }

@@ -113,6 +113,11 @@ type HTTPOptions struct {
 	// internal/clientauth serves with client tokens): Guard still checks
 	// their Host and Origin but not AuthToken. nil = none.
 	SelfAuthenticating func(r *http.Request) bool
+	// SSEBasePath is the path legacy SSE is mounted under, which the
+	// endpoint event it sends names for the client's messages: a profile
+	// served at /sse/p/<name> announces /sse/p/<name>/message. "" = the
+	// root (/message).
+	SSEBasePath string
 }
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
@@ -163,12 +168,16 @@ func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Co
 		mcpserver.WithDisableLocalhostProtection(true),
 		mcpserver.WithHeartbeatInterval(30*time.Second),
 	)
-	sse := mcpserver.NewSSEServer(f.mcp,
+	sseOpts := []mcpserver.SSEOption{
 		mcpserver.WithSSEEndpoint(PathSSE),
 		mcpserver.WithMessageEndpoint(PathMessage),
 		mcpserver.WithSSEDisableLocalhostProtection(true),
-		mcpserver.WithKeepAliveInterval(30*time.Second),
-	)
+		mcpserver.WithKeepAliveInterval(30 * time.Second),
+	}
+	if opts.SSEBasePath != "" {
+		sseOpts = append(sseOpts, mcpserver.WithStaticBasePath(opts.SSEBasePath))
+	}
+	sse := mcpserver.NewSSEServer(f.mcp, sseOpts...)
 	batches := f.log.Named("batch")
 	reg.end = endByDelete(streamable)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())

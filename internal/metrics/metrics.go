@@ -57,6 +57,7 @@ type Metrics struct {
 	reg          *prometheus.Registry
 	calls        *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
+	byToken      *prometheus.CounterVec
 	gwRequests   *prometheus.CounterVec
 	gwTokens     *prometheus.CounterVec
 	gwUsage      *prometheus.CounterVec
@@ -79,6 +80,10 @@ func New(opts Options) *Metrics {
 			// From a local stdio tool (milliseconds) to a slow remote one.
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"server", "tool"}),
+		byToken: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcproxy_tool_calls_by_token_total",
+			Help: "Tool calls through the proxy by the client token that made them (its name, never its value; (admin) for auth_token, (anonymous) without a credential) and outcome.",
+		}, []string{"token", "outcome"}),
 		gwRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcproxy_gateway_requests_total",
 			Help: "Model requests the gateway served, by API (anthropic, openai).",
@@ -96,7 +101,7 @@ func New(opts Options) *Metrics {
 			Help: "Rounds the gateway ran without the client seeing them (the model's Compress and read_archive calls answered in place).",
 		}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.gwRequests, m.gwTokens, m.gwUsage, m.gwHidden,
+	m.reg.MustRegister(m.calls, m.latency, m.byToken, m.gwRequests, m.gwTokens, m.gwUsage, m.gwHidden,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Upstreams != nil {
 		m.reg.MustRegister(&upstreamStates{list: opts.Upstreams})
@@ -124,6 +129,21 @@ func (m *Metrics) Call(server, tool string, ok bool, d time.Duration) {
 	}
 	m.calls.WithLabelValues(server, tool, outcome).Inc()
 	m.latency.WithLabelValues(server, tool).Observe(d.Seconds())
+}
+
+// CallBy counts one tool call by the caller that made it: a client
+// token's name, or a fixed label for a caller that is none (the caller's
+// to choose: the names are bounded by the tokens that exist, never taken
+// from a request).
+func (m *Metrics) CallBy(token string, ok bool) {
+	if m == nil {
+		return
+	}
+	outcome := OutcomeOK
+	if !ok {
+		outcome = OutcomeError
+	}
+	m.byToken.WithLabelValues(token, outcome).Inc()
 }
 
 // Gateway is the gateway's figures: one request's, or the totals since

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -23,7 +24,13 @@ type Call struct {
 	// stateless 2026-07-28 protocol); Client is the name it gave in
 	// initialize's clientInfo ("" when unknown).
 	Session, Client string
-	Server, Tool    string
+	// Token names the client token the call's request carried
+	// (internal/clientauth: its name, never its value), "" for none; Admin
+	// is true for the admin auth_token. Both are zero over stdio and
+	// without a configured credential.
+	Token        string
+	Admin        bool
+	Server, Tool string
 	// Known is false when no server has the tool: the names came from the
 	// model, so they are no metric labels.
 	Known    bool
@@ -38,25 +45,31 @@ type Call struct {
 	ArgumentsJSON json.RawMessage
 }
 
-// maxClients bounds the session → client name map: a streamable HTTP
-// session that is never deleted would otherwise stay in it forever.
+// maxClients bounds the session → client map: a streamable HTTP session
+// that is never deleted would otherwise stay in it forever.
 const maxClients = 4096
 
-// clientNames maps client session ids to the names their clients gave in
-// initialize.
-type clientNames struct {
-	mu    sync.Mutex
-	names map[string]string
+// caller is who a client session is: the name its client gave in
+// initialize and the identity its initialize came with (clientauth).
+type caller struct {
+	name string
+	id   clientauth.Identity
 }
 
-func (c *clientNames) set(id, name string) {
-	if id == "" || name == "" {
+// clientNames maps client session ids to their callers.
+type clientNames struct {
+	mu    sync.Mutex
+	names map[string]caller
+}
+
+func (c *clientNames) set(id string, who caller) {
+	if id == "" || who == (caller{}) {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.names == nil {
-		c.names = map[string]string{}
+		c.names = map[string]caller{}
 	}
 	if _, ok := c.names[id]; !ok && len(c.names) >= maxClients {
 		for k := range c.names { // any one: the map only names sessions
@@ -64,10 +77,10 @@ func (c *clientNames) set(id, name string) {
 			break
 		}
 	}
-	c.names[id] = name
+	c.names[id] = who
 }
 
-func (c *clientNames) get(id string) string {
+func (c *clientNames) get(id string) caller {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.names[id]
@@ -82,7 +95,8 @@ func (c *clientNames) drop(id string) {
 // hookClients follows initialize and session ends to keep s.clients.
 func (s *Server) hookClients(h *mcpserver.Hooks) {
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		s.clients.set(sessionIDFor(mcpserver.ClientSessionFromContext(ctx), s.opts.StdioSessionID), req.Params.ClientInfo.Name)
+		id, _ := clientauth.FromContext(ctx)
+		s.clients.set(sessionIDFor(mcpserver.ClientSessionFromContext(ctx), s.opts.StdioSessionID), caller{name: req.Params.ClientInfo.Name, id: id})
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
 		s.clients.drop(sessionIDFor(cs, s.opts.StdioSessionID))
@@ -91,7 +105,18 @@ func (s *Server) hookClients(h *mcpserver.Hooks) {
 
 // ClientName is the name the client of session id gave in initialize, ""
 // when it is unknown.
-func (s *Server) ClientName(id string) string { return s.clients.get(id) }
+func (s *Server) ClientName(id string) string { return s.clients.get(id).name }
+
+// ClientToken names the credential session id's initialize came with: the
+// client token's name, "(admin)" for auth_token, "" when unknown or none
+// (stdio, no credential configured).
+func (s *Server) ClientToken(id string) string {
+	who := s.clients.get(id).id
+	if who.Token == "" && !who.Admin {
+		return ""
+	}
+	return who.Label()
+}
 
 // observe hands one finished upstream call to Deps.OnCall.
 // res and err are what the client gets, rawErr what the manager returned.
@@ -101,8 +126,16 @@ func (s *Server) observe(ctx context.Context, start time.Time, server, tool stri
 	}
 	cs := mcpserver.ClientSessionFromContext(ctx)
 	id := sessionIDFor(cs, s.opts.StdioSessionID)
-	c := Call{Time: start, Session: id, Client: s.clients.get(id), Server: server, Tool: tool, Known: true,
+	who := s.clients.get(id)
+	c := Call{Time: start, Session: id, Client: who.name, Server: server, Tool: tool, Known: true,
 		Duration: time.Since(start), Arguments: args, ArgumentsJSON: argsJSON}
+	// The call's own request says who sent it; a session's initialize is
+	// the fallback (a request whose context does not reach here).
+	ident, ok := clientauth.FromContext(ctx)
+	if !ok {
+		ident = who.id
+	}
+	c.Token, c.Admin = ident.Token, ident.Admin
 	if c.Client == "" {
 		if ci, ok := cs.(mcpserver.SessionWithClientInfo); ok {
 			c.Client = ci.GetClientInfo().Name

@@ -1,6 +1,6 @@
 // profiles.mjs drives mcproxy's profiles (issue 31) with the official MCP
-// TypeScript SDK client: over streamable HTTP with client tokens and over
-// stdio with serve --stdio --profile, each client must see exactly its
+// TypeScript SDK client: over streamable HTTP and legacy SSE with client
+// tokens and over stdio with serve --stdio --profile, each client must see exactly its
 // profile's upstream tools, a call outside the profile must be refused as
 // unknown, and a token for another profile must be refused. The Go
 // end-to-end test runs it; it is not part of mcproxy.
@@ -9,6 +9,7 @@
 //                             "binary": PATH, "config": PATH}'
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const opts = JSON.parse(process.argv[2]);
@@ -26,6 +27,17 @@ function text(result) {
 async function overHTTP(profile, token) {
   const client = new Client({ name: `profiles-${profile}`, version: "0.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${opts.base}/mcp/p/${profile}`), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  }));
+  return client;
+}
+
+// overSSE connects over legacy SSE: the stream at /sse/p/<profile>, whose
+// endpoint event names the profile's message endpoint; the token goes on
+// the stream's GET and on every message's POST.
+async function overSSE(profile, token) {
+  const client = new Client({ name: `profiles-sse-${profile}`, version: "0.0.0" });
+  await client.connect(new SSEClientTransport(new URL(`${opts.base}/sse/p/${profile}`), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   }));
   return client;
@@ -60,7 +72,7 @@ async function refusedOutside(client, label) {
   console.log(`ok ${label}: a call outside the profile is refused: ${t.split("\n")[0]}`);
 }
 
-for (const [label, connect] of [["http", overHTTP], ["stdio", (p) => overStdio(p)]]) {
+for (const [label, connect] of [["http", overHTTP], ["sse", overSSE], ["stdio", (p) => overStdio(p)]]) {
   const echo = await connect("echo", opts.echo);
   const names = await upstreamTools(echo, "everything__echo");
   if (JSON.stringify(names) !== JSON.stringify(["everything__echo"])) fail(`${label} echo profile lists ${names}, want only everything__echo`);
@@ -89,4 +101,14 @@ try {
 } catch (e) {
   if (e.code !== 403 && !String(e).includes("forbidden: client token echo-bot is not for profile mem")) fail(`echo token on mem: ${e}, want a 403`);
   console.log("ok a token for another profile gets 403");
+}
+
+// The same over legacy SSE: the stream is refused before it opens.
+try {
+  const c = await overSSE("mem", opts.echo);
+  await c.close();
+  fail("the echo token connected to the mem profile over SSE");
+} catch (e) {
+  if (e.code !== 403 && !String(e).includes("403")) fail(`echo token on mem over SSE: ${e}, want a 403`);
+  console.log("ok a token for another profile gets 403 over SSE");
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcproxy/mcproxy/internal/clienttoken"
+	"github.com/mcproxy/mcproxy/internal/gateway/gatewaytest"
+	"github.com/mcproxy/mcproxy/internal/gateway/scriptedmodel"
+)
+
+// Gateway identities (issue 31), with the official Anthropic SDK against
+// a scripted model: a client token is accepted at the gateway, in
+// X-Mcproxy-Token (beside the SDK's key in Authorization) or as the bearer
+// beside x-api-key (a plain HTTP client), and never reaches the provider,
+// while the client's own key does, untouched; a token whose
+// profile sets "gateway": false gets 403 naming that setting; an unknown
+// one 401; and a profile's gateway_models window paces its clients: a
+// conversation past half of the profile's small window is projected
+// through noa, the same conversation under auth_token (the model's
+// built-in 200K window) goes as it came.
+func TestGatewayClientTokens(t *testing.T) {
+	gatewaytest.RequireSDKs(t)
+	const admin = "gateway-identity-admin"
+	model := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("hello from the model") })
+	defer model.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	s := startServe(t, map[string]any{
+		"auth_token": admin,
+		"data_dir":   dataDir,
+		"mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}},
+		"profiles": map[string]any{
+			"coder": map[string]any{"servers": []string{"obs"}, "gateway_models": map[string]any{"claude-sonnet-4-5": map[string]any{"context_window": 20000}}},
+			"desk":  map[string]any{"servers": []string{"obs"}, "gateway": false},
+		},
+		"gateway": map[string]any{"enabled": true, "summary_round": false, "anthropic": map[string]any{"base_url": model.URL}},
+	})
+	store, err := clienttoken.Open(dataDir, clienttoken.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder, _, err := store.Create(context.Background(), "coder-agent", []string{"coder"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk, _, err := store.Create(context.Background(), "desk-app", []string{"desk"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "sk-ant-client-key"
+	small := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	sdk := func(headers map[string]string, body map[string]any) gatewaytest.Outcome {
+		t.Helper()
+		return gatewaytest.RunSDK(t, gatewaytest.Call{SDK: gatewaytest.Anthropic, BaseURL: s.base, APIKey: key, Headers: headers, Kind: "create", Body: body})
+	}
+	// The running process sees tokens created after it started.
+	eventually(t, "the new tokens to be accepted", 5*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/v1/models", nil)
+		req.Header.Set("X-Mcproxy-Token", coder)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode != http.StatusUnauthorized
+	}, s.stderr.String)
+
+	noToken := func(what string) {
+		t.Helper()
+		for _, r := range model.Requests() {
+			for name, vs := range r.Header {
+				for _, v := range vs {
+					if strings.Contains(v, coder) || strings.Contains(v, desk) {
+						t.Errorf("%s: the provider got a client token in %s", what, name)
+					}
+				}
+			}
+			if bytes.Contains(r.Body, []byte(coder)) {
+				t.Errorf("%s: the provider got a client token in the body", what)
+			}
+		}
+	}
+	// The SDK sends its API key as Authorization: Bearer; the client
+	// token goes in X-Mcproxy-Token.
+	before := len(model.Requests())
+	o := sdk(map[string]string{"X-Mcproxy-Token": coder}, small)
+	if !o.OK || !strings.Contains(string(o.Result), "hello from the model") {
+		t.Fatalf("X-Mcproxy-Token: the SDK got %+v\n%s", o, s.stderr.String())
+	}
+	reqs := model.Requests()
+	if len(reqs) != before+1 {
+		t.Fatalf("the provider got %d requests, want 1", len(reqs)-before)
+	}
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer "+key {
+		t.Errorf("the provider got Authorization %q, want the client's key as the SDK sent it", got)
+	}
+	// A client sending its key as x-api-key may send the token as the
+	// bearer instead.
+	before = len(model.Requests())
+	resp, body := gatewaytest.Do(t, context.Background(), http.MethodPost, s.base+"/v1/messages",
+		`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"X-Api-Key": key, "Authorization": "Bearer " + coder, "Content-Type": "application/json", "Anthropic-Version": "2023-06-01"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a bearer client token beside x-api-key: %d %s", resp.StatusCode, body)
+	}
+	reqs = model.Requests()
+	if len(reqs) != before+1 {
+		t.Fatalf("the provider got %d requests, want 1", len(reqs)-before)
+	}
+	if h := reqs[len(reqs)-1].Header; h.Get("X-Api-Key") != key || h.Get("Authorization") != "" {
+		t.Errorf("the provider got x-api-key %q and Authorization %q, want the client's key alone", h.Get("X-Api-Key"), h.Get("Authorization"))
+	}
+	noToken("a small request")
+
+	before = len(model.Requests())
+	o = sdk(map[string]string{"X-Mcproxy-Token": desk}, small)
+	if o.OK || o.Status != http.StatusForbidden || !strings.Contains(o.Message, "profiles.desk.gateway") {
+		t.Errorf("a token of a profile with \"gateway\": false: got %+v, want 403 naming profiles.desk.gateway", o)
+	}
+	o = sdk(map[string]string{"X-Mcproxy-Token": clienttoken.Prefix + "forged"}, small)
+	if o.OK || o.Status != http.StatusUnauthorized {
+		t.Errorf("an unknown client token: got %+v, want 401", o)
+	}
+	if n := len(model.Requests()) - before; n != 0 {
+		t.Errorf("refused requests reached the provider %d times", n)
+	}
+
+	// About 16K tokens of conversation: past half of coder's 20K window,
+	// under the 40K and 100K the gateway's default engages at for 200K.
+	long := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{
+		map[string]any{"role": "user", "content": strings.Repeat(" hello", 16000)},
+	}}
+	forwarded := func(label string, headers map[string]string) []byte {
+		t.Helper()
+		before := len(model.Requests())
+		if o := sdk(headers, long); !o.OK {
+			t.Fatalf("%s: the long request: %+v", label, o)
+		}
+		reqs := model.Requests()
+		if len(reqs) == before {
+			t.Fatalf("%s: the long request did not reach the provider", label)
+		}
+		return reqs[len(reqs)-1].Body
+	}
+	coderBody := forwarded("coder", map[string]string{"X-Mcproxy-Token": coder})
+	adminBody := forwarded("admin", map[string]string{"X-Mcproxy-Token": admin})
+	if bytes.Contains(adminBody, []byte(`"Compress"`)) {
+		t.Errorf("under auth_token (a 200K window) the long conversation was projected through noa; want it forwarded as it came")
+	}
+	if !bytes.Contains(coderBody, []byte(`"Compress"`)) {
+		t.Errorf("under coder's 20K window the long conversation was not projected through noa (no Compress tool offered); its gateway_models window was not applied")
+	}
+	noToken("the long requests")
+	if strings.Contains(s.stderr.String(), coder) || strings.Contains(s.stderr.String(), desk) {
+		t.Error("a client token's value is in the log")
+	}
+}
