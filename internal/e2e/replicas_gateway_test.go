@@ -10,11 +10,13 @@ import (
 	"net/url"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -97,6 +99,7 @@ func TestGatewayConversationAcrossReplicas(t *testing.T) {
 	const replicas = 3
 	backends := make([]string, replicas)
 	procs := make([]*proc, replicas)
+	configs := make([]string, replicas)
 	for i := range replicas {
 		cfg := writeConfigFile(t, filepath.Join(dir, fmt.Sprintf("config%d.json", i)), map[string]any{
 			"mcpServers": map[string]any{},
@@ -105,6 +108,7 @@ func TestGatewayConversationAcrossReplicas(t *testing.T) {
 			"gateway": map[string]any{"enabled": true, "anthropic": map[string]any{"base_url": up.URL},
 				"models": map[string]any{model: map[string]any{"context_window": 30000}}},
 		})
+		configs[i] = cfg
 		addr := freeAddr(t)
 		procs[i] = startProc(t, fmt.Sprintf("replica %d", i), osexec.Command(binary, "serve", "--config", cfg, "--listen", addr))
 		backends[i] = "http://" + addr
@@ -189,5 +193,27 @@ func TestGatewayConversationAcrossReplicas(t *testing.T) {
 	}
 	if unlocked > 0 {
 		t.Errorf("%d model requests arrived with no conversation lock held", unlocked)
+	}
+
+	// `mcproxy sessions` reads the conversation from the store.
+	var conv string
+	for id := range convs {
+		conv = id
+	}
+	code, out, errOut := runBinary(t, time.Minute, "sessions", "list", "--config", configs[2])
+	if code != 0 || !strings.Contains(out, conv) || !strings.Contains(out, "1 session(s)") || !strings.Contains(out, "postgres://") {
+		t.Errorf("sessions list: exit %d, stdout %q, stderr %q; want the conversation, in the store", code, out, errOut)
+	}
+	code, out, errOut = runBinary(t, time.Minute, "sessions", "show", conv, "--config", configs[1])
+	if code != 0 || !strings.Contains(out, "kept in") || !regexp.MustCompile(`blocks\s+[1-9]\d* active`).MatchString(out) {
+		t.Errorf("sessions show: exit %d, stdout %q, stderr %q; want its active blocks", code, out, errOut)
+	}
+	code, out, errOut = runBinary(t, time.Minute, "sessions", "archive", conv, "b1", "--config", configs[0])
+	if code != 0 || !strings.Contains(out, "/srv/logs/") {
+		t.Errorf("sessions archive b1: exit %d, stdout %.200q, stderr %q; want the archived reads", code, out, errOut)
+	}
+	code, out, errOut = runBinary(t, time.Minute, "sessions", "prune", "--older-than", "1h", "--dry-run", "--config", configs[0])
+	if code != 0 || !strings.Contains(out, "would remove 0 session(s)") {
+		t.Errorf("sessions prune --dry-run: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

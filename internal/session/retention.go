@@ -56,7 +56,30 @@ func Prune(opts Options, olderThan time.Duration, dryRun bool) (PruneReport, err
 	opts = opts.withDefaults()
 	cutoff := opts.Now().Add(-olderThan)
 	if opts.Store != nil {
-		return pruneStore(opts, cutoff, dryRun)
+		// The store's sessions, and then what Dir holds besides: this
+		// replica's own sessions, and working copies (a copy removed is
+		// fetched again when its session is next used).
+		rep, err := pruneStore(opts, cutoff, dryRun)
+		if err != nil {
+			return rep, err
+		}
+		local := opts
+		local.Store = nil
+		lrep, err := Prune(local, olderThan, dryRun)
+		seen := map[string]bool{}
+		for _, p := range rep.Removed {
+			seen[p.ID] = true
+		}
+		for _, p := range lrep.Removed {
+			if !seen[p.ID] {
+				rep.Removed = append(rep.Removed, p)
+				rep.Bytes += p.Bytes
+			}
+		}
+		rep.InUse = append(rep.InUse, lrep.InUse...)
+		rep.Errors = append(rep.Errors, lrep.Errors...)
+		sort.Slice(rep.Removed, func(i, j int) bool { return rep.Removed[i].LastTouched.Before(rep.Removed[j].LastTouched) })
+		return rep, err
 	}
 	entries, err := os.ReadDir(opts.Dir)
 	if notExist(err) {

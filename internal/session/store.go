@@ -257,3 +257,28 @@ func rebase(b []byte, root string) ([]byte, error) {
 	}
 	return encodeState(saved.Seq, saved.State)
 }
+
+// Fetch writes a copy of stored session s into opts.Dir (from opts.Store),
+// for the tools that read sessions through their files (List, Inspect,
+// ReadOriginal: `mcproxy sessions` with a shared store). The copy's files
+// carry the time of the session's last write in the store, which List
+// reports as its last activity.
+func Fetch(ctx context.Context, opts Options, s StoredSession) error {
+	if opts.Store == nil {
+		return errors.New("fetching a session: no store configured")
+	}
+	if !ValidSessionID(s.ID) {
+		return fmt.Errorf("fetching a session: the store holds an invalid session id %q", s.ID)
+	}
+	opts = opts.withDefaults()
+	dir := filepath.Join(opts.Dir, s.ID)
+	if err := fetch(ctx, opts.Store, opts.FS, dir, s.ID, s.Records, opts.Logger); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(path, s.Updated, s.Updated)
+	})
+}
