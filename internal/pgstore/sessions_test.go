@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcproxy/mcproxy/internal/gateway"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/testenv"
@@ -269,5 +270,61 @@ func TestSessionsPruneStore(t *testing.T) {
 	}
 	if _, ok, err := st.Head(ctx, "gw-old"); err != nil || ok {
 		t.Errorf("gw-old still in the store after Prune (%v)", err)
+	}
+}
+
+// TestConversationsIndex: the shared index matches within a scope only,
+// the longest known prefix first, and forgets a conversation with its
+// session.
+func TestConversationsIndex(t *testing.T) {
+	s := open(t, testenv.Postgres(t))
+	idx, other := s.Conversations(), open(t, s.dsn).Conversations() // a second replica
+	ctx := context.Background()
+	for _, id := range []string{"gw-a", "gw-b"} {
+		if err := s.Sessions().PutFile(ctx, id, session.HostConfigFile, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice, bob := gateway.Scope{Cred: "aa"}, gateway.Scope{Cred: "bb"}
+	named := gateway.Scope{Cred: "aa", Name: "work"}
+	if err := idx.Advance("gw-a", alice, "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Advance("gw-b", alice, "p4"); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"p1", "p2", "p3", "p4", "p5"}
+	for _, tc := range []struct {
+		name  string
+		scope gateway.Scope
+		ids   []string
+		conv  string
+		known int
+	}{
+		{"longest prefix", alice, ids, "gw-b", 4},
+		{"shorter history", alice, ids[:3], "gw-a", 2},
+		{"another credential", bob, ids, "", 0},
+		{"another session name", named, ids, "", 0},
+		{"no known part", alice, []string{"q1"}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv, known, ok := other.Match(tc.scope, tc.ids)
+			if conv != tc.conv || known != tc.known || ok != (tc.conv != "") {
+				t.Errorf("Match: got %q %d %v, want %q %d", conv, known, ok, tc.conv, tc.known)
+			}
+		})
+	}
+	// A conversation keeps its scope: another credential cannot move it.
+	if err := other.Advance("gw-a", bob, "p5"); err != nil {
+		t.Fatal(err)
+	}
+	if conv, _, ok := idx.Match(bob, ids); ok {
+		t.Errorf("bob's Advance of alice's conversation made it match for bob (%s)", conv)
+	}
+	if err := s.Sessions().Remove(ctx, "gw-b"); err != nil {
+		t.Fatal(err)
+	}
+	if conv, known, _ := idx.Match(alice, ids); conv != "gw-a" || known != 2 {
+		t.Errorf("after removing gw-b's session: got %q %d, want gw-a 2", conv, known)
 	}
 }
