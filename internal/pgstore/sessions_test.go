@@ -63,6 +63,10 @@ func exchange(t *testing.T, h *session.Host, text string) session.Turn {
 	return turn
 }
 
+// compressArgs compresses the first eight messages of a session.
+var compressArgs = []byte(`{"content":[{"start":"m00001","end":"m00008","topic":"reads",` +
+	`"summary":"Read the data files; facts: alpha and bravo are set, the retry loop in host.go:212 is fine, nothing else changed."}]}`)
+
 // TestSessionsAcrossReplicas: a session written on one replica continues
 // on another with the same messages, refs, blocks and archives (the ref a
 // cut result points at and a Compress block read back there), and each
@@ -78,8 +82,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 		exchange(t, ha, testenv.Prose(rng, 400))
 	}
 	big := exchange(t, ha, testenv.Prose(rng, 3000)) // cut to size: its original is archived
-	args, _ := json.Marshal(map[string]any{"content": []map[string]any{{"start": "m00001", "end": "m00008", "topic": "reads",
-		"summary": "Read the data files; facts: alpha and bravo are set, the retry loop in host.go:212 is fine, nothing else changed."}}})
+	args := compressArgs
 	p, err := ha.Compress(context.Background(), args)
 	if err != nil || p.IsError || len(p.Blocks) != 1 {
 		t.Fatalf("Compress on replica A: %v %+v", err, p)
@@ -229,8 +232,7 @@ func TestSessionStoreOrder(t *testing.T) {
 	st.mu.Lock()
 	st.ops = nil
 	st.mu.Unlock()
-	args, _ := json.Marshal(map[string]any{"content": []map[string]any{{"start": "m00001", "end": "m00008", "topic": "reads",
-		"summary": "Read the data files; facts: alpha and bravo are set, the retry loop in host.go:212 is fine, nothing else changed."}}})
+	args := compressArgs
 	if p, err := h.Compress(context.Background(), args); err != nil || p.IsError {
 		t.Fatalf("Compress: %v %+v", err, p)
 	}
