@@ -167,11 +167,25 @@ func fetch(ctx context.Context, store Store, fsys FS, dir, id string, head int64
 		}
 		t, local = transcript{}, 0
 	}
-	if err := fsys.MkdirAll(filepath.Join(dir, ArchiveDir), 0o700); err != nil {
+	// Read in the order opposite to the writes (archives, records, state):
+	// a state read first reflects no record the records read next lack,
+	// and every archive those records name was stored before the files
+	// are listed, even while a replica writes the session meanwhile.
+	state, haveState, err := store.State(ctx, id)
+	if err != nil {
 		return fmt.Errorf("fetching session %s: %w", id, err)
+	}
+	var lines []byte
+	if local < head {
+		if lines, err = store.Records(ctx, id, local); err != nil {
+			return fmt.Errorf("fetching session %s: %w", id, err)
+		}
 	}
 	files, err := store.Files(ctx, id)
 	if err != nil {
+		return fmt.Errorf("fetching session %s: %w", id, err)
+	}
+	if err := fsys.MkdirAll(filepath.Join(dir, ArchiveDir), 0o700); err != nil {
 		return fmt.Errorf("fetching session %s: %w", id, err)
 	}
 	for _, rel := range files {
@@ -195,20 +209,12 @@ func fetch(ctx context.Context, store Store, fsys FS, dir, id string, head int64
 			return fmt.Errorf("fetching session %s: %w", id, err)
 		}
 	}
-	if local < head {
-		lines, err := store.Records(ctx, id, local)
-		if err != nil {
-			return fmt.Errorf("fetching session %s: %w", id, err)
-		}
+	if len(lines) > 0 {
 		if err := appendLines(fsys, trPath, t.valid, lines); err != nil {
 			return fmt.Errorf("fetching session %s: %w", id, err)
 		}
 	}
-	state, ok, err := store.State(ctx, id)
-	if err != nil {
-		return fmt.Errorf("fetching session %s: %w", id, err)
-	}
-	if ok {
+	if haveState {
 		if state, err = rebase(state, filepath.Join(dir, ArchiveDir)); err != nil {
 			return fmt.Errorf("fetching session %s: %w", id, err)
 		}
