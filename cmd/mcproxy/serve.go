@@ -26,6 +26,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/metrics"
 	"github.com/mcproxy/mcproxy/internal/noa"
 	"github.com/mcproxy/mcproxy/internal/oauth"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/redact"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -236,7 +237,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		var f faces
 		var closeGateway func()
 		var convs *session.Manager
-		if f.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics); err != nil {
+		if f.Gateway, convs, closeGateway, err = newGateway(cfg, log, obs.metrics, shared); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
@@ -341,8 +342,11 @@ func loadConfigNotes(path string, override func(*config.Config)) (*config.Config
 // Each conversation is a noa session under <data_dir>/sessions/, like an
 // MCP client's, paced against its model's window with the config's noa
 // knobs; the index that recognises conversations is
-// <data_dir>/gateway/conversations.jsonl.
-func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.Handler, *session.Manager, func(), error) {
+// <data_dir>/gateway/conversations.jsonl. With a shared store (issue 32)
+// the sessions and the index are kept there instead (the directories are
+// this replica's working copies), and each turn of a conversation holds
+// the conversation's lock across replicas.
+func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics, shared *pgstore.Store) (http.Handler, *session.Manager, func(), error) {
 	nothing := func() {}
 	if !cfg.Gateway.Enabled {
 		return nil, nil, nothing, nil
@@ -358,19 +362,28 @@ func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.
 	dataDir := config.ExpandHome(cfg.DataDir)
 	// The index drops conversations whose sessions are gone when it opens
 	// and after each retention run, so it holds only what can be continued.
-	convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"),
-		gateway.ConversationsOptions{Sessions: opts.Dir, Logger: log.Named("gateway")})
-	if err != nil {
-		return nil, nil, nothing, fmt.Errorf("gateway: %w", err)
+	var index gateway.Index
+	var lock func(context.Context, string) (func(), error)
+	closeIndex := func() error { return nil }
+	if shared != nil {
+		// A conversation's row goes with its session: nothing to prune.
+		opts.Store, index, lock = shared.Sessions(), shared.Conversations(), shared.LockConversation
+	} else {
+		convs, err := gateway.OpenConversations(filepath.Join(dataDir, "gateway", "conversations.jsonl"),
+			gateway.ConversationsOptions{Sessions: opts.Dir, Logger: log.Named("gateway")})
+		if err != nil {
+			return nil, nil, nothing, fmt.Errorf("gateway: %w", err)
+		}
+		opts.OnPrune = func(session.PruneReport) {
+			if n := convs.Prune(opts.Dir); n > 0 {
+				log.Info("forgot the conversations whose sessions are gone", zap.Int("conversations", n))
+			}
+		}
+		index, closeIndex = convs, convs.Close
 	}
 	count := gateway.CountTokens(tk.Count)
 	opts.Count = count
 	opts.Logger = log.Named("gateway")
-	opts.OnPrune = func(session.PruneReport) {
-		if n := convs.Prune(opts.Dir); n > 0 {
-			log.Info("forgot the conversations whose sessions are gone", zap.Int("conversations", n))
-		}
-	}
 	sessions := session.NewManager(opts)
 	hosts := &gateway.SessionHosts{Sessions: sessions, Count: count, Config: func(window int) noa.Config {
 		knobs := cfg.Noa
@@ -378,10 +391,10 @@ func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.
 		c, _ := session.EngineConfig(knobs)
 		return c
 	}, Logger: log.Named("gateway"), EngageAt: cfg.Gateway.EngageAt}
-	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: convs, Metrics: mx, Profiles: cfg.Profiles})
+	g, err := gateway.New(gateway.Options{Config: cfg.Gateway, AuthToken: cfg.AuthToken, Logger: log.Named("gateway"), Hosts: hosts, Conversations: index, Lock: lock, Metrics: mx, Profiles: cfg.Profiles})
 	if err != nil {
 		_ = sessions.Close()
-		_ = convs.Close()
+		_ = closeIndex()
 		return nil, nil, nothing, err
 	}
 	if cfg.Noa.IsEnabled() && !cfg.Noa.RecallOnly() {
@@ -402,7 +415,7 @@ func newGateway(cfg *config.Config, log *zap.Logger, mx *metrics.Metrics) (http.
 		if err := sessions.Close(); err != nil {
 			log.Warn("closing the gateway's sessions", zap.Error(err))
 		}
-		if err := convs.Close(); err != nil {
+		if err := closeIndex(); err != nil {
 			log.Warn("closing the gateway's conversation index", zap.Error(err))
 		}
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcproxy/mcproxy/internal/activity"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/noa"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 )
@@ -137,6 +139,29 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
+	if cfg.Store.Shared() {
+		// The gateway's conversations are kept in the store; what is
+		// read of one is a copy fetched into a temporary directory.
+		st, err := openSharedStore(cfg, zap.NewNop())
+		if err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		defer st.Close()
+		opts.Store = st.Sessions()
+		tmp, err := os.MkdirTemp("", "mcproxy-sessions-")
+		if err != nil {
+			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+			return exitError
+		}
+		defer os.RemoveAll(tmp)
+		ss := &storedSessions{opts: opts, tmp: tmp, where: pgstore.Redact(cfg.Store.Postgres)}
+		if err := ss.run(stdout, sub, pos, olderThan, dryRun); err != nil {
+			fmt.Fprintf(stderr, "mcproxy sessions %s: %v\n", sub, err)
+			return exitError
+		}
+		return exitOK
+	}
 	switch sub {
 	case "list":
 		err = listSessions(stdout, opts, sessionCallers(cfg))
@@ -186,8 +211,15 @@ func listSessions(w io.Writer, opts session.Options, callers map[string]sessionC
 	if err != nil {
 		return err
 	}
+	return writeSessionList(w, list, opts.Dir, callers)
+}
+
+// writeSessionList writes list, the sessions in where.
+// callers names sessions' clients and tokens (nil: none known).
+func writeSessionList(w io.Writer, list []session.Summary, where string, callers map[string]sessionCaller) error {
+	var err error
 	if len(list) == 0 {
-		_, err = fmt.Fprintf(w, "no sessions in %s\n", opts.Dir)
+		_, err = fmt.Fprintf(w, "no sessions in %s\n", where)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -203,7 +235,7 @@ func listSessions(w io.Writer, opts session.Options, callers map[string]sessionC
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%d session(s), %s in %s\n", len(list), session.FormatBytes(total), opts.Dir)
+	_, err = fmt.Fprintf(w, "%d session(s), %s in %s\n", len(list), session.FormatBytes(total), where)
 	return err
 }
 

@@ -41,6 +41,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -82,8 +83,15 @@ type Options struct {
 	Hosts Hosts
 	// Conversations recognises conversations across requests; nil means an
 	// index kept in memory only (conversations are then not recognised
-	// after a restart).
-	Conversations *Conversations
+	// after a restart). *Conversations keeps it in a file of this process;
+	// pgstore's is shared by every replica.
+	Conversations Index
+	// Lock, when set, is held for each turn of a conversation (from
+	// finding it to its last record) on top of the process's own lock:
+	// replicas sharing a store serialise a conversation's turns with it
+	// (pgstore's Lock, an advisory lock per conversation). nil = the
+	// process's lock alone, enough for one process.
+	Lock func(ctx context.Context, conv string) (unlock func(), err error)
 	// Metrics counts requests, input tokens and hidden rounds; nil counts
 	// nothing.
 	Metrics *metrics.Metrics
@@ -105,7 +113,8 @@ type Gateway struct {
 	anthropic *provider
 	openai    *provider
 	hosts     Hosts
-	convs     *Conversations
+	convs     Index
+	shared    func(ctx context.Context, conv string) (func(), error)
 	metrics   *metrics.Metrics
 	profiles  map[string]config.ProfileConfig
 
@@ -134,14 +143,28 @@ func (g *Gateway) lock(ctx context.Context, conv string) (func(), error) {
 	g.mu.Unlock()
 	select {
 	case l.ch <- struct{}{}:
-		return func() {
-			<-l.ch
-			g.unref(conv, l)
-		}, nil
 	case <-ctx.Done():
 		g.unref(conv, l)
 		return nil, ctx.Err()
 	}
+	local := func() {
+		<-l.ch
+		g.unref(conv, l)
+	}
+	if g.shared == nil {
+		return local, nil
+	}
+	// The process's lock first: one replica's requests of a conversation
+	// wait here, and hold one database connection between them.
+	unlock, err := g.shared(ctx, conv)
+	if err != nil {
+		local()
+		return nil, fmt.Errorf("locking conversation %s: %w", conv, err)
+	}
+	return func() {
+		unlock()
+		local()
+	}, nil
 }
 
 // unref drops one holder or waiter of conv's lock, and the lock with the
@@ -160,7 +183,7 @@ func New(opts Options) (*Gateway, error) {
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
 	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
-		hosts: opts.Hosts, convs: opts.Conversations, metrics: opts.Metrics, profiles: opts.Profiles, locks: map[string]*convLock{}}
+		hosts: opts.Hosts, convs: opts.Conversations, shared: opts.Lock, metrics: opts.Metrics, profiles: opts.Profiles, locks: map[string]*convLock{}}
 	if !cfg.ProjectEnabled() {
 		g.hosts = nil
 	}

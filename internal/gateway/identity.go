@@ -50,6 +50,21 @@ type Conversations struct {
 	file *os.File
 }
 
+// Index is how the gateway finds a request's conversation (see
+// Conversations, which keeps it in this process and a file, and pgstore's,
+// shared by replicas). Its methods are safe for concurrent use.
+type Index interface {
+	// Match finds the conversation ids (a request's part ids, in order)
+	// continue within scope s: the conversation and how many of ids it
+	// already holds. ok is false when none matches.
+	Match(s Scope, ids []string) (conv string, known int, ok bool)
+	// Advance records that conv, of scope s, now holds everything up to
+	// the part last.
+	Advance(conv string, s Scope, last string) error
+}
+
+var _ Index = (*Conversations)(nil)
+
 // Scope is whom a conversation belongs to.
 type Scope struct {
 	// Cred is the hash of the credential the request carried

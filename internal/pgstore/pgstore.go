@@ -1,8 +1,10 @@
 // Package pgstore keeps the state that mcproxy replicas share in one
-// PostgreSQL database (issue 32): the tool approvals, the learned words and
-// the negotiated protocol revisions, behind the interfaces of the packages
-// that use them (integrity.Backend, learn.Backend, upstream.RevisionStore),
-// and locks that hold across replicas (Lock). It owns the schema: versioned
+// PostgreSQL database (issue 32): the tool approvals, the learned words,
+// the negotiated protocol revisions, the gateway's sessions and its
+// conversation index, behind the interfaces of the packages that use them
+// (integrity.Backend, learn.Backend, upstream.RevisionStore,
+// session.Store, gateway.Index), and locks that hold across replicas
+// (Lock, LockConversation). It owns the schema: versioned
 // SQL migrations (migrations/), applied at Open under an advisory lock so
 // that replicas starting at once migrate once.
 //

@@ -22,6 +22,10 @@ type Archiver struct {
 	// Root is the archive directory; FS performs the I/O (nil = OS).
 	Root string
 	FS   FS
+	// Store, when set, receives every archive written, before Write
+	// returns, as the file of session ID (Options.Store). nil = none.
+	Store Store
+	ID    string
 }
 
 var _ noa.Archiver = (*Archiver)(nil)
@@ -39,6 +43,9 @@ func (a *Archiver) Write(tier noa.Tier, blockID, startRef, endRef string, conten
 	rel := filepath.ToSlash(filepath.Join(noa.ArchiveTierDir(tier), noa.ArchiveFileName(blockID, startRef, endRef)))
 	abs := filepath.Join(a.Root, filepath.FromSlash(rel))
 	if err := a.write(abs, content); err != nil {
+		return "", "", fmt.Errorf("archiving %s: %w", blockID, err)
+	}
+	if err := a.share(abs, rel, content); err != nil {
 		return "", "", fmt.Errorf("archiving %s: %w", blockID, err)
 	}
 	return abs, rel, nil
@@ -69,10 +76,29 @@ func (a *Archiver) WriteResult(id string, content string) (string, error) {
 	if err != nil && renamed {
 		_ = a.fs().Remove(abs)
 	}
+	if err == nil {
+		err = a.share(abs, rel, []byte(content))
+	}
 	if err != nil {
 		return "", fmt.Errorf("archiving result %s: %w", id, err)
 	}
 	return rel, nil
+}
+
+// share stores the archive just written at abs (rel to Root) in a.Store;
+// when that fails the file is removed again, so the archive is written
+// everywhere or nowhere.
+func (a *Archiver) share(abs, rel string, content []byte) error {
+	if a.Store == nil {
+		return nil
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := a.Store.PutFile(ctx, a.ID, ArchiveDir+"/"+rel, content); err != nil {
+		_ = a.fs().Remove(abs)
+		return fmt.Errorf("storing the archive: %w", err)
+	}
+	return nil
 }
 
 // RemoveResult removes the archived original rel (as WriteResult returned

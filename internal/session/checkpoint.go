@@ -99,6 +99,9 @@ func (h *Host) writeState(seq int64, b []byte, late bool) error {
 	if _, err := writeAtomic(h.opts.FS, h.path(StateFile), b); err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
+	if err := h.shareState(seq, b); err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
 	h.stateOnDisk = seq
 	return nil
 }

@@ -51,6 +51,12 @@
 // (a Manager's Failing) shows the failure until a write succeeds again, so
 // the front can tell the client or refuse the call (issue 26).
 //
+// With Options.Store (issue 32: replicas sharing PostgreSQL, store.go) the
+// directory is this process's working copy: every write above is also made
+// to the store, in the same order and before the answer, and a Manager
+// brings the copy up to the store before it hands out a host. Without one
+// (the default) the directory is the only copy.
+//
 // This package does the I/O that noa must not: files, the clock and logging.
 // It never deletes or rewrites an archive or a transcript record (a record
 // whose write failed is cut off again, and the originals of a record never

@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 )
@@ -21,6 +24,9 @@ import (
 // long transcript to replay holds up only that session.
 type Manager struct {
 	opts Options
+
+	// fetchMu serialises bringing working copies up to the Store.
+	fetchMu sync.Mutex
 
 	mu     sync.Mutex
 	hosts  map[string]*entry
@@ -72,6 +78,11 @@ func (m *Manager) Host(id string) (*Host, error) { return m.HostWith(id, HostOpt
 // The gateway opens each conversation's host this way, with its model's
 // context window and emergency truncation on.
 func (m *Manager) HostWith(id string, ho HostOptions) (*Host, error) {
+	if m.opts.Store != nil {
+		if err := m.current(id); err != nil {
+			return nil, notRecorded{err}
+		}
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -223,6 +234,60 @@ func (m *Manager) Exists(id string) bool {
 	if open {
 		return true
 	}
+	if m.opts.Store != nil {
+		ctx, cancel := storeCtx()
+		defer cancel()
+		_, ok, err := m.opts.Store.Head(ctx, id)
+		return err == nil && ok
+	}
 	_, err := os.Stat(filepath.Join(m.opts.Dir, id))
 	return err == nil
+}
+
+// current brings the working copy of session id up to the Store (Options.
+// Store set): a host open here that is behind it (another replica wrote
+// the session since) is closed, and the directory is brought up to date
+// (fetch), so the host HostWith opens next holds every record, archive and
+// the state the store does. A session the store does not hold is new: a
+// copy left here (a session pruned from the store) is removed.
+func (m *Manager) current(id string) error {
+	if !ValidSessionID(id) {
+		return nil // OpenWith says what is wrong with it
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	head, ok, err := m.opts.Store.Head(ctx, id)
+	if err != nil {
+		return fmt.Errorf("opening session %s: %w", id, err)
+	}
+	m.mu.Lock()
+	e, open := m.hosts[id]
+	m.mu.Unlock()
+	if open {
+		<-e.ready
+		if h := e.h; h != nil {
+			h.mu.Lock()
+			// Read after Head: a batch this host stored since is
+			// counted in h.seq, so only another replica's makes head
+			// larger.
+			behind := head > h.seq || errors.Is(h.broken, ErrStale)
+			h.mu.Unlock()
+			if !behind {
+				return nil
+			}
+		}
+		if err := m.Release(id); err != nil {
+			m.opts.Logger.Warn("closing a session another replica moved on", zap.String("session_id", id), zap.Error(err))
+		}
+	}
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	dir := filepath.Join(m.opts.Dir, id)
+	if !ok {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("opening session %s: removing a copy the store no longer holds: %w", id, err)
+		}
+		return nil
+	}
+	return fetch(ctx, m.opts.Store, m.opts.FS, dir, id, head, m.opts.Logger)
 }

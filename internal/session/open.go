@@ -60,7 +60,7 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 	dir := filepath.Join(opts.Dir, id)
 	h := &Host{
 		id: id, dir: dir, opts: opts, cfg: opts.Noa,
-		arch:      &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS},
+		arch:      &Archiver{Root: filepath.Join(dir, ArchiveDir), FS: opts.FS, Store: opts.Store, ID: id},
 		count:     newMemo(opts.Count),
 		log:       opts.Logger.With(zap.String("session_id", id)),
 		index:     map[string]int{},
@@ -117,6 +117,11 @@ func OpenWith(opts Options, id string, ho HostOptions) (*Host, error) {
 	}
 	tr, err := opts.FS.OpenLog(h.path(TranscriptFile))
 	if err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("opening session %s: %w", id, err)
+	}
+	if err := h.shareFiles(); err != nil {
+		_ = tr.Close()
 		_ = lock.release()
 		return nil, fmt.Errorf("opening session %s: %w", id, err)
 	}

@@ -115,6 +115,11 @@ type Options struct {
 	// first. Only a Manager's hosts flush late (its pool runs the timer).
 	FlushEvery time.Duration
 
+	// Store, when set, is where the sessions are kept for every replica
+	// (see Store); Dir then holds this replica's working copies. nil keeps
+	// them in Dir alone.
+	Store Store
+
 	// hook, in tests, is called at named points of a Compress call
 	// ("archived": archives written, nothing recorded; "logged": transcript
 	// written, state.json not).

@@ -294,7 +294,13 @@ func (h *Host) writeTranscript(recs []record) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err = h.writeRecords(b); err != nil {
+	err = h.writeRecords(b)
+	if err == nil && len(recs) > 0 {
+		// With a shared store the batch is recorded once it is there
+		// too; one it refused is cut back off the working copy.
+		err = h.shareRecords(recs[0].Seq, b)
+	}
+	if err != nil {
 		if terr := h.opts.FS.Truncate(h.path(TranscriptFile), h.trSize); terr != nil {
 			h.broken, h.stray = terr, true
 			err = errors.Join(err, fmt.Errorf("cutting the transcript back: %w", terr))

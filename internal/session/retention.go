@@ -54,6 +54,33 @@ func Prune(opts Options, olderThan time.Duration, dryRun bool) (PruneReport, err
 		return rep, fmt.Errorf("pruning sessions: the age must be positive, got %v", olderThan)
 	}
 	opts = opts.withDefaults()
+	cutoff := opts.Now().Add(-olderThan)
+	if opts.Store != nil {
+		// The store's sessions, and then what Dir holds besides: this
+		// replica's own sessions, and working copies (a copy removed is
+		// fetched again when its session is next used).
+		rep, err := pruneStore(opts, cutoff, dryRun)
+		if err != nil {
+			return rep, err
+		}
+		local := opts
+		local.Store = nil
+		lrep, err := Prune(local, olderThan, dryRun)
+		seen := map[string]bool{}
+		for _, p := range rep.Removed {
+			seen[p.ID] = true
+		}
+		for _, p := range lrep.Removed {
+			if !seen[p.ID] {
+				rep.Removed = append(rep.Removed, p)
+				rep.Bytes += p.Bytes
+			}
+		}
+		rep.InUse = append(rep.InUse, lrep.InUse...)
+		rep.Errors = append(rep.Errors, lrep.Errors...)
+		sort.Slice(rep.Removed, func(i, j int) bool { return rep.Removed[i].LastTouched.Before(rep.Removed[j].LastTouched) })
+		return rep, err
+	}
 	entries, err := os.ReadDir(opts.Dir)
 	if notExist(err) {
 		return rep, nil
@@ -61,7 +88,6 @@ func Prune(opts Options, olderThan time.Duration, dryRun bool) (PruneReport, err
 	if err != nil {
 		return rep, fmt.Errorf("pruning sessions: %w", err)
 	}
-	cutoff := opts.Now().Add(-olderThan)
 	for _, e := range entries {
 		if !e.IsDir() || !ValidSessionID(e.Name()) {
 			continue
@@ -196,4 +222,56 @@ func (m *Manager) retain(stop <-chan struct{}, done chan<- struct{}, interval ti
 			prune()
 		}
 	}
+}
+
+// pruneStore is Prune with a Store: the sessions it holds that no replica
+// has written since cutoff go, from the store and from this replica's
+// working copies. A session open in this process is kept (InUse); one open
+// in another replica only idly (written before cutoff) is not known here,
+// and its next request starts it anew.
+func pruneStore(opts Options, cutoff time.Time, dryRun bool) (PruneReport, error) {
+	var rep PruneReport
+	ctx, cancel := storeCtx()
+	defer cancel()
+	all, err := opts.Store.List(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("pruning sessions: %w", err)
+	}
+	for _, s := range all {
+		if s.Updated.After(cutoff) {
+			continue
+		}
+		p := Pruned{ID: s.ID, LastTouched: s.Updated, Bytes: s.Bytes}
+		if dryRun {
+			rep.Removed = append(rep.Removed, p)
+			rep.Bytes += p.Bytes
+			continue
+		}
+		dir := filepath.Join(opts.Dir, s.ID)
+		lock, err := lockSession(dir, s.ID)
+		var inUse *InUseError
+		switch {
+		case errors.As(err, &inUse):
+			rep.InUse = append(rep.InUse, s.ID)
+			continue
+		case err != nil && !notExist(err):
+			rep.Errors = append(rep.Errors, fmt.Errorf("pruning session %s: %w", s.ID, err))
+			continue
+		}
+		err = opts.Store.Remove(ctx, s.ID)
+		if err == nil {
+			err = os.RemoveAll(dir)
+		}
+		if lock != nil {
+			_ = lock.release()
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("pruning session %s: %w", s.ID, err))
+			continue
+		}
+		rep.Removed = append(rep.Removed, p)
+		rep.Bytes += p.Bytes
+	}
+	sort.Slice(rep.Removed, func(i, j int) bool { return rep.Removed[i].LastTouched.Before(rep.Removed[j].LastTouched) })
+	return rep, nil
 }
