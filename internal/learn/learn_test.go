@@ -277,3 +277,43 @@ func TestCalledLater(t *testing.T) {
 	}
 	r.l.CalledLater("s3", want, true) // after Close: taught at once, no worker
 }
+
+// Two stores on one file, each opened before the other taught (a serving
+// mcproxy and `mcproxy learned forget`, or two servers on one data dir):
+// each write adds to what the other wrote instead of replacing it with its
+// own older copy.
+func TestStoresOnOneFileKeepEachOthersEpisodes(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), learn.FileName)
+	open := func() *learn.Store {
+		st, err := learn.Open(learn.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := open(), open()
+	if _, err := a.Teach("weather:get_forecast", []learn.Word{{Term: "umbrella"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Teach("files:read_file", []learn.Word{{Term: "cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Teach("weather:get_forecast", []learn.Word{{Term: "umbrella"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := open().List()
+	if ev := got["weather:get_forecast"]; len(ev) != 1 || ev[0].Episodes != 2 {
+		t.Errorf("weather:get_forecast: got %+v, want umbrella taught twice (once by each store)", ev)
+	}
+	if len(got["files:read_file"]) != 1 {
+		t.Errorf("files:read_file: got %+v, want cat", got["files:read_file"])
+	}
+	// Forget on a store that never saw the tool still forgets it.
+	if had, err := a.Forget("files:read_file"); err != nil || !had {
+		t.Errorf("Forget of a tool another store taught: got %v, %v; want true", had, err)
+	}
+	if got := open().List(); got["files:read_file"] != nil || got["weather:get_forecast"] == nil {
+		t.Errorf("after Forget: got %v, want only weather:get_forecast", got)
+	}
+}

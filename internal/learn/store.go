@@ -18,6 +18,7 @@ package learn
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
+	"github.com/mcproxy/mcproxy/internal/filelock"
 )
 
 // Defaults of Options.
@@ -95,8 +97,12 @@ type Store struct {
 type Backend interface {
 	// Load reads every tool's evidence; none yet is an empty map.
 	Load() (map[string][]Evidence, error)
-	// Save replaces the evidence with tools.
-	Save(tools map[string][]Evidence) error
+	// Update reads the evidence as stored, lets fn change it in place and
+	// stores the result, excluding every other Update (of this process or
+	// another, or another replica) from the read to the write, so that two
+	// writers never lose each other's episodes. It returns what it stored;
+	// when fn fails, nothing is stored and fn's error is returned.
+	Update(fn func(tools map[string][]Evidence) error) (map[string][]Evidence, error)
 	// Stamp identifies the evidence as last written: it changes when
 	// anyone writes it, so Refresh can tell another process's edit.
 	Stamp() string
@@ -158,13 +164,37 @@ func Encode(tools map[string][]Evidence) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// Save writes the file atomically, readable by its owner only.
-func (f fileBackend) Save(tools map[string][]Evidence) error {
+// updateTimeout bounds the wait for another process's update of the file
+// (a write of a few kilobytes): past it the update fails, naming the lock.
+const updateTimeout = 10 * time.Second
+
+// Update holds the file's lock (<path>.lock) across reading it, fn and
+// writing it atomically, readable by its owner only: a serving mcproxy
+// and `mcproxy learned forget` (or two servers on one data dir) never
+// write over each other's evidence.
+func (f fileBackend) Update(fn func(tools map[string][]Evidence) error) (map[string][]Evidence, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), updateTimeout)
+	defer cancel()
+	release, err := filelock.Lock(ctx, f.path+".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	tools, err := f.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(tools); err != nil {
+		return nil, err
+	}
 	data, err := Encode(tools)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return atomicfile.WriteFile(f.path, data, atomicfile.Options{})
+	if err := atomicfile.WriteFile(f.path, data, atomicfile.Options{}); err != nil {
+		return nil, err
+	}
+	return tools, nil
 }
 
 // Open loads the store at opts.Path (an absent file is an empty store).
@@ -255,21 +285,22 @@ func (s *Store) Teach(tool string, words []Word) (changed bool, err error) {
 	defer s.mu.Unlock()
 	now := s.opts.Now()
 	before := s.termsLocked(tool, now)
-	ev := s.tools[tool]
-	for _, w := range words {
-		i, found := slices.BinarySearchFunc(ev, w.Term, func(e Evidence, t string) int { return cmp.Compare(e.Term, t) })
-		if found {
-			ev[i].Episodes++
-			ev[i].Last = now
-			ev[i].Held = ev[i].Held && w.Hold
-			continue
+	err = s.changeLocked(func(tools map[string][]Evidence) {
+		ev := tools[tool]
+		for _, w := range words {
+			i, found := slices.BinarySearchFunc(ev, w.Term, func(e Evidence, t string) int { return cmp.Compare(e.Term, t) })
+			if found {
+				ev[i].Episodes++
+				ev[i].Last = now
+				ev[i].Held = ev[i].Held && w.Hold
+				continue
+			}
+			ev = slices.Insert(ev, i, Evidence{Term: w.Term, Episodes: 1, Last: now, Held: w.Hold})
 		}
-		ev = slices.Insert(ev, i, Evidence{Term: w.Term, Episodes: 1, Last: now, Held: w.Hold})
-	}
-	s.tools[tool] = s.bound(ev, now)
-	s.boundTools()
-	changed = !slices.Equal(before, s.termsLocked(tool, now))
-	return changed, s.saveLocked()
+		tools[tool] = s.bound(ev, now)
+		s.boundTools(tools)
+	})
+	return !slices.Equal(before, s.termsLocked(tool, now)), err
 }
 
 // Terms returns tool's learned words as the index takes them: each word
@@ -325,24 +356,27 @@ func (s *Store) Weight(e Evidence) int { return s.weight(e, s.opts.Now()) }
 func (s *Store) Forget(tool string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.tools[tool]; !ok {
-		return false, nil
-	}
-	delete(s.tools, tool)
-	return true, s.saveLocked()
+	had := false
+	err := s.changeLocked(func(tools map[string][]Evidence) {
+		_, had = tools[tool]
+		delete(tools, tool)
+	})
+	return had, err
 }
 
 // Reset drops everything learned and returns the tools that had evidence.
 func (s *Store) Reset() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.tools))
-	for id := range s.tools {
-		ids = append(ids, id)
-	}
+	var ids []string
+	err := s.changeLocked(func(tools map[string][]Evidence) {
+		for id := range tools {
+			ids = append(ids, id)
+		}
+		clear(tools)
+	})
 	slices.Sort(ids)
-	s.tools = map[string][]Evidence{}
-	return ids, s.saveLocked()
+	return ids, err
 }
 
 // bound drops ev's expired words and, past MaxTermsPerTool, the weakest
@@ -364,11 +398,11 @@ func (s *Store) bound(ev []Evidence, now time.Time) []Evidence {
 	return keep
 }
 
-// boundTools drops the tools taught longest ago past MaxTools.
-func (s *Store) boundTools() {
-	for len(s.tools) > s.opts.MaxTools {
+// boundTools drops the tools of tools taught longest ago past MaxTools.
+func (s *Store) boundTools(tools map[string][]Evidence) {
+	for len(tools) > s.opts.MaxTools {
 		oldest, at := "", time.Time{}
-		for id, ev := range s.tools {
+		for id, ev := range tools {
 			last := time.Time{}
 			for _, e := range ev {
 				if e.Last.After(last) {
@@ -379,7 +413,7 @@ func (s *Store) boundTools() {
 				oldest, at = id, last
 			}
 		}
-		delete(s.tools, oldest)
+		delete(tools, oldest)
 	}
 }
 
@@ -395,19 +429,29 @@ func (s *Store) expire() {
 	}
 }
 
-// saveLocked writes the store atomically, readable by its owner only.
-func (s *Store) saveLocked() error {
-	if s.backend == nil {
+// changeLocked applies fn to the evidence as stored, under the backend's
+// Update, and makes the result the store's: fn sees what other processes
+// and replicas wrote since this store last read, so nothing they taught
+// is lost. Without a backend, or when the update fails, fn changes the
+// store's own copy, which serves this process until the next Refresh.
+func (s *Store) changeLocked(fn func(tools map[string][]Evidence)) error {
+	apply := func(tools map[string][]Evidence) error {
+		fn(tools)
+		for id, ev := range tools {
+			if len(ev) == 0 {
+				delete(tools, id)
+			}
+		}
 		return nil
 	}
-	for id, ev := range s.tools {
-		if len(ev) == 0 {
-			delete(s.tools, id)
-		}
+	if s.backend == nil {
+		return apply(s.tools)
 	}
-	if err := s.backend.Save(s.tools); err != nil {
+	tools, err := s.backend.Update(apply)
+	if err != nil {
+		_ = apply(s.tools)
 		return fmt.Errorf("saving learned words: %w", err)
 	}
-	s.stamp = s.backend.Stamp()
+	s.tools, s.stamp = tools, s.backend.Stamp()
 	return nil
 }

@@ -114,16 +114,39 @@ func (l learned) Load() (map[string][]learn.Evidence, error) {
 	return learn.Decode(body, l.s.where)
 }
 
-func (l learned) Save(tools map[string][]learn.Evidence) error {
-	body, err := learn.Encode(tools)
-	if err != nil {
-		return err
-	}
+// Update holds the document's row lock from reading it to writing it, so
+// two replicas teaching at once each add their episodes.
+func (l learned) Update(fn func(map[string][]learn.Evidence) error) (map[string][]learn.Evidence, error) {
 	ctx, cancel := l.s.ctx()
 	defer cancel()
-	return pgx.BeginFunc(ctx, l.s.pool, func(tx pgx.Tx) error {
-		return l.s.saveDoc(ctx, tx, docLearned, body, "")
+	var out map[string][]learn.Evidence
+	err := pgx.BeginFunc(ctx, l.s.pool, func(tx pgx.Tx) error {
+		// The row must exist for FOR UPDATE to lock it.
+		if _, err := tx.Exec(ctx, `INSERT INTO documents (name, body) VALUES ($1, '{"version":1,"tools":{}}') ON CONFLICT DO NOTHING`, docLearned); err != nil {
+			return fmt.Errorf("writing learned words to %s: %w", l.s.where, err)
+		}
+		body, _, err := l.s.loadDoc(ctx, tx, docLearned, true)
+		if err != nil {
+			return err
+		}
+		tools, err := learn.Decode(body, l.s.where)
+		if err != nil {
+			return err
+		}
+		if err := fn(tools); err != nil {
+			return err
+		}
+		b, err := learn.Encode(tools)
+		if err != nil {
+			return err
+		}
+		out = tools
+		return l.s.saveDoc(ctx, tx, docLearned, b, "")
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (l learned) Stamp() string { return l.s.stamp(docLearned) }

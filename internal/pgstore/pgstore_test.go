@@ -326,3 +326,39 @@ func TestRevisions(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedNoLostUpdate: two replicas that both loaded the learned words
+// and then teach keep each other's episodes (the document is updated under
+// its row lock, not replaced with a replica's older copy).
+func TestLearnedNoLostUpdate(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	replicas := make([]*learn.Store, 2)
+	for i := range replicas {
+		st, err := learn.Open(learn.Options{Backend: open(t, dsn).Learned()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas[i] = st
+	}
+	var wg sync.WaitGroup
+	for i, st := range replicas {
+		wg.Go(func() {
+			for j := range 10 {
+				if _, err := st.Teach(fmt.Sprintf("srv:tool%d", j), []learn.Word{{Term: fmt.Sprintf("word%d", i)}}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st, err := learn.Open(learn.Options{Backend: open(t, dsn).Learned()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.List()
+	for j := range 10 {
+		if ev := got[fmt.Sprintf("srv:tool%d", j)]; len(ev) != 2 {
+			t.Errorf("srv:tool%d: got %+v, want word0 and word1 (one from each replica)", j, ev)
+		}
+	}
+}
