@@ -1,6 +1,7 @@
 package expand
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 )
@@ -161,14 +163,18 @@ func (m *merger) vectors(dec *json.Decoder) error {
 		return err
 	}
 	row := make([]float64, 0, width)
+	var raw json.RawMessage
 	for dec.More() {
 		word, err := stringToken(dec)
 		if err != nil {
 			return err
 		}
-		row = row[:0] // Decode appends to a slice's own array
-		if err := dec.Decode(&row); err != nil {
+		raw = raw[:0] // Decode appends to a slice's own array
+		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("vector of %q: %w", word, readError(err))
+		}
+		if row, err = numbers(raw, row[:0]); err != nil {
+			return fmt.Errorf("vector of %q: %w", word, err)
 		}
 		m.st.Words++
 		if len(row) != width {
@@ -177,6 +183,32 @@ func (m *merger) vectors(dec *json.Decoder) error {
 		m.add(word, row[:m.dims], row[m.rankIdx])
 	}
 	return delim(dec, '}', `"vectors"`)
+}
+
+// numbers appends the numbers of raw, a JSON array of numbers that the
+// Decoder has checked is valid JSON, to row. A vector is a hundred or so
+// numbers and a source holds hundreds of thousands of them: decoding each
+// into a []float64 through reflection was most of a conversion's time.
+func numbers(raw []byte, row []float64) ([]float64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return row, fmt.Errorf("got %.20q, want an array of numbers", raw)
+	}
+	body := bytes.TrimSpace(raw[1 : len(raw)-1])
+	for len(body) > 0 {
+		item := body
+		if i := bytes.IndexByte(body, ','); i >= 0 {
+			item, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		x, err := strconv.ParseFloat(string(bytes.TrimSpace(item)), 64)
+		if err != nil {
+			return row, fmt.Errorf("got %.20q in the array, want a number", bytes.TrimSpace(item))
+		}
+		row = append(row, x)
+	}
+	return row, nil
 }
 
 // add folds one word's vector in, unless it is past MaxWords, a stop word
