@@ -15,7 +15,8 @@ import (
 // MCP Inspector's --cli mode) after a warm start: server-everything takes
 // two seconds to start, the warm file lets initialize answer at once, and
 // the client's first prompts/get, resources/read and completion/complete
-// wait for the server as a tool call does, instead of getting "not found"
+// wait for the server as a tool call does, instead of getting "not found",
+// while a prompt no server has is still refused as not found
 // (testdata/oneshot.mjs, the TypeScript SDK client).
 func TestWarmStartPromptsAndResources(t *testing.T) {
 	t.Parallel()
@@ -42,6 +43,7 @@ func TestWarmStartPromptsAndResources(t *testing.T) {
 		"prompt":   "everything__simple-prompt",
 		"uri":      "demo://resource/static/document/architecture.md",
 		"complete": "everything__completable-prompt",
+		"missing":  "everything__no-such-prompt",
 	})
 	if err != nil {
 		t.Fatal(err)
