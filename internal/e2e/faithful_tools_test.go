@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,8 +23,8 @@ import (
 // TestToolsAsSent (issue 29: no fields added to what passes through):
 // mcproxy in direct mode with "prefix": "" in front of the Go SDK's
 // conformance everything-server, whose tools carry no annotations; the
-// tools/list a client reads from mcproxy, over stdio and over streamable
-// HTTP, holds every tool exactly as the server sent it (compared as JSON
+// tools/list a client reads from mcproxy, over stdio, streamable HTTP and
+// legacy SSE, holds every tool exactly as the server sent it (compared as JSON
 // values, member order aside): no "annotations": {} added.
 func TestToolsAsSent(t *testing.T) {
 	t.Parallel()
@@ -62,6 +63,11 @@ func TestToolsAsSent(t *testing.T) {
 		t.Parallel()
 		base, _ := serveHTTP(t, config(t))
 		check(t, httpToolsList(t, base+"/mcp"))
+	})
+	t.Run("legacy SSE", func(t *testing.T) {
+		t.Parallel()
+		base, _ := serveHTTP(t, config(t))
+		check(t, sseToolsList(t, base))
 	})
 }
 
@@ -181,6 +187,81 @@ func httpToolsList(t *testing.T, url string) []byte {
 		select {
 		case <-deadline:
 			t.Fatalf("tools/list over HTTP holds no tool within 60s: %s", body)
+		case <-time.After(100 * time.Millisecond): // the upstream is still starting
+		}
+	}
+}
+
+// sseToolsList opens a legacy SSE session on the server at base (GET /sse,
+// POSTs to the endpoint it names), initializes it with raw JSON and returns
+// the raw tools/list answer from the stream, asking again until it holds a
+// tool.
+func sseToolsList(t *testing.T, base string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	events.Buffer(nil, 16<<20)
+	// next is the data of the stream's next event.
+	next := func() string {
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data:"); ok {
+				return strings.TrimSpace(data)
+			}
+		}
+		t.Fatalf("the SSE stream ended: %v", events.Err())
+		return ""
+	}
+	endpoint := next()
+	if !strings.HasPrefix(endpoint, "http") {
+		endpoint = base + endpoint
+	}
+	post := func(body string) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %s to %s: status %d", body, endpoint, resp.StatusCode)
+		}
+	}
+	// answer is the data of the event that answers request id.
+	answer := func(id int) string {
+		want := fmt.Sprintf(`"id":%d,`, id)
+		for {
+			if data := next(); strings.Contains(data, want) && !strings.Contains(data, `"method"`) {
+				return data
+			}
+		}
+	}
+	post(rawInitialize)
+	answer(0)
+	post(rawInitialized)
+	for id := 1; ; id++ {
+		post(rawToolsList(id))
+		if got := answer(id); strings.Contains(got, `"inputSchema"`) {
+			return []byte(got)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("tools/list over legacy SSE holds no tool within 60s")
 		case <-time.After(100 * time.Millisecond): // the upstream is still starting
 		}
 	}
