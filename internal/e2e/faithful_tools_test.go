@@ -162,7 +162,11 @@ func stdioToolsList(t *testing.T, cmd *exec.Cmd, retry bool) []byte {
 		if !retry || bytes.Contains(got, []byte(`"inputSchema"`)) {
 			return got
 		}
-		time.Sleep(100 * time.Millisecond) // the upstream is still starting
+		select {
+		case <-deadline:
+			t.Fatalf("tools/list from %s holds no tool within 60s: %s", cmd.Path, got)
+		case <-time.After(100 * time.Millisecond): // the upstream is still starting
+		}
 	}
 }
 
