@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -10,35 +12,69 @@ import (
 	"time"
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // TestGoSDKClient drives mcproxy (the binary, direct mode, over streamable
-// HTTP) with the official Go SDK's client (v1.8.0), server-everything
-// behind it over stdio, as TestTSClientRelay does with the TypeScript SDK:
-// tools, prompts and resources listed, a prompt fetched with an argument, a
-// resource and a tool's resource_link read, a long-running tool's progress
-// delivered under the client's own token, and server-everything's sampling
-// and elicitation requests answered by the client. It runs once with the
-// client on 2025-11-25 (server-to-client requests) and once on the newest
-// revision the client and mcproxy share (2026-07-28: stateless, the
-// upstream's requests come back as multi round-trip input requests, which
-// the Go SDK answers through the same handlers).
+// HTTP and over stdio) with the official Go SDK's client (v1.8.0),
+// server-everything behind it over stdio, as TestTSClientRelay does with
+// the TypeScript SDK: tools, prompts and resources listed, a prompt fetched
+// with an argument, a resource and a tool's resource_link read, a
+// long-running tool's progress delivered under the client's own token,
+// server-everything's sampling and elicitation requests answered by the
+// client, the client's roots listed by the server, and the server's log
+// messages delivered at the level the client asked for. It runs on each
+// transport with the client on 2025-11-25 (server-to-client requests,
+// logging/setLevel) and on the newest revision the client and mcproxy
+// share (2026-07-28: stateless, the upstream's requests come back as multi
+// round-trip input requests, which the Go SDK answers through the same
+// handlers, and the log level goes in each request's _meta).
 func TestGoSDKClient(t *testing.T) {
-	base := serveEverything(t)
-	for _, version := range []string{"2025-11-25", ""} {
-		name := version
-		if name == "" {
-			name = "newest"
+	config := everythingDirect(t)
+	base, _ := serveHTTP(t, config)
+	transports := map[string]func() gosdk.Transport{
+		"http": func() gosdk.Transport { return &gosdk.StreamableClientTransport{Endpoint: base + "/mcp"} },
+		"stdio": func() gosdk.Transport {
+			return &gosdk.CommandTransport{Command: exec.Command(binary, "serve", "--stdio", "--config", everythingDirect(t))}
+		},
+	}
+	for _, tr := range []string{"http", "stdio"} {
+		for _, version := range []string{"2025-11-25", ""} {
+			name := version
+			if name == "" {
+				name = "newest"
+			}
+			t.Run(tr+"/"+name, func(t *testing.T) { testGoSDKClient(t, tr, transports[tr](), version) })
 		}
-		t.Run(name, func(t *testing.T) { testGoSDKClient(t, base+"/mcp", version) })
 	}
 }
 
-func testGoSDKClient(t *testing.T, url, version string) {
+// everythingDirect writes a config of mcproxy in direct mode, noa off, in
+// front of server-everything over stdio, in a data_dir of its own.
+func everythingDirect(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	return writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
+		},
+		"data_dir":     filepath.Join(dir, "data"),
+		"mode":         "direct",
+		"init_timeout": "60s",
+		"noa":          map[string]any{"enabled": false},
+	})
+}
+
+// goSDKRoot is the root the Go SDK client offers.
+const goSDKRoot = "file:///tmp/go-sdk-e2e-root"
+
+func testGoSDKClient(t *testing.T, transport string, tr gosdk.Transport, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var progress []*gosdk.ProgressNotificationParams
+	var logs []*gosdk.LoggingMessageParams
 	var samplingPrompt, elicitationMessage string
 	client := gosdk.NewClient(&gosdk.Implementation{Name: "go-sdk-e2e", Version: "1.0.0"}, &gosdk.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, req *gosdk.CreateMessageRequest) (*gosdk.CreateMessageResult, error) {
@@ -62,8 +98,14 @@ func testGoSDKClient(t *testing.T, url, version string) {
 			progress = append(progress, req.Params)
 			mu.Unlock()
 		},
+		LoggingMessageHandler: func(_ context.Context, req *gosdk.LoggingMessageRequest) {
+			mu.Lock()
+			logs = append(logs, req.Params)
+			mu.Unlock()
+		},
 	})
-	cs, err := client.Connect(ctx, &gosdk.StreamableClientTransport{Endpoint: url}, &gosdk.ClientSessionOptions{ProtocolVersion: version})
+	client.AddRoots(&gosdk.Root{URI: goSDKRoot, Name: "go-sdk-e2e"})
+	cs, err := client.Connect(ctx, tr, &gosdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting the Go SDK client: %v", err)
 	}
@@ -201,6 +243,46 @@ func testGoSDKClient(t *testing.T, url, version string) {
 	if !strings.Contains(elicited, "Ada Lovelace") {
 		t.Errorf("elicitation: the tool answered %q", elicited)
 	}
+
+	// Roots: the server asks the client for them during the call.
+	if roots := call("everything__get-roots-list", map[string]any{}, nil); !strings.Contains(roots, goSDKRoot) {
+		t.Errorf("get-roots-list: the tool answered %q, want the client's root %s", roots, goSDKRoot)
+	}
+
+	// Logging: on 2025-11-25 the client sets its session's level; on
+	// 2026-07-28 the level goes in each request's _meta. The Go SDK client
+	// sends logging/setLevel there too, without _meta: over HTTP, whose
+	// header names the revision, it is refused as the revision asks
+	// (removed), saying where the level goes; over stdio nothing names the
+	// revision, and it sets the level of the client's connection.
+	// toggle-simulated-logging sends one message at once (random level, so
+	// the client asks for debug), then one every 5 s until toggled off.
+	toggle := &gosdk.CallToolParams{Name: "everything__toggle-simulated-logging", Arguments: map[string]any{}}
+	setLevel := cs.SetLoggingLevel(ctx, &gosdk.SetLoggingLevelParams{Level: "debug"})
+	if cs.InitializeResult().ProtocolVersion == "2025-11-25" || transport == "stdio" {
+		if setLevel != nil {
+			t.Errorf("logging/setLevel on %s over %s: %v", cs.InitializeResult().ProtocolVersion, transport, setLevel)
+		}
+	}
+	if cs.InitializeResult().ProtocolVersion != "2025-11-25" {
+		if transport == "http" && (setLevel == nil || !strings.Contains(setLevel.Error(), "io.modelcontextprotocol/logLevel")) {
+			t.Errorf("logging/setLevel on %s over HTTP: got %v, want it refused, naming the _meta key that carries the level", cs.InitializeResult().ProtocolVersion, setLevel)
+		}
+		toggle.Meta = gosdk.Meta{"io.modelcontextprotocol/logLevel": "debug"}
+	}
+	if _, err := cs.CallTool(ctx, toggle); err != nil {
+		t.Fatalf("toggle-simulated-logging: %v", err)
+	}
+	waitFor(t, 10*time.Second, "a log message from server-everything", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(logs) > 0
+	})
+	toggle.Meta = nil
+	if _, err := cs.CallTool(ctx, toggle); err != nil {
+		t.Fatalf("toggle-simulated-logging (off): %v", err)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	if !strings.Contains(samplingPrompt, "say hi") {

@@ -64,16 +64,6 @@ func TestTSClientRelay(t *testing.T) {
 // server-everything behind it over stdio, and returns its base URL.
 func serveEverything(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
-		"mcpServers": map[string]any{
-			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
-		},
-		"data_dir":     filepath.Join(dir, "data"),
-		"mode":         "direct",
-		"init_timeout": "60s",
-		"noa":          map[string]any{"enabled": false},
-	})
-	base, _ := serveHTTP(t, config)
+	base, _ := serveHTTP(t, everythingDirect(t))
 	return base
 }

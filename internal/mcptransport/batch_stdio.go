@@ -45,6 +45,9 @@ func newStdioBatches(out io.Writer, log *zap.Logger) *stdioBatches {
 
 // Write takes mcp-go's output, which may arrive in pieces, line by line.
 func (s *stdioBatches) Write(p []byte) (int, error) {
+	n := len(p)
+	// mcp-go writes each message with one Write (tools.go).
+	p = withoutEmptyAnnotations(p)
 	if s.lifts != nil && !s.lifts.Empty() {
 		// mcp-go writes each message with one Write.
 		for line := range bytes.Lines(p) {
@@ -63,13 +66,13 @@ func (s *stdioBatches) Write(p []byte) (int, error) {
 			}
 		}
 		s.partial = append(s.partial, p[i+1:]...)
-		return len(p), nil
+		return n, nil
 	}
 	s.partial = append(s.partial, p...)
 	for {
 		i := bytes.IndexByte(s.partial, '\n')
 		if i < 0 {
-			return len(p), nil
+			return n, nil
 		}
 		line := s.partial[:i+1]
 		if err := s.route(line); err != nil {

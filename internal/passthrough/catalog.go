@@ -79,6 +79,10 @@ type catalogFront struct {
 	regPrompts   map[string]string
 	regResources map[string]string
 	regTemplates string
+	// synced is closed, and replaced, each time a sync has brought mcp-go's
+	// registrations in line, waking the requests held for a name no server
+	// offered yet (awaitOwner). Guarded by syncMu.
+	synced chan struct{}
 
 	subs *subscriptions
 	// started is closed once the upstreams had their first chance to
@@ -123,6 +127,7 @@ func newCatalogFront(up Catalogs, m *mcpserver.MCPServer, log *zap.Logger, prefi
 		withheld:     map[string]bool{},
 		regPrompts:   map[string]string{},
 		regResources: map[string]string{},
+		synced:       make(chan struct{}),
 		subs:         newSubscriptions(),
 	}
 }
@@ -275,6 +280,8 @@ func (c *catalogFront) sync() {
 	c.syncPrompts(promptDefs)
 	c.syncResources(resDefs)
 	c.syncTemplates(tmpls)
+	close(c.synced)
+	c.synced = make(chan struct{})
 }
 
 func templateKey(t mcp.ResourceTemplate) string {
@@ -485,12 +492,14 @@ func upstreamInstructions(cats []*upstream.Catalog) string {
 
 // hook registers what the front does around mcp-go's own handling:
 // initialize's capabilities and instructions, the hidden catch-all
-// template, and the upstream side of subscriptions.
+// template, the upstream side of subscriptions, and holding a request for a
+// prompt or resource whose server is still connecting (awaitOwner).
 func (c *catalogFront) hook(h *mcpserver.Hooks, started <-chan struct{}) {
 	c.started = started
 	h.AddAfterInitialize(c.advertise(started))
 	h.AddAfterListResourceTemplates(hideCatchAll)
 	h.AddOnRequestInitialization(c.subscribing)
+	h.AddOnRequestInitialization(c.awaitOwner)
 	h.AddAfterUnsubscribe(c.unsubscribed)
 	h.AddOnUnregisterSession(c.sessionGone)
 }
