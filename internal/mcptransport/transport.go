@@ -126,7 +126,7 @@ type HTTPOptions struct {
 func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	st := mcpserver.NewStdioServer(f.mcp)
 	st.SetErrorLogger(zap.NewStdLog(f.log.Named("stdio")))
-	b := newStdioBatches(out, f.log.Named("stdio"))
+	b := newStdioBatches(stdioAnswers{out}, f.log.Named("stdio"))
 	b.lifts = f.lifts
 	// The lean path of tools/call (stdio_calls.go) runs on the session
 	// context Listen makes, which it hands to the context function.
@@ -182,7 +182,7 @@ func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Co
 	reg.end = endByDelete(streamable)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	sweepDone := goroutine.Go(f.log, "session sweep", func() { reg.run(sweepCtx) })
-	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(liftArguments(callStreams(streamable))), true, batches)))
+	mux.Handle(PathStreamable, checkID(batchHTTP(reg.track(liftArguments(callStreams(correctAnswers(streamable)))), true, batches)))
 	mux.Handle(PathSSE, sse.SSEHandler())
 	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
 	return func(ctx context.Context) {

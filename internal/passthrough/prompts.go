@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // getPrompt serves prompts/get for every exposed prompt: it finds the
@@ -17,12 +18,24 @@ func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) 
 	if !ok {
 		return nil, fmt.Errorf("no prompt %q: list them with prompts/list", req.Params.Name)
 	}
-	res, err := c.up.GetPrompt(c.forClient(ctx), r.server, r.name, req.Params.Arguments)
+	uctx := c.forClient(ctx)
+	if mcpserver.IsModernRequest(ctx) {
+		uctx = forwarding(uctx, req.Params.Meta, req.Params.MultiRoundTripParams)
+	}
+	res, err := c.up.GetPrompt(uctx, r.server, r.name, req.Params.Arguments)
+	if coded := UpstreamError(ctx, err); coded != nil {
+		return nil, coded
+	}
 	if err != nil {
 		return nil, fmt.Errorf("getting prompt %q from %q: %w", r.name, r.server, err)
 	}
 	out := *res
-	out.ResultType = ""
+	if out.ResultType != mcp.ResultTypeInputRequired {
+		// The front states its own result type; only a 2026-07-28
+		// upstream's question to a forwarded request (which only a
+		// 2026-07-28 client sends) passes on as it came.
+		out.ResultType = ""
+	}
 	// Embedded resources and resource_links of the later of two servers
 	// that claim one URI carry the URI the client can read (urirewrite.go).
 	cloned := false
