@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,3 +101,90 @@ func TestClientConformance2026(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceServerScenarios2026 runs the server scenarios the
+// newest suite scores for 2026-07-28 (--requirements 2026-07-28) against
+// the Go SDK's everything-server alone, stateful and stateless, then
+// through mcproxy in front of it (a url upstream, "prefix": "") in direct
+// and in retrieve mode, and asserts that every scenario the server passes
+// alone passes through mcproxy (issue 29). In retrieve mode the
+// scenarios' tool calls go through callToolAdapter; the scenarios that
+// check the tool list itself (retrieveOnly) cannot be expressed through
+// call_tool and are left out there.
+func TestConformanceServerScenarios2026(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the conformance suite runs six times")
+	}
+	node := testenv.Node22(t)
+	suite := filepath.Join(testenv.NodePackage(t, conformanceNextPkg, conformanceNextVersion), "dist", "index.js")
+	ref := referenceServer(t)
+	run := func(t *testing.T, url string) map[string][]string {
+		return runSuite(t, url, node, suite, "server", "--url", url, "--requirements", "2026-07-28")
+	}
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			t.Parallel()
+			addr := freeAddr(t)
+			p := startProc(t, "everything-server", exec.Command(ref, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless)))
+			waitListening(t, addr, p)
+			alone := run(t, "http://"+addr+"/")
+			var baseline []string
+			for scenario, failed := range alone {
+				if len(failed) == 0 {
+					baseline = append(baseline, scenario)
+				}
+			}
+			slices.Sort(baseline)
+			// The stateful server speaks only 2025-11-25, which the
+			// suite's 2026-07-28 scenarios mostly refuse.
+			if least := map[bool]int{false: 5, true: 35}[stateless]; len(baseline) < least {
+				t.Fatalf("the reference server passes only %d scenarios alone (%v); the suite or the server is broken", len(baseline), alone)
+			}
+			t.Logf("the reference server alone passes %d scenarios: %s", len(baseline), strings.Join(baseline, ", "))
+			dir := t.TempDir()
+			config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+				"mcpServers": map[string]any{
+					"everything": map[string]any{"url": "http://" + addr + "/", "prefix": ""},
+				},
+				"data_dir":     filepath.Join(dir, "data"),
+				"init_timeout": "30s",
+			})
+			check := func(t *testing.T, got map[string][]string, skip []string) {
+				t.Helper()
+				for _, scenario := range baseline {
+					failed, ran := got[scenario]
+					switch {
+					case slices.Contains(skip, scenario):
+					case !ran:
+						t.Errorf("%s: did not run through mcproxy, want it to pass as it does alone", scenario)
+					case len(failed) > 0:
+						t.Errorf("%s: passes alone, fails through mcproxy: %s", scenario, strings.Join(failed, "; "))
+					}
+				}
+			}
+			t.Run("direct", func(t *testing.T) {
+				t.Parallel()
+				base, _ := serveHTTP(t, config, "--mode", "direct")
+				check(t, run(t, base+"/mcp"), nil)
+			})
+			t.Run("retrieve", func(t *testing.T) {
+				t.Parallel()
+				base, _ := serveHTTP(t, config, "--mode", "retrieve")
+				target, err := url.Parse(base + "/mcp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				adapter := httptest.NewServer(callToolAdapter(target, "everything"))
+				t.Cleanup(adapter.Close)
+				check(t, run(t, adapter.URL+"/mcp"), retrieveOnly)
+			})
+		})
+	}
+}
+
+// retrieveOnly are the 2026-07-28 server scenarios that check what
+// tools/list lists (the server's own tools, with their schemas), which
+// retrieve mode answers with its meta tools: they cannot be expressed
+// through call_tool.
+var retrieveOnly = []string{"json-schema", "server-stateless", "http-custom-header-server-validation"}
