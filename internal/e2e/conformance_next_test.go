@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,20 +126,9 @@ func TestConformanceServerScenarios2026(t *testing.T) {
 			addr := freeAddr(t)
 			p := startProc(t, "everything-server", exec.Command(ref, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless)))
 			waitListening(t, addr, p)
-			alone := run(t, "http://"+addr+"/")
-			var baseline []string
-			for scenario, failed := range alone {
-				if len(failed) == 0 {
-					baseline = append(baseline, scenario)
-				}
-			}
-			slices.Sort(baseline)
 			// The stateful server speaks only 2025-11-25, which the
 			// suite's 2026-07-28 scenarios mostly refuse.
-			if least := map[bool]int{false: 5, true: 35}[stateless]; len(baseline) < least {
-				t.Fatalf("the reference server passes only %d scenarios alone (%v); the suite or the server is broken", len(baseline), alone)
-			}
-			t.Logf("the reference server alone passes %d scenarios: %s", len(baseline), strings.Join(baseline, ", "))
+			baseline := passingAlone(t, run(t, "http://"+addr+"/"), map[bool]int{false: 5, true: 35}[stateless])
 			dir := t.TempDir()
 			config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
 				"mcpServers": map[string]any{
@@ -150,23 +137,10 @@ func TestConformanceServerScenarios2026(t *testing.T) {
 				"data_dir":     filepath.Join(dir, "data"),
 				"init_timeout": "30s",
 			})
-			check := func(t *testing.T, got map[string][]string, skip []string) {
-				t.Helper()
-				for _, scenario := range baseline {
-					failed, ran := got[scenario]
-					switch {
-					case slices.Contains(skip, scenario):
-					case !ran:
-						t.Errorf("%s: did not run through mcproxy, want it to pass as it does alone", scenario)
-					case len(failed) > 0:
-						t.Errorf("%s: passes alone, fails through mcproxy: %s", scenario, strings.Join(failed, "; "))
-					}
-				}
-			}
 			t.Run("direct", func(t *testing.T) {
 				t.Parallel()
 				base, _ := serveHTTP(t, config, "--mode", "direct")
-				check(t, run(t, base+"/mcp"), nil)
+				checkThrough(t, baseline, run(t, base+"/mcp"), nil)
 			})
 			t.Run("retrieve", func(t *testing.T) {
 				t.Parallel()
@@ -177,7 +151,7 @@ func TestConformanceServerScenarios2026(t *testing.T) {
 				}
 				adapter := httptest.NewServer(callToolAdapter(target, "everything"))
 				t.Cleanup(adapter.Close)
-				check(t, run(t, adapter.URL+"/mcp"), retrieveOnly)
+				checkThrough(t, baseline, run(t, adapter.URL+"/mcp"), retrieveOnly)
 			})
 		})
 	}
