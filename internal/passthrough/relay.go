@@ -28,7 +28,10 @@ import (
 // 2026-07-28 client cannot be, so its call is answered with an
 // input_required result (multi round-trip, SEP-2322) carrying the
 // upstream's request, the upstream call is kept waiting, and the client's
-// retry with the answer resumes it.
+// retry with the answer resumes it. Where the upstream speaks 2026-07-28
+// too, the stateless client's call is forwarded as it came instead
+// (upstream.Forward) and the upstream's own input_required result is
+// the answer: nothing is kept waiting.
 
 // Relayer is what the relay needs from the upstreams (Deps.Relayer).
 // *upstream.Manager implements it; without it, log levels and roots changes

@@ -15,7 +15,8 @@ package upstream
 //     is answered through the peer of the call, as a server-to-client
 //     request would be, and the request is sent again with the answers
 //     (mcp-go's CallTool does this itself with the handlers relayOptions
-//     registers);
+//     registers), unless the request is a 2026-07-28 client's, forwarded
+//     as it came, whose client answers (forward.go);
 //   - notifications (list_changed, resources/updated) arrive only on a
 //     subscriptions/listen stream, which replaces resources/subscribe;
 //   - ping is gone: a liveness probe is a server/discover.
