@@ -64,8 +64,16 @@ func TestTSClientRelay(t *testing.T) {
 // server-everything behind it over stdio, and returns its base URL.
 func serveEverything(t *testing.T) string {
 	t.Helper()
+	base, _ := serveHTTP(t, everythingConfig(t))
+	return base
+}
+
+// everythingConfig writes serveEverything's config: server-everything
+// over stdio, direct mode, noa off.
+func everythingConfig(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
-	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
+	return writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
 		"mcpServers": map[string]any{
 			"everything": map[string]any{"command": testenv.NodeBin(t, "mcp-server-everything")},
 		},
@@ -74,6 +82,4 @@ func serveEverything(t *testing.T) string {
 		"init_timeout": "60s",
 		"noa":          map[string]any{"enabled": false},
 	})
-	base, _ := serveHTTP(t, config)
-	return base
 }
