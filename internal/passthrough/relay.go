@@ -476,11 +476,11 @@ func (p *parked) answer(ctx context.Context, req mcp.InputRequest, method mcp.MC
 const inputKey = "mcproxy"
 
 // UpstreamError is what a 2026-07-28 client's request is answered with
-// when the upstream answered its forwarded request (upstream.Forward) with
-// a JSON-RPC error: an error of that code (a capability the client did not
-// declare is the upstream's -32021, a requestState it refuses its
-// -32602), with err's text. It is nil for any other err, which the caller
-// reports as it always has.
+// when the upstream answered it (forwarded as sent, upstream.Forward, or
+// as mcproxy's own request) with a JSON-RPC error: an error of that code
+// and data (a capability the client did not declare is the upstream's
+// -32021, a requestState it refuses its -32602), with err's text. It is
+// nil for any other err, which the caller reports as it always has.
 func UpstreamError(ctx context.Context, err error) error {
 	var re *upstream.RPCError
 	if !errors.As(err, &re) || !mcpserver.IsModernRequest(ctx) {
