@@ -66,35 +66,54 @@ func forwardUpstream(t *testing.T) config.ServerConfig {
 // mcproxy's sampling capability.
 func TestRelayForwardsStatelessCalls(t *testing.T) {
 	t.Parallel()
-	f := startRelayFront(t, map[string]config.ServerConfig{"up": forwardUpstream(t)})
+	for _, mode := range []string{config.ModeDirect, config.ModeRetrieve} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testForwardsStatelessCalls(t, mode)
+		})
+	}
+}
+
+// testForwardsStatelessCalls runs TestRelayForwardsStatelessCalls in mode
+// (retrieve: every call through call_tool, whose own inputResponses and
+// requestState reach the upstream call).
+func testForwardsStatelessCalls(t *testing.T, mode string) {
+	f := startRelayFrontMode(t, map[string]config.ServerConfig{"up": forwardUpstream(t)}, mode)
+	call := func(c *frontClient, tool string) string {
+		t.Helper()
+		if mode == config.ModeRetrieve {
+			return c.callArgs(t, ToolCall, map[string]any{"name": "up:" + tool, "arguments": map[string]any{}}, nil)
+		}
+		return c.call(t, "up__"+tool, nil)
+	}
 	c := dialFront(t, f.url, "", answeringClient())
 
-	if got, want := c.call(t, "up__rounds", nil), "second=Ada"; got != want {
-		t.Errorf("up__rounds: got %q, want %q", got, want)
+	if got, want := call(c, "rounds"), "second=Ada"; got != want {
+		t.Errorf("rounds: got %q, want %q", got, want)
 	}
 	sent := f.sent()
 	for _, state := range []string{`"requestState":"round-1"`, `"requestState":"round-2"`} {
 		if !strings.Contains(sent, state) {
-			t.Errorf("up__rounds: the client was not sent the upstream's %s", state)
+			t.Errorf("rounds: the client was not sent the upstream's %s", state)
 		}
 	}
 
-	if got, want := c.call(t, "up__many", nil), "x=Ada y=Ada z=Ada"; got != want {
-		t.Errorf("up__many: got %q, want %q", got, want)
+	if got, want := call(c, "many"), "x=Ada y=Ada z=Ada"; got != want {
+		t.Errorf("many: got %q, want %q", got, want)
 	}
 	sent = strings.TrimPrefix(f.sent(), sent)
 	if n := strings.Count(sent, `"resultType":"input_required"`); n != 1 {
-		t.Errorf("up__many: the client was sent %d input_required results, want 1 with all three questions", n)
+		t.Errorf("many: the client was sent %d input_required results, want 1 with all three questions", n)
 	}
 	if !strings.Contains(sent, `"inputRequests":{"x":{"method":"elicitation/create"`) || !strings.Contains(sent, `},"y":{"method":"elicitation/create"`) || !strings.Contains(sent, `},"z":{"method":"elicitation/create"`) {
-		t.Errorf("up__many: the questions did not reach the client under the upstream's keys x, y, z:\n%s", sent)
+		t.Errorf("many: the questions did not reach the client under the upstream's keys x, y, z:\n%s", sent)
 	}
 
-	if got, want := c.call(t, "up__caps", nil), "sampling=true"; got != want {
-		t.Errorf("up__caps, a client that declares sampling: got %q, want %q", got, want)
+	if got, want := call(c, "caps"), "sampling=true"; got != want {
+		t.Errorf("caps, a client that declares sampling: got %q, want %q", got, want)
 	}
 	bare := dialFront(t, f.url, "", &frontClient{})
-	if got, want := bare.call(t, "up__caps", nil), "sampling=false"; got != want {
-		t.Errorf("up__caps, a client that declares no sampling: got %q, want %q (the client's capabilities, not mcproxy's)", got, want)
+	if got, want := call(bare, "caps"), "sampling=false"; got != want {
+		t.Errorf("caps, a client that declares no sampling: got %q, want %q (the client's capabilities, not mcproxy's)", got, want)
 	}
 }
