@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -146,8 +147,12 @@ func correctAnswers(next http.Handler) http.Handler {
 		}
 		cw := &answerWriter{ResponseWriter: w, modern: mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))}
 		next.ServeHTTP(cw, r)
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
 		if cw.held != 0 {
+			// A JSON answer without a body.
 			w.WriteHeader(cw.held)
+			cw.held = 0
 		}
 	})
 }
@@ -155,10 +160,13 @@ func correctAnswers(next http.Handler) http.Handler {
 type answerWriter struct {
 	http.ResponseWriter
 	modern bool
-	held   int // a status not yet written (0: none held)
+	mu     sync.Mutex // mcp-go may write from more than one goroutine
+	held   int        // a status not yet written (0: none held)
 }
 
 func (a *answerWriter) WriteHeader(code int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if code == http.StatusOK && bytes.HasPrefix([]byte(a.Header().Get("Content-Type")), []byte("application/json")) {
 		a.held = code
 		return
@@ -167,6 +175,8 @@ func (a *answerWriter) WriteHeader(code int) {
 }
 
 func (a *answerWriter) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	out, code := correctAnswer(p)
 	if a.held != 0 {
 		status := a.held
@@ -183,6 +193,13 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 }
 
 func (a *answerWriter) Flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.held != 0 {
+		// Flushing sends the header: the held status goes as it is.
+		a.ResponseWriter.WriteHeader(a.held)
+		a.held = 0
+	}
 	if fl, ok := a.ResponseWriter.(http.Flusher); ok {
 		fl.Flush()
 	}
