@@ -290,11 +290,13 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	// A prompt that asks for input outside any tool call has no client
 	// to ask: a clear error, not the input_required result passed on as
 	// a prompt. (On 2025-11-25 the upstream's SDK asks with roots/list,
-	// which mcproxy answers the same way.) Both sides on 2026-07-28, the
-	// prompts/get goes upstream as the client sent it and the upstream's
-	// question comes back to the client, which answers it (issue 29).
+	// which mcproxy answers the same way.) With the upstream on
+	// 2026-07-28, the prompts/get goes upstream as the client sent it and
+	// the upstream's question comes back to the client, which answers it
+	// (issue 29): as it came to a 2026-07-28 client, as a roots/list
+	// request to a 2025-11-25 one.
 	confirm, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__confirm"}})
-	if mcp.IsModernProtocol(upRev) && mcp.IsModernProtocol(clientRev) {
+	if mcp.IsModernProtocol(upRev) {
 		if err != nil || len(confirm.Messages) != 1 || textOf(confirm.Messages[0].Content) != "confirmed under file:///work/client-root" {
 			t.Errorf("prompts/get up__confirm: got %+v, %v; want the prompt, answered with the client's roots", confirm, err)
 		}
