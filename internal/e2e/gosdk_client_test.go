@@ -292,3 +292,55 @@ func testGoSDKClient(t *testing.T, transport string, tr gosdk.Transport, version
 		t.Error("elicitation: the client was never asked")
 	}
 }
+
+// TestGoSDKClientRoots2026: the Go SDK client (v1.8.0) on 2026-07-28,
+// over stdio and streamable HTTP, answers server-everything's roots/list
+// through mcproxy (a multi round-trip input request) and the tool lists
+// the client's root. mcp-go writes that input request without params,
+// which the Go SDK cannot decode ("unexpected end of JSON input", issue
+// 29); mcproxy's front adds them.
+func TestGoSDKClientRoots2026(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"stdio", "http"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			config := everythingDirect(t)
+			var tr gosdk.Transport
+			if kind == "stdio" {
+				tr = &gosdk.CommandTransport{Command: exec.Command(binary, "serve", "--stdio", "--config", config)}
+			} else {
+				base, _ := serveHTTP(t, config)
+				tr = &gosdk.StreamableClientTransport{Endpoint: base + "/mcp"}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			client := gosdk.NewClient(&gosdk.Implementation{Name: "go-sdk-roots", Version: "1.0.0"}, nil)
+			client.AddRoots(&gosdk.Root{URI: "file:///work/go-sdk-root", Name: "work"})
+			cs, err := client.Connect(ctx, tr, nil)
+			if err != nil {
+				t.Fatalf("connecting the Go SDK client: %v", err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != "2026-07-28" {
+				t.Fatalf("the Go SDK client speaks %s, want 2026-07-28", got)
+			}
+			// server-everything offers the tool once mcproxy is its client.
+			waitFor(t, 60*time.Second, "everything__get-roots-list to be listed", func() bool {
+				for tool, err := range cs.Tools(ctx, nil) {
+					if err == nil && tool.Name == "everything__get-roots-list" {
+						return true
+					}
+				}
+				return false
+			})
+			res, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: "everything__get-roots-list", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatalf("get-roots-list: %v", err)
+			}
+			b, _ := json.Marshal(res.Content)
+			if res.IsError || !strings.Contains(string(b), "file:///work/go-sdk-root") {
+				t.Errorf("get-roots-list: got %s (isError %v), want the client's root file:///work/go-sdk-root", b, res.IsError)
+			}
+		})
+	}
+}

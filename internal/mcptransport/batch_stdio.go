@@ -46,8 +46,9 @@ func newStdioBatches(out io.Writer, log *zap.Logger) *stdioBatches {
 // Write takes mcp-go's output, which may arrive in pieces, line by line.
 func (s *stdioBatches) Write(p []byte) (int, error) {
 	n := len(p)
-	// mcp-go writes each message with one Write (tools.go).
-	p = withoutEmptyAnnotations(p)
+	// mcp-go writes each message with one Write: each is corrected
+	// (answers.go) before a batch gathers it.
+	p, _ = correctAnswer(p)
 	if s.lifts != nil && !s.lifts.Empty() {
 		// mcp-go writes each message with one Write.
 		for line := range bytes.Lines(p) {

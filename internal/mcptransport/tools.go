@@ -3,7 +3,6 @@ package mcptransport
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 )
 
 // The front passes on every upstream tool as the server sent it, but
@@ -11,9 +10,9 @@ import (
 // object when the tool has none, and no hook reaches it (issue 29: no
 // fields added to what passes through). The transports hold every message
 // the front writes, one per write, so the empty objects are taken out
-// there, on every transport alike: the stdio output (stdioBatches.Write)
-// and each HTTP answer and SSE event (toolsWriter). An empty annotations
-// object says nothing, so one a server sent is dropped too.
+// there, with the other corrections of answers.go (correctAnswer), on
+// every transport alike. An empty annotations object says nothing, so one
+// a server sent is dropped too.
 
 // emptyAnnotations is how mcp-go writes a tool's empty annotations.
 var emptyAnnotations = []byte(`"annotations":{}`)
@@ -113,36 +112,3 @@ func encode(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
-
-// toolsWriter is an HTTP answer or SSE stream of the MCP front, whose
-// writes (one message or event each, as mcp-go makes them) lose the empty
-// annotations of a tools/list answer.
-type toolsWriter struct {
-	http.ResponseWriter
-}
-
-// withoutAddedAnnotations wraps an MCP HTTP handler's answers in a
-// toolsWriter.
-func withoutAddedAnnotations(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&toolsWriter{w}, r)
-	})
-}
-
-func (t *toolsWriter) Write(p []byte) (int, error) {
-	out := withoutEmptyAnnotations(p)
-	if _, err := t.ResponseWriter.Write(out); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// Flush flushes the answer when the writer beneath can.
-func (t *toolsWriter) Flush() {
-	if fl, ok := t.ResponseWriter.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
-
-// Unwrap is for http.ResponseController.
-func (t *toolsWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

@@ -182,8 +182,8 @@ func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Co
 	reg.end = endByDelete(streamable)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	sweepDone := goroutine.Go(f.log, "session sweep", func() { reg.run(sweepCtx) })
-	mux.Handle(PathStreamable, checkID(batchHTTP(removedSetLevel(reg.track(liftArguments(callStreams(withoutAddedAnnotations(streamable))))), true, batches)))
-	mux.Handle(PathSSE, withoutAddedAnnotations(sse.SSEHandler()))
+	mux.Handle(PathStreamable, checkID(batchHTTP(removedSetLevel(reg.track(liftArguments(callStreams(correctAnswers(streamable))))), true, batches)))
+	mux.Handle(PathSSE, correctStream(sse.SSEHandler()))
 	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
 	return func(ctx context.Context) {
 		stopSweep()

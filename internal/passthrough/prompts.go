@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // getPrompt serves prompts/get for every exposed prompt: it finds the
@@ -17,12 +18,30 @@ func (c *catalogFront) getPrompt(ctx context.Context, req mcp.GetPromptRequest) 
 	if !ok {
 		return nil, fmt.Errorf("no prompt %q: list them with prompts/list", req.Params.Name)
 	}
-	res, err := c.up.GetPrompt(c.forClient(ctx), r.server, r.name, req.Params.Arguments)
+	// A 2026-07-28 upstream gets the request as the client sent it, and
+	// its input_required result goes back (forwarding): to a 2026-07-28
+	// client as it is; for a 2025-11-25 client mcp-go's front asks the
+	// client with server-to-client requests and runs this handler again
+	// with the answers, which then go upstream the same way.
+	meta := req.Params.Meta
+	if !mcpserver.IsModernRequest(ctx) {
+		meta = sessionMeta(ctx)
+	}
+	uctx := forwarding(c.forClient(ctx), meta, req.Params.MultiRoundTripParams)
+	res, err := c.up.GetPrompt(uctx, r.server, r.name, req.Params.Arguments)
+	if coded := UpstreamError(ctx, err); coded != nil {
+		return nil, coded
+	}
 	if err != nil {
 		return nil, fmt.Errorf("getting prompt %q from %q: %w", r.name, r.server, err)
 	}
 	out := *res
-	out.ResultType = ""
+	if out.ResultType != mcp.ResultTypeInputRequired {
+		// The front states its own result type; only a 2026-07-28
+		// upstream's question to a forwarded request passes on as it
+		// came.
+		out.ResultType = ""
+	}
 	// Embedded resources and resource_links of the later of two servers
 	// that claim one URI carry the URI the client can read (urirewrite.go).
 	cloned := false
@@ -105,4 +124,22 @@ func (c *catalogFront) templateOwner(tmpl string) (server, orig string, ok bool)
 		}
 	}
 	return "", "", false
+}
+
+// sessionMeta is the _meta a 2025-11-25 client's request goes upstream
+// with when forwarded: the capabilities its session declared at
+// initialize and the log level it set (nil: the front knows neither).
+func sessionMeta(ctx context.Context) *mcp.Meta {
+	cs := mcpserver.ClientSessionFromContext(ctx)
+	fields := map[string]any{}
+	if info, ok := cs.(mcpserver.SessionWithClientInfo); ok {
+		fields[mcp.MetaKeyClientCapabilities] = info.GetClientCapabilities()
+	}
+	if l, ok := cs.(mcpserver.SessionWithLogging); ok && l.GetLogLevel() != "" {
+		fields[mcp.MetaKeyLogLevel] = l.GetLogLevel()
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return &mcp.Meta{AdditionalFields: fields}
 }

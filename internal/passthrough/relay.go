@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/goroutine"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -26,7 +28,10 @@ import (
 // 2026-07-28 client cannot be, so its call is answered with an
 // input_required result (multi round-trip, SEP-2322) carrying the
 // upstream's request, the upstream call is kept waiting, and the client's
-// retry with the answer resumes it.
+// retry with the answer resumes it. Where the upstream speaks 2026-07-28
+// too, the stateless client's call is forwarded as it came instead
+// (upstream.Forward) and the upstream's own input_required result is
+// the answer: nothing is kept waiting.
 
 // Relayer is what the relay needs from the upstreams (Deps.Relayer).
 // *upstream.Manager implements it; without it, log levels and roots changes
@@ -202,6 +207,14 @@ func (r *relay) middleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandler
 		}
 		return r.roundTrip(ctx, req, next)
 	}
+}
+
+// forwarding is ctx carrying what the stateless client's request carries
+// beyond its arguments, for an upstream of the same revision to get as
+// sent (upstream.Forward); a 2025-11-25 upstream's call is bridged here
+// instead.
+func forwarding(ctx context.Context, meta *mcp.Meta, round mcp.MultiRoundTripParams) context.Context {
+	return upstream.WithForward(ctx, &upstream.Forward{Meta: meta, InputResponses: round.InputResponses, RequestState: round.RequestState})
 }
 
 type notesKey struct{}
@@ -462,13 +475,35 @@ func (p *parked) answer(ctx context.Context, req mcp.InputRequest, method mcp.MC
 // inputKey names the single input request of each round.
 const inputKey = "mcproxy"
 
+// UpstreamError is what a 2026-07-28 client's request is answered with
+// when the upstream answered it (forwarded as sent, upstream.Forward, or
+// as mcproxy's own request) with a JSON-RPC error: an error of that code
+// and data (a capability the client did not declare is the upstream's
+// -32021, a requestState it refuses its -32602), with err's text. It is
+// nil for any other err, which the caller reports as it always has.
+func UpstreamError(ctx context.Context, err error) error {
+	var re *upstream.RPCError
+	if !errors.As(err, &re) || !mcpserver.IsModernRequest(ctx) {
+		return nil
+	}
+	return &mcptransport.CodedError{Code: re.Code, Message: err.Error(), Data: re.Data}
+}
+
+// statePrefix starts the requestState of every call the relay parks, so
+// that a retry naming one is told apart from one naming an upstream's own
+// state (forwarded to it as sent).
+const statePrefix = "mcproxy-"
+
 // roundTrip serves a stateless client's tools/call: a fresh call starts
-// parked; a retry carrying a known requestState answers the parked call's
-// open question. Either way it answers with the call's result or its next
-// question.
+// parked; a retry carrying a requestState of the relay's answers the
+// parked call's open question. Either way it answers with the call's
+// result or its next question. The call goes upstream with the client's
+// _meta, inputResponses and requestState (forwarding): a 2026-07-28
+// upstream answers it once, its own input_required result included, and
+// a retry carrying its requestState is a fresh call to the relay.
 func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
 	var p *parked
-	if state := req.Params.RequestState; state != "" {
+	if state := req.Params.RequestState; strings.HasPrefix(state, statePrefix) {
 		r.mu.Lock()
 		p = r.pending[state]
 		r.mu.Unlock()
@@ -492,7 +527,7 @@ func (r *relay) roundTrip(ctx context.Context, req mcp.CallToolRequest, next mcp
 		w.answer <- resp
 		return r.awaitRound(ctx, p, rd)
 	}
-	p, rd, done := r.park(ctx, req, next)
+	p, rd, done := r.park(forwarding(ctx, req.Params.Meta, req.Params.MultiRoundTripParams), req, next)
 	defer done()
 	return r.awaitRound(ctx, p, rd)
 }
@@ -503,7 +538,7 @@ func (r *relay) park(ctx context.Context, req mcp.CallToolRequest, next mcpserve
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p = &parked{id: hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
+	p = &parked{id: statePrefix + hex.EncodeToString(b[:]), cancel: cancel, asks: make(chan parkedAsk), done: make(chan struct{})}
 	// Unanswered past the TTL, the call is cancelled and forgotten; a late
 	// retry is told to start over.
 	p.timer = time.AfterFunc(r.ttl, func() { r.forget(p) })

@@ -15,11 +15,12 @@ import (
 
 // TestRelayUnknownRequestState: a retry naming no parked call is refused
 // with an error that says what to do (mcp-go's client cannot send one, so
-// the relay is driven directly).
+// the relay is driven directly). A requestState not of the relay's form
+// is an upstream's, and goes upstream (forwarding).
 func TestRelayUnknownRequestState(t *testing.T) {
 	r := newRelay(nil, zap.NewNop())
 	var req mcp.CallToolRequest
-	req.Params.RequestState = "nope"
+	req.Params.RequestState = statePrefix + "nope"
 	_, err := r.roundTrip(context.Background(), req, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		t.Error("the handler ran for an unknown requestState")
 		return nil, nil

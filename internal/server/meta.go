@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/jsonspan"
+	"github.com/mcproxy/mcproxy/internal/passthrough"
 	"github.com/mcproxy/mcproxy/internal/upstream"
 )
 
@@ -250,8 +251,13 @@ func (s *Server) upstreamResult(ctx context.Context, server, tool string, args m
 		res = s.pass.ToolResult(server, res)
 		out := *res
 		// The front negotiates its own protocol version with the client; the
-		// upstream's result-type marker belongs to the other connection.
-		out.ResultType = ""
+		// upstream's result-type marker belongs to the other connection,
+		// but for a 2026-07-28 upstream's question to a 2026-07-28
+		// client's call, forwarded to it as sent (upstream.Forward),
+		// which goes back as it came.
+		if out.ResultType != mcp.ResultTypeInputRequired {
+			out.ResultType = ""
+		}
 		if out.IsError {
 			if t, ok := s.tool(id); ok {
 				if p := argumentProblems(t.Schema, args); p != "" {
@@ -264,6 +270,12 @@ func (s *Server) upstreamResult(ctx context.Context, server, tool string, args m
 			}
 		}
 		return &out, nil
+	}
+	if coded := passthrough.UpstreamError(ctx, err); coded != nil {
+		// A 2026-07-28 upstream's own answer to the client's call,
+		// forwarded to it as sent: the client gets it as the upstream
+		// gave it.
+		return nil, coded
 	}
 	var down *upstream.DownError
 	var timeout *upstream.TimeoutError

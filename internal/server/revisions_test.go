@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,9 @@ func newModernUpstream() *mcpserver.MCPServer {
 		return mcp.NewGetPromptResult("greet", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hello "+req.Params.Arguments["who"]))}), nil
 	})
 	srv.AddPrompt(mcp.NewPrompt("confirm"), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if res := mcpserver.RootsResponse(req.Params.InputResponses, "r"); res != nil && len(res.Roots) > 0 {
+			return mcp.NewGetPromptResult("confirm", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("confirmed under "+res.Roots[0].URI))}), nil
+		}
 		return mcpserver.NewInputRequestBuilder("confirm").Roots("r").PromptResult(), nil
 	})
 	srv.AddResource(mcp.NewResource("modern://note", "note"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -183,6 +187,10 @@ func (b *bodyLog) has(parts ...string) bool {
 // TestRevisionNegotiated: unpinned, a server that speaks both revisions
 // is spoken to in 2025-11-25 (see settleLegacy in internal/upstream), and
 // one that speaks only 2026-07-28 in that.
+// inputSampling finds a sampling request sent as an input request (in an
+// input_required result), not as a server-to-client request.
+var inputSampling = regexp.MustCompile(`"inputRequests":\{"[^"]*":\{"method":"sampling/createMessage"`)
+
 func TestRevisionNegotiated(t *testing.T) {
 	only := mcpserver.NewStreamableHTTPServer(newModernUpstream(), mcpserver.WithStreamableHTTPProtocolVersions(mcp.LATEST_PROTOCOL_VERSION))
 	ts := httptest.NewServer(only)
@@ -250,7 +258,13 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	}
 	sent := f.sent()
 	inputs := strings.Count(sent, `"resultType":"input_required"`)
-	asked := strings.Count(sent, `"method":"sampling/createMessage"`) - strings.Count(sent, `"inputRequests":{"mcproxy":{"method":"sampling/createMessage"`)
+	asked := strings.Count(sent, `"method":"sampling/createMessage"`) - len(inputSampling.FindAllString(sent, -1))
+	if modern := mcp.IsModernProtocol(upRev) && mcp.IsModernProtocol(clientRev); modern != strings.Contains(sent, `"inputRequests":{"q":`) {
+		// Both sides on 2026-07-28: the call goes upstream once and the
+		// upstream's own input request reaches the client under its own
+		// key (issue 29); otherwise mcproxy asks under its own.
+		t.Errorf("the upstream's input request reached the client under its own key \"q\": %v, want %v", !modern, modern)
+	}
 	if mcp.IsModernProtocol(clientRev) {
 		if inputs != 3 {
 			t.Errorf("the front sent %d input_required results, want 3 (one per upstream question)", inputs)
@@ -276,8 +290,17 @@ func testRevisions(t *testing.T, kind, upRev, clientRev string) {
 	// A prompt that asks for input outside any tool call has no client
 	// to ask: a clear error, not the input_required result passed on as
 	// a prompt. (On 2025-11-25 the upstream's SDK asks with roots/list,
-	// which mcproxy answers the same way.)
-	if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__confirm"}}); err == nil || !strings.Contains(err.Error(), "no client to ask") {
+	// which mcproxy answers the same way.) With the upstream on
+	// 2026-07-28, the prompts/get goes upstream as the client sent it and
+	// the upstream's question comes back to the client, which answers it
+	// (issue 29): as it came to a 2026-07-28 client, as a roots/list
+	// request to a 2025-11-25 one.
+	confirm, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "up__confirm"}})
+	if mcp.IsModernProtocol(upRev) {
+		if err != nil || len(confirm.Messages) != 1 || textOf(confirm.Messages[0].Content) != "confirmed under file:///work/client-root" {
+			t.Errorf("prompts/get up__confirm: got %+v, %v; want the prompt, answered with the client's roots", confirm, err)
+		}
+	} else if err == nil || !strings.Contains(err.Error(), "no client to ask") {
 		t.Errorf("prompts/get up__confirm: got %v, want an error saying there is no client to ask", err)
 	}
 	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "modern://note"}})

@@ -15,7 +15,8 @@ package upstream
 //     is answered through the peer of the call, as a server-to-client
 //     request would be, and the request is sent again with the answers
 //     (mcp-go's CallTool does this itself with the handlers relayOptions
-//     registers);
+//     registers), unless the request is a 2026-07-28 client's, forwarded
+//     as it came, whose client answers (forward.go);
 //   - notifications (list_changed, resources/updated) arrive only on a
 //     subscriptions/listen stream, which replaces resources/subscribe;
 //   - ping is gone: a liveness probe is a server/discover.
@@ -189,7 +190,10 @@ func (s *session) capabilities() mcp.ClientCapabilities {
 // outgoing adds what a 2026-07-28 request must carry to params: the
 // protocol version, client info, capabilities and log level in _meta, and
 // the standard headers for HTTP. On 2025-11-25 it returns params as is.
-func (s *session) outgoing(method string, params any) (any, http.Header, error) {
+// A forwarded request (fwd non-nil) keeps its client's capabilities, log
+// level and client info (forward.go): only the protocol version is
+// mcproxy's to set.
+func (s *session) outgoing(method string, params any, fwd *Forward) (any, http.Header, error) {
 	if !s.modern.Load() {
 		return params, nil, nil
 	}
@@ -211,13 +215,17 @@ func (s *session) outgoing(method string, params any) (any, http.Header, error) 
 	}
 	version := s.client.ProtocolVersion()
 	meta[mcp.MetaKeyProtocolVersion] = version
-	meta[mcp.MetaKeyClientInfo] = clientInfo
-	meta[mcp.MetaKeyClientCapabilities] = s.capabilities()
-	s.stateless.mu.Lock()
-	if s.stateless.level != "" {
-		meta[mcp.MetaKeyLogLevel] = s.stateless.level
+	if fwd != nil {
+		fwd.declare(meta)
+	} else {
+		meta[mcp.MetaKeyClientInfo] = clientInfo
+		meta[mcp.MetaKeyClientCapabilities] = s.capabilities()
+		s.stateless.mu.Lock()
+		if s.stateless.level != "" {
+			meta[mcp.MetaKeyLogLevel] = s.stateless.level
+		}
+		s.stateless.mu.Unlock()
 	}
-	s.stateless.mu.Unlock()
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the _meta of %s: %w", method, err)
@@ -237,9 +245,22 @@ func (s *session) outgoing(method string, params any) (any, http.Header, error) 
 // send sends one request mcproxy builds itself, in the connection's
 // revision. A transport failure comes back as a transport error.
 func (s *session) send(ctx context.Context, id, method string, params any) (*transport.JSONRPCResponse, error) {
-	params, header, err := s.outgoing(method, params)
+	return s.sendAs(ctx, id, method, params, nil, nil)
+}
+
+// sendAs is send for a request forwarded for a client (fwd, nil: one of
+// mcproxy's own), with extra headers (Mcp-Param-*) added to the standard
+// ones.
+func (s *session) sendAs(ctx context.Context, id, method string, params any, fwd *Forward, extra http.Header) (*transport.JSONRPCResponse, error) {
+	params, header, err := s.outgoing(method, params, fwd)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range extra {
+		if header == nil {
+			header = http.Header{}
+		}
+		header[k] = v
 	}
 	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -262,6 +283,9 @@ func (s *session) send(ctx context.Context, id, method string, params any) (*tra
 func (s *session) rpc(ctx context.Context, method string, params any, out any) error {
 	if s.modern.Load() && (method == string(mcp.MethodResourcesSubscribe) || method == string(mcp.MethodResourcesUnsubscribe)) {
 		return s.subscribe(method, params)
+	}
+	if fwd := forwardFrom(ctx); fwd != nil && s.modern.Load() {
+		return s.forward(ctx, method, params, fwd, out)
 	}
 	var round mcp.MultiRoundTripParams
 	for rounds := 0; ; rounds++ {

@@ -30,6 +30,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -423,7 +424,15 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 			req.Params.Meta = &mcp.Meta{ProgressToken: in.token}
 		}
 		var res *mcp.CallToolResult
-		if res, err = s.callTool(cctx, req); err == nil {
+		switch fwd := forwardFrom(ctx); {
+		case fwd != nil && s.modern.Load():
+			res, err = s.forwardCall(cctx, req, fwd)
+		case fwd != nil && fwd.RequestState != "":
+			return nil, foreignState(server, tool, fwd.RequestState)
+		default:
+			res, err = s.callTool(cctx, req)
+		}
+		if err == nil {
 			return res, nil
 		}
 	}
@@ -440,6 +449,10 @@ func (m *Manager) Call(ctx context.Context, server, tool string, args map[string
 	case isConnErr(err):
 		return nil, l.lostDuringCall(s, tool, err)
 	default:
+		var re *RPCError
+		if errors.As(err, &re) {
+			re.Server = server
+		}
 		return nil, fmt.Errorf("calling %s:%s: %w", server, tool, m.mask(err))
 	}
 }
