@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 )
@@ -33,7 +34,30 @@ func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error
 	if err != nil {
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
-	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions",
+	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions, client tokens",
 		zap.String("store", pgstore.Redact(cfg.Store.Postgres)), zap.Ints("migrations_applied", s.Applied()))
 	return s, nil
+}
+
+// watchedTokens is a client token store that a serving mcproxy keeps
+// current with Watch (clienttoken.File, pgstore.Tokens).
+type watchedTokens interface {
+	clienttoken.Store
+	Watch(ctx context.Context) <-chan struct{}
+}
+
+// openTokens is the client tokens of cfg: shared's when a shared store is
+// configured (every replica and `mcproxy tokens` then see the same), else
+// <data_dir>/tokens.json.
+func openTokens(cfg *config.Config, shared *pgstore.Store, log *zap.Logger) (watchedTokens, error) {
+	if shared == nil {
+		return clienttoken.Open(config.ExpandHome(cfg.DataDir), clienttoken.Options{Log: log})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+	defer cancel()
+	t, err := shared.Tokens(ctx, pgstore.TokenOptions{})
+	if err != nil {
+		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
+	}
+	return t, nil
 }

@@ -1,9 +1,10 @@
 // Package pgstore keeps the state that mcproxy replicas share in one
 // PostgreSQL database (issue 32): the tool approvals, the learned words,
 // the negotiated protocol revisions, the gateway's sessions and its
-// conversation index, behind the interfaces of the packages that use them
-// (integrity.Backend, learn.Backend, upstream.RevisionStore,
-// session.Store, gateway.Index), and locks that hold across replicas
+// conversation index, the client tokens (their hashes), behind the
+// interfaces of the packages that use them (integrity.Backend,
+// learn.Backend, upstream.RevisionStore, session.Store, gateway.Index,
+// clienttoken.Store), and locks that hold across replicas
 // (Lock, LockConversation). It owns the schema: versioned
 // SQL migrations (migrations/), applied at Open under an advisory lock so
 // that replicas starting at once migrate once.
@@ -62,8 +63,11 @@ const (
 	docRevisions = "revisions"
 )
 
-// approvalsChannel is the LISTEN/NOTIFY channel of approval changes.
-const approvalsChannel = "mcproxy_approvals"
+// The LISTEN/NOTIFY channels: approval changes, client token changes.
+const (
+	approvalsChannel = "mcproxy_approvals"
+	tokensChannel    = "mcproxy_tokens"
+)
 
 // migrateLockKey is the advisory lock held while migrating ("mcproxy" in
 // ASCII), one key for every mcproxy database.
@@ -82,6 +86,7 @@ type Store struct {
 	cancel   context.CancelFunc
 	listened <-chan struct{} // closed once the listener has stopped
 	changes  chan struct{}   // approvals changed (capacity 1)
+	tokens   chan struct{}   // client tokens changed (capacity 1)
 
 	mu      sync.Mutex
 	stamps  map[string]string // last stamp read per document, for errors
@@ -123,7 +128,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("connecting to %s: %w", where, scrub(err, dsn))
 	}
 	s := &Store{pool: pool, dsn: dsn, where: where, opts: opts, log: opts.Logger,
-		changes: make(chan struct{}, 1), stamps: map[string]string{}, started: make(chan struct{})}
+		changes: make(chan struct{}, 1), tokens: make(chan struct{}, 1), stamps: map[string]string{}, started: make(chan struct{})}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connecting to %s: %w", where, scrub(err, dsn))
@@ -257,10 +262,10 @@ func (s *Store) migrate(ctx context.Context) ([]int, error) {
 	return applied, nil
 }
 
-// listen holds a connection that LISTENs on approvalsChannel and forwards
-// each notification to changes, until ctx ends; a lost connection is made
-// again after a pause, and a change signalled then, since one may have been
-// missed.
+// listen holds a connection that LISTENs on approvalsChannel and
+// tokensChannel and forwards each notification to changes or tokens, until
+// ctx ends; a lost connection is made again after a pause, and a change of
+// both signalled then, since one may have been missed.
 //
 // Open waits for the first attempt: until it listens, or until it failed
 // (then the poll covers the approvals until a later attempt listens).
@@ -281,7 +286,8 @@ func (s *Store) listen(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		s.signal()
+		signal(s.changes)
+		signal(s.tokens)
 	}
 }
 
@@ -291,7 +297,7 @@ func (s *Store) listenOnce(ctx context.Context, first *bool) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+approvalsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+approvalsChannel+"; LISTEN "+tokensChannel); err != nil {
 		return err
 	}
 	// A released connection goes back to the pool: it must not keep
@@ -302,16 +308,24 @@ func (s *Store) listenOnce(ctx context.Context, first *bool) error {
 		close(s.started)
 	}
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		s.signal()
+		switch n.Channel {
+		case approvalsChannel:
+			signal(s.changes)
+		case tokensChannel:
+			signal(s.tokens)
+		}
 	}
 }
 
-func (s *Store) signal() {
+// signal tells ch's reader of a change without waiting: one pending
+// signal covers any number of changes.
+func signal(ch chan struct{}) {
 	select {
-	case s.changes <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
