@@ -40,8 +40,9 @@ type profileFronts struct {
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
-// stack is stopped by close. The client tokens are shared's when a shared
-// store is configured. onCall is told of every tool call, as the
+// stack is stopped by close. The client tokens, and each stack's shared
+// state (approvals, learned words, revisions, OAuth tokens), are shared's
+// when a shared store is configured. onCall is told of every tool call, as the
 // default profile's stack tells it (nil tells nobody).
 func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, shared *pgstore.Store, sessions *session.Manager, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
 	pf := &profileFronts{}
@@ -83,6 +84,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			WaitForStart: true,
 			Sessions:     sessions,
 			LearnFile:    learnFile(pcfg),
+			Shared:       shared,
 			OpenBrowser:  oauth.SystemOpener(),
 			OnCall:       onCall,
 		})

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 )
 
@@ -34,7 +36,7 @@ func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error
 	if err != nil {
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
-	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions, client tokens",
+	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions, client tokens, OAuth tokens of upstreams",
 		zap.String("store", pgstore.Redact(cfg.Store.Postgres)), zap.Ints("migrations_applied", s.Applied()))
 	return s, nil
 }
@@ -60,4 +62,16 @@ func openTokens(cfg *config.Config, shared *pgstore.Store, log *zap.Logger) (wat
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
 	return t, nil
+}
+
+// oauthStore is where the upstreams' OAuth tokens are kept: shared's when
+// a shared store is configured (one replica refreshes for all), else one
+// file per server under <data_dir>/oauth. where names a server's record
+// for messages.
+func oauthStore(cfg *config.Config, shared *pgstore.Store) (st oauth.Store, where func(server string) string) {
+	if shared != nil {
+		return shared.OAuth(), func(string) string { return "the shared store " + pgstore.Redact(cfg.Store.Postgres) }
+	}
+	dir := oauth.Dir(config.ExpandHome(cfg.DataDir))
+	return oauth.Files{Dir: dir}, func(server string) string { return filepath.Join(dir, server+".json") }
 }
