@@ -17,9 +17,6 @@ import (
 // schema at start.
 const storeOpenTimeout = 30 * time.Second
 
-// storeMaxConns bounds a replica's connections to the shared store.
-const storeMaxConns = 32
-
 // openSharedStore opens the PostgreSQL store of cfg.Store (issue 32), or
 // returns nil when the state is kept in files (no store configured). The
 // DSN is never logged: the log and errors name the server by host and
@@ -31,8 +28,9 @@ func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error
 	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
 	defer cancel()
 	// Each gateway turn in progress holds a connection for its
-	// conversation's lock, beside those its statements take.
-	s, err := pgstore.Open(ctx, cfg.Store.Postgres, pgstore.Options{Logger: log.Named("store"), MaxConns: storeMaxConns})
+	// conversation's lock, beside those its statements take
+	// (store.max_connections).
+	s, err := pgstore.Open(ctx, cfg.Store.Postgres, pgstore.Options{Logger: log.Named("store"), MaxConns: int32(cfg.Store.Connections())})
 	if err != nil {
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
