@@ -42,6 +42,8 @@ type Tokens struct {
 	s    *Store
 	opts TokenOptions
 
+	loading sync.Mutex // held across a load, so an older read never replaces a newer one
+
 	mu     sync.Mutex
 	byHash map[string]clienttoken.Token
 	loaded chan struct{} // closed at the next load, then replaced
@@ -74,6 +76,8 @@ func (t *Tokens) Loaded() <-chan struct{} {
 
 // load replaces the tokens held by the table's.
 func (t *Tokens) load(ctx context.Context) error {
+	t.loading.Lock()
+	defer t.loading.Unlock()
 	rows, err := t.s.pool.Query(ctx, "SELECT hash, name, profiles, created, expires FROM client_tokens")
 	if err != nil {
 		return fmt.Errorf("reading client tokens from %s: %w", t.s.where, err)
