@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 )
@@ -24,8 +26,9 @@ login   Signs in to SERVER (a url server of the config that requires OAuth):
         opens the sign-in page in the browser ($BROWSER, else xdg-open/open;
         with --no-browser or without one it prints the URL to open), waits
         for the redirect on a loopback port, and stores the tokens under
-        <data_dir>/oauth/SERVER.json (mode 0600). A running mcproxy picks
-        them up within a second. Servers set to the client_credentials
+        <data_dir>/oauth/SERVER.json (mode 0600), or with "store":
+        {"postgres": ...} in the database the replicas share. A running
+        mcproxy picks them up within a second. Servers set to the client_credentials
         grant get their token at once.
 status  Lists the url servers and what is stored for each (never a token).
 logout  Deletes SERVER's stored tokens and client registration.
@@ -53,20 +56,29 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	dir := oauth.Dir(config.ExpandHome(cfg.DataDir))
+	// With a shared store the tokens are there, for every replica.
+	shared, err := openSharedStore(cfg, zap.NewNop())
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
+		return exitError
+	}
+	if shared != nil {
+		defer shared.Close()
+	}
+	st, where := oauthStore(cfg, shared)
 	switch sub {
 	case "status":
 		if len(pos) != 0 {
 			fmt.Fprintf(stderr, "mcproxy auth status takes no SERVER\n\n%s", authUsage)
 			return exitUsage
 		}
-		return authStatus(cfg, dir, stdout, stderr)
+		return authStatus(cfg, st, stdout, stderr)
 	case "login", "logout":
 		if len(pos) != 1 {
 			fmt.Fprintf(stderr, "mcproxy auth %s needs one SERVER\n\n%s", sub, authUsage)
 			return exitUsage
 		}
-		c, code := authClient(cfg, dir, pos[0], stderr)
+		c, code := authClient(cfg, st, pos[0], stderr)
 		if c == nil {
 			return code
 		}
@@ -79,7 +91,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "Signed out of %s: its stored tokens are deleted.\n", pos[0])
 			return exitOK
 		}
-		code = authLogin(ctx, c, *noBrowser, dir, stdout, stderr)
+		code = authLogin(ctx, c, *noBrowser, where(pos[0]), stdout, stderr)
 		if code == exitOK && hasHeader(cfg.MCPServers[pos[0]].Headers, "Authorization") {
 			fmt.Fprintf(stderr, "Note: mcpServers.%s.headers sets Authorization, which mcproxy sends instead of the tokens: remove it to use the sign-in.\n", pos[0])
 		}
@@ -90,7 +102,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // authClient is the OAuth client of one configured url server.
-func authClient(cfg *config.Config, dir, name string, stderr io.Writer) (*oauth.Client, int) {
+func authClient(cfg *config.Config, st oauth.Store, name string, stderr io.Writer) (*oauth.Client, int) {
 	sc, ok := cfg.MCPServers[name]
 	if problems := cfg.Broken[name]; problems != "" {
 		fmt.Fprintf(stderr, "mcproxy: server %q is not usable until its config entry is fixed: %s\n", name, problems)
@@ -104,7 +116,7 @@ func authClient(cfg *config.Config, dir, name string, stderr io.Writer) (*oauth.
 		fmt.Fprintf(stderr, "mcproxy: %q is a stdio server (command); only url servers sign in\n", name)
 		return nil, exitUsage
 	}
-	c, err := oauth.New(name, sc, oauth.Options{Dir: dir})
+	c, err := oauth.New(name, sc, oauth.Options{Store: st})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return nil, exitError
@@ -112,7 +124,7 @@ func authClient(cfg *config.Config, dir, name string, stderr io.Writer) (*oauth.
 	return c, exitOK
 }
 
-func authLogin(ctx context.Context, c *oauth.Client, noBrowser bool, dir string, stdout, stderr io.Writer) int {
+func authLogin(ctx context.Context, c *oauth.Client, noBrowser bool, where string, stdout, stderr io.Writer) int {
 	var open func(context.Context, string) error
 	if !noBrowser {
 		open = oauth.SystemOpener()
@@ -134,12 +146,12 @@ func authLogin(ctx context.Context, c *oauth.Client, noBrowser bool, dir string,
 		return exitError
 	}
 	st := c.Status()
-	fmt.Fprintf(stdout, "Signed in to %s%s. Tokens are stored in %s/%s.json; a running mcproxy connects within a second.\n",
-		c.Name(), describeScopes(st.Scopes), dir, c.Name())
+	fmt.Fprintf(stdout, "Signed in to %s%s. Tokens are stored in %s; a running mcproxy connects within a second.\n",
+		c.Name(), describeScopes(st.Scopes), where)
 	return exitOK
 }
 
-func authStatus(cfg *config.Config, dir string, stdout, stderr io.Writer) int {
+func authStatus(cfg *config.Config, store oauth.Store, stdout, stderr io.Writer) int {
 	names := slices.Sorted(maps.Keys(cfg.MCPServers))
 	listed := false
 	for _, name := range names {
@@ -148,7 +160,7 @@ func authStatus(cfg *config.Config, dir string, stdout, stderr io.Writer) int {
 			continue
 		}
 		listed = true
-		c, err := oauth.New(name, sc, oauth.Options{Dir: dir})
+		c, err := oauth.New(name, sc, oauth.Options{Store: store})
 		if err != nil {
 			fmt.Fprintf(stdout, "%-20s %s  config error: %v\n", name, maskURL(sc.URL), err)
 			continue

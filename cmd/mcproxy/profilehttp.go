@@ -11,11 +11,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/clientauth"
-	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
 	"github.com/mcproxy/mcproxy/internal/goroutine"
 	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/oauth"
+	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/ratelimit"
 	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
@@ -40,9 +40,11 @@ type profileFronts struct {
 }
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
-// stack is stopped by close. onCall is told of every tool call, as the
+// stack is stopped by close. The client tokens, and each stack's shared
+// state (approvals, learned words, revisions, OAuth tokens), are shared's
+// when a shared store is configured. onCall is told of every tool call, as the
 // default profile's stack tells it (nil tells nobody).
-func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, sessions *session.Manager, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
+func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, shared *pgstore.Store, sessions *session.Manager, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
 	pf := &profileFronts{}
 	if len(cfg.Profiles) == 0 {
 		return pf, nil
@@ -51,7 +53,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 		log.Warn("profiles are served, but no auth_token is set: the default endpoint /mcp, with every tool, is open to anyone who can reach the listener; set auth_token so that only it opens /mcp")
 	}
 	dataDir := config.ExpandHome(cfg.DataDir)
-	tokens, err := clienttoken.Open(dataDir, clienttoken.Options{Log: log.Named("tokens")})
+	tokens, err := openTokens(cfg, shared, log.Named("tokens"))
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +84,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 			WaitForStart: true,
 			Sessions:     sessions,
 			LearnFile:    learnFile(pcfg),
+			Shared:       shared,
 			OpenBrowser:  oauth.SystemOpener(),
 			OnCall:       onCall,
 		})

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
 )
@@ -22,8 +24,9 @@ Client tokens are bearer tokens for one or more profiles ("profiles" in the
 config): a client sending one reaches only those profiles' endpoints
 (/mcp/p/<profile>, /sse/p/<profile>) and sees only their tools. create prints
 the token once, alone on the last line; mcproxy keeps only its SHA-256, in
-<data_dir>/tokens.json (0600). A running mcproxy sees a create or a revoke
-within a second, without restarting. --expires takes days (30d) or a Go
+<data_dir>/tokens.json (0600), or with "store": {"postgres": ...} in the
+database every replica shares. A running mcproxy (every replica) sees a
+create or a revoke within a second, without restarting. --expires takes days (30d) or a Go
 duration (12h); without it the token never expires. auth_token stays the admin
 token for every profile.
 `
@@ -77,7 +80,16 @@ func runTokens(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 		return exitError
 	}
-	st, err := clienttoken.Open(config.ExpandHome(cfg.DataDir), clienttoken.Options{})
+	// With a shared store the tokens are there, for every replica.
+	shared, err := openSharedStore(cfg, zap.NewNop())
+	if err != nil {
+		fmt.Fprintf(stderr, "mcproxy tokens: %v\n", err)
+		return exitError
+	}
+	if shared != nil {
+		defer shared.Close()
+	}
+	st, err := openTokens(cfg, shared, zap.NewNop())
 	if err != nil {
 		fmt.Fprintf(stderr, "mcproxy tokens: %v\n", err)
 		return exitError

@@ -79,8 +79,9 @@ type stackOptions struct {
 	// LearnFile is the store of words learned from use; "" learns
 	// nothing (config "learn": false, or a run that keeps nothing).
 	LearnFile string
-	// Shared keeps the approvals, learned words and revisions in the
-	// PostgreSQL store replicas share (store.go); nil keeps them in files.
+	// Shared keeps the approvals, learned words, revisions and the
+	// upstreams' OAuth tokens in the PostgreSQL store replicas share
+	// (store.go); nil keeps them in files.
 	Shared *pgstore.Store
 	// OpenBrowser starts an upstream's OAuth sign-in in the user's
 	// browser when the upstream asks for one (oauth.SystemOpener). nil =
@@ -149,7 +150,8 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// callback; it exists only after the manager does, and nothing is
 	// reported before start.
 	var front atomic.Pointer[server.Server]
-	auth := oauth.NewSet(oauth.Options{Dir: oauth.Dir(config.ExpandHome(cfg.DataDir)), Logger: log.Named("oauth"), Open: opts.OpenBrowser})
+	tokens, _ := oauthStore(cfg, opts.Shared)
+	auth := oauth.NewSet(oauth.Options{Store: tokens, Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
 		ToolFilter:    opts.ToolFilter,
 		Limits:        ratelimit.New(),

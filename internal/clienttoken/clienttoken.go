@@ -11,7 +11,9 @@
 // polls the file (its identity, size and modification time). Every change
 // is a read-modify-write under an exclusive lock on tokens.json.lock
 // (internal/filelock), so processes creating or revoking tokens at once
-// keep each other's changes.
+// keep each other's changes. Replicas sharing a PostgreSQL database keep
+// their tokens there instead (internal/pgstore's Tokens); New, Hash and
+// Find are what both stores share.
 package clienttoken
 
 import (
@@ -82,8 +84,8 @@ func (t Token) Expired(now time.Time) bool { return !t.Expires.IsZero() && !now.
 // Allows reports whether t may use the profile called name.
 func (t Token) Allows(profile string) bool { return slices.Contains(t.Profiles, profile) }
 
-// Store keeps client tokens. File is the one implementation today; a
-// PostgreSQL one can stand behind the same interface.
+// Store keeps client tokens: File here, and internal/pgstore's for
+// replicas sharing a database (issue 32).
 type Store interface {
 	// Create makes a token called name for profiles, expiring at expires
 	// (zero: never), and returns its value, which nothing keeps.
@@ -208,11 +210,7 @@ func (f *File) lockFile(ctx context.Context) (func(), error) {
 
 // writeLocked replaces the file with the tokens held.
 func (f *File) writeLocked() error {
-	d := fileData{Tokens: make([]Token, 0, len(f.byHash))}
-	for _, t := range f.byHash {
-		d.Tokens = append(d.Tokens, t)
-	}
-	sort.Slice(d.Tokens, func(i, j int) bool { return d.Tokens[i].Name < d.Tokens[j].Name })
+	d := fileData{Tokens: Sorted(f.byHash)}
 	data, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding client tokens: %w", err)
@@ -228,9 +226,10 @@ func (f *File) writeLocked() error {
 	return nil
 }
 
-// Create implements Store. It rereads the file first, so a token another
-// process created in the meantime is kept.
-func (f *File) Create(ctx context.Context, name string, profiles []string, expires time.Time) (string, Token, error) {
+// New makes a token called name for profiles, expiring at expires (zero:
+// never), created at now: its value, shown once, and what a store keeps of
+// it. It checks the name and profiles, so every Store refuses the same.
+func New(name string, profiles []string, expires, now time.Time) (value string, t Token, err error) {
 	// Parentheses are kept for the labels of callers that are no token
 	// ("(admin)", "(anonymous)") in the call history and metrics.
 	if name == "" || strings.ContainsAny(name, " \t\r\n()") {
@@ -243,8 +242,34 @@ func (f *File) Create(ctx context.Context, name string, profiles []string, expir
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", Token{}, fmt.Errorf("creating client token %s: %w", name, err)
 	}
-	value := Prefix + base64.RawURLEncoding.EncodeToString(raw[:])
-	t := Token{Name: name, Profiles: slices.Clone(profiles), Hash: hash(value), Created: f.opts.Now().UTC().Truncate(time.Second), Expires: expires.UTC()}
+	value = Prefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	t = Token{Name: name, Profiles: slices.Clone(profiles), Hash: Hash(value), Created: now.UTC().Truncate(time.Second), Expires: expires.UTC()}
+	return value, t, nil
+}
+
+// Find is Check over byHash (tokens by Hash) at now: the token whose value
+// is value, ErrUnknown or ErrExpired.
+func Find(byHash map[string]Token, value string, now time.Time) (Token, error) {
+	if !strings.HasPrefix(value, Prefix) {
+		return Token{}, ErrUnknown
+	}
+	t, ok := byHash[Hash(value)]
+	if !ok {
+		return Token{}, ErrUnknown
+	}
+	if t.Expired(now) {
+		return t, ErrExpired
+	}
+	return t, nil
+}
+
+// Create implements Store. It rereads the file first, so a token another
+// process created in the meantime is kept.
+func (f *File) Create(ctx context.Context, name string, profiles []string, expires time.Time) (string, Token, error) {
+	value, t, err := New(name, profiles, expires, f.opts.Now())
+	if err != nil {
+		return "", Token{}, err
+	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -276,12 +301,17 @@ func (f *File) List(context.Context) ([]Token, error) {
 	if err := f.reloadLocked(false); err != nil {
 		return nil, err
 	}
-	out := make([]Token, 0, len(f.byHash))
-	for _, t := range f.byHash {
+	return Sorted(f.byHash), nil
+}
+
+// Sorted is the tokens of byHash by name.
+func Sorted(byHash map[string]Token) []Token {
+	out := make([]Token, 0, len(byHash))
+	for _, t := range byHash {
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // Revoke implements Store.
@@ -312,22 +342,13 @@ func (f *File) Revoke(ctx context.Context, name string) error {
 // Check implements Store. It reads only what was loaded (Watch keeps that
 // current), so it costs no I/O.
 func (f *File) Check(value string) (Token, error) {
-	if !strings.HasPrefix(value, Prefix) {
-		return Token{}, ErrUnknown
-	}
 	f.mu.Lock()
-	t, ok := f.byHash[hash(value)]
-	f.mu.Unlock()
-	if !ok {
-		return Token{}, ErrUnknown
-	}
-	if t.Expired(f.opts.Now()) {
-		return t, ErrExpired
-	}
-	return t, nil
+	defer f.mu.Unlock()
+	return Find(f.byHash, value, f.opts.Now())
 }
 
-func hash(value string) string {
+// Hash is what a store keeps of a token's value: its hex SHA-256.
+func Hash(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return hex.EncodeToString(sum[:])
 }

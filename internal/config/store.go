@@ -11,12 +11,36 @@ type StoreConfig struct {
 	// password through ${VAR}: the DSN is never logged, and errors show it
 	// without its user, password and parameters. Empty means files.
 	Postgres string `json:"postgres,omitempty"`
+	// MaxConnections bounds each replica's connections to the database
+	// (its pool). Each gateway turn in progress holds one for its
+	// conversation's lock; a few are always kept for statements and the
+	// notifications. Zero = DefaultStoreMaxConnections.
+	MaxConnections int `json:"max_connections,omitempty"`
+}
+
+// Bounds of store.max_connections.
+const (
+	DefaultStoreMaxConnections = 32
+	MinStoreMaxConnections     = 4
+	MaxStoreMaxConnections     = 1000
+)
+
+// Connections is MaxConnections with its default filled in.
+func (s StoreConfig) Connections() int {
+	if s.MaxConnections == 0 {
+		return DefaultStoreMaxConnections
+	}
+	return s.MaxConnections
 }
 
 // Shared reports whether a shared store is configured.
 func (s StoreConfig) Shared() bool { return s.Postgres != "" }
 
 func (s StoreConfig) validate(path string) []error {
+	if s.MaxConnections != 0 && (s.MaxConnections < MinStoreMaxConnections || s.MaxConnections > MaxStoreMaxConnections) {
+		return []error{fieldErr(path+".max_connections", "%d is out of range: give %d to %d (default %d), within the database's own max_connections divided among the replicas",
+			s.MaxConnections, MinStoreMaxConnections, MaxStoreMaxConnections, DefaultStoreMaxConnections)}
+	}
 	if s.Postgres == "" {
 		return nil
 	}

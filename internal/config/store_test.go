@@ -32,3 +32,23 @@ func TestStore(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreMaxConnections: store.max_connections defaults to 32 and takes
+// 4 to 1000; a value outside says the range.
+func TestStoreMaxConnections(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(`{"store": {"postgres": "postgres://db/mc"}}`), nil)
+	if err != nil || cfg.Store.Connections() != DefaultStoreMaxConnections {
+		t.Fatalf("default: got %v, %d; want %d", err, cfg.Store.Connections(), DefaultStoreMaxConnections)
+	}
+	cfg, err = Parse([]byte(`{"store": {"postgres": "postgres://db/mc", "max_connections": 80}}`), nil)
+	if err != nil || cfg.Store.Connections() != 80 {
+		t.Fatalf("80: got %v, %d", err, cfg.Store.Connections())
+	}
+	for _, bad := range []string{"3", "1001", "-1"} {
+		_, err := Parse([]byte(`{"store": {"postgres": "postgres://db/mc", "max_connections": `+bad+`}}`), nil)
+		if err == nil || !strings.Contains(err.Error(), "store.max_connections") || !strings.Contains(err.Error(), "4 to 1000") {
+			t.Errorf("%s: got %v, want an error naming store.max_connections and its range", bad, err)
+		}
+	}
+}

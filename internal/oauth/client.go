@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,8 +22,10 @@ import (
 // Options tune New. The zero value stores nothing on disk and never opens
 // a browser.
 type Options struct {
-	// Dir holds the token files, one <server>.json per server. Empty =
-	// tokens are kept in memory only.
+	// Store keeps the tokens. nil = Files in Dir.
+	Store Store
+	// Dir holds the token files, one <server>.json per server, when Store
+	// is nil. Both empty = tokens are kept in memory only.
 	Dir string
 	// Logger receives sign-in events (never a token). nil = no logging.
 	Logger *zap.Logger
@@ -56,7 +56,7 @@ type Client struct {
 	cfg             config.OAuthConfig
 	key             crypto.Signer
 	http            *http.Client
-	st              store
+	st              Store
 	log             *zap.Logger
 	open            func(context.Context, string) error
 	loginTimeout    time.Duration
@@ -69,8 +69,8 @@ type Client struct {
 
 	mu        sync.Mutex
 	rec       *Record
-	stamp     time.Time
-	mem       bool // no Dir: rec lives in memory only
+	stamp     string
+	mem       bool // no Store: rec lives in memory only
 	disc      *discovery
 	hint      string   // the last resource_metadata hint
 	scopes    []string // the last challenge's scopes
@@ -107,10 +107,13 @@ func New(name string, sc config.ServerConfig, opts Options) (*Client, error) {
 	if c.loginTimeout <= 0 {
 		c.loginTimeout = config.DefaultLoginTimeout
 	}
-	if opts.Dir == "" {
+	switch {
+	case opts.Store != nil:
+		c.st = opts.Store
+	case opts.Dir != "":
+		c.st = Files{Dir: opts.Dir}
+	default:
 		c.mem = true
-	} else {
-		c.st = store{path: filepath.Join(opts.Dir, name+".json")}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
@@ -125,18 +128,19 @@ func (c *Client) Close() {
 	c.wg.Wait()
 }
 
-// record returns the current record, reloading the file when another
-// process (mcproxy auth login) rewrote it. c.mu must be held.
+// record returns the current record, reloading it when another process
+// (mcproxy auth login, another replica) stored a new one. c.mu must be
+// held.
 func (c *Client) record() *Record {
 	if c.mem {
 		return c.rec
 	}
-	if s := c.st.stamp(); !s.Equal(c.stamp) || c.rec == nil {
-		r, err := c.st.load()
+	if s := c.st.Stamp(c.name); s != c.stamp || c.rec == nil {
+		r, err := c.st.Load(c.name)
 		if err != nil {
-			c.log.Warn("token file unreadable; signing in again", zap.Error(err))
+			c.log.Warn("stored tokens unreadable; signing in again", zap.Error(err))
 		}
-		if !s.Equal(c.stamp) && !c.stamp.IsZero() && r != nil && r.Token != nil {
+		if s != c.stamp && c.stamp != "" && r != nil && r.Token != nil {
 			c.suspended = "" // new tokens: automatic sign-in may run again
 		}
 		c.rec, c.stamp = r, s
@@ -147,30 +151,30 @@ func (c *Client) record() *Record {
 // saveLocked stores r. c.mu must be held.
 func (c *Client) saveLocked(r *Record) error {
 	r.ServerURL = c.serverURL
+	r.Updated = time.Now().UTC()
 	c.rec = r
 	if c.mem {
-		r.Updated = time.Now().UTC()
 		return nil
 	}
-	if err := c.st.save(r); err != nil {
+	if err := c.st.Save(c.name, r); err != nil {
 		return err
 	}
-	c.stamp = c.st.stamp()
+	c.stamp = c.st.Stamp(c.name)
 	return nil
 }
 
 // Stamp changes whenever the stored tokens change (in this process or
-// another); the zero time means none are stored.
-func (c *Client) Stamp() time.Time {
+// another); "" means none are stored.
+func (c *Client) Stamp() string {
 	if c.mem {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.rec == nil || c.rec.Token == nil {
-			return time.Time{}
+			return ""
 		}
-		return c.rec.Updated
+		return c.rec.Updated.Format(time.RFC3339Nano)
 	}
-	return c.st.stamp()
+	return c.st.Stamp(c.name)
 }
 
 // Logout forgets the stored tokens and registration.
@@ -181,8 +185,8 @@ func (c *Client) Logout() error {
 	if c.mem {
 		return nil
 	}
-	err := c.st.remove()
-	c.stamp = c.st.stamp()
+	err := c.st.Remove(c.name)
+	c.stamp = c.st.Stamp(c.name)
 	return err
 }
 
@@ -286,10 +290,10 @@ func (c *Client) identity(ctx context.Context, as *serverMetadata, redirectURI s
 
 // access returns the token to send, refreshing it first when it is about
 // to expire; nil when there is none (or the refresh was refused). It is
-// not an oauth2.ReuseTokenSource: the token lives in a file other
-// processes rewrite (mcproxy auth login, a second mcproxy), so each access
-// rereads it and a refresh takes the file's lock and first looks for a
-// token another process stored.
+// not an oauth2.ReuseTokenSource: the token lives in a store other
+// processes rewrite (mcproxy auth login, a second mcproxy, another
+// replica), so each access rereads it and a refresh takes the store's lock
+// and first looks for a token another process stored.
 func (c *Client) access(ctx context.Context) (*Token, error) {
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()
@@ -316,14 +320,11 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 		return nil, nil
 	}
 	if !c.mem {
-		// Another process sharing the file may be refreshing too: take
+		// Another process sharing the store may be refreshing too: take
 		// turns, and use what it stored if it did.
-		if err := os.MkdirAll(filepath.Dir(c.st.path), 0o700); err != nil {
-			return nil, fmt.Errorf("creating the token directory: %w", err)
-		}
-		unlock, err := lockFile(ctx, c.st.path+".lock")
+		unlock, err := c.st.Lock(ctx, c.name)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("upstream %q: %w", c.name, err)
 		}
 		defer unlock()
 		c.mu.Lock()

@@ -7,8 +7,10 @@
 // (S256) and the resource parameter through the user's browser and a
 // loopback redirect, steps up scopes on insufficient_scope, refreshes
 // tokens, and runs the client credentials grant for machine-to-machine
-// servers. Tokens live in one file per server under a directory it is
-// given, mode 0600, and never reach logs or errors. The token requests,
+// servers. Tokens live in a Store: one file per server under a directory
+// it is given, mode 0600 (Files), or internal/pgstore's, which replicas
+// share; a refresh holds the store's lock, so that processes sharing it
+// refresh once. Tokens never reach logs or errors. The token requests,
 // PKCE and the authorization URL are golang.org/x/oauth2's; discovery,
 // registration, the choice of scopes and client authentication, and when
 // to refresh or sign in are mcproxy's.

@@ -297,14 +297,14 @@ func TestLoginTimeout(t *testing.T) {
 
 func TestStoreIsPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "oauth")
-	st := store{path: filepath.Join(dir, "srv.json")}
-	if !st.stamp().IsZero() {
-		t.Fatal("stamp of a missing file is not zero")
+	st := Files{Dir: dir}
+	if st.Stamp("srv") != "" {
+		t.Fatal("stamp of a missing file is not empty")
 	}
-	if err := st.save(&Record{Token: &Token{AccessToken: "a", RefreshToken: "r"}}); err != nil {
+	if err := st.Save("srv", &Record{Token: &Token{AccessToken: "a", RefreshToken: "r"}}); err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]os.FileMode{dir: 0o700, st.path: 0o600} {
+	for path, want := range map[string]os.FileMode{dir: 0o700, st.path("srv"): 0o600} {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +313,7 @@ func TestStoreIsPrivate(t *testing.T) {
 			t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
 		}
 	}
-	r, err := st.load()
+	r, err := st.Load("srv")
 	if err != nil || r.Token.RefreshToken != "r" {
 		t.Fatalf("load: %v, %+v", err, r)
 	}
@@ -389,7 +389,7 @@ func TestHeadlessRefreshToken(t *testing.T) {
 	if got := form["resource"]; len(got) != 1 || got[0] != s.srv.URL+"/mcp" {
 		t.Errorf("resource %v, want %s/mcp", got, s.srv.URL)
 	}
-	r, err := store{path: filepath.Join(dir, "srv.json")}.load()
+	r, err := Files{Dir: dir}.Load("srv")
 	if err != nil || r == nil || r.Token.RefreshToken != "rotated" {
 		t.Fatalf("stored record %+v (%v), want the rotated refresh token", r, err)
 	}
@@ -563,7 +563,7 @@ func TestSharedFileRefreshesOnce(t *testing.T) {
 func seedTokens(t *testing.T, s *site, tok *Token) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+	if err := (Files{Dir: dir}).Save("srv", &Record{
 		Registration: &Registration{Issuer: s.srv.URL, ClientID: "dyn", AuthMethod: "none", Dynamic: true},
 		Token:        tok,
 	}); err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -210,7 +209,7 @@ func TestNoRefreshAtAnotherAuthServer(t *testing.T) {
 			dir := t.TempDir()
 			reg := tc.reg
 			reg.Issuer = old.srv.URL
-			if err := (store{path: filepath.Join(dir, "srv.json")}).save(&Record{
+			if err := (Files{Dir: dir}).Save("srv", &Record{
 				Registration: &reg,
 				Token:        &Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Minute)},
 			}); err != nil {

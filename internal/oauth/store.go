@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
@@ -33,8 +35,7 @@ type Registration struct {
 	Dynamic bool `json:"dynamic,omitempty"`
 }
 
-// Record is everything stored for one server: one file,
-// <dir>/<server>.json, mode 0600.
+// Record is everything stored for one server (in a Store).
 type Record struct {
 	ServerURL    string        `json:"server_url"`
 	Resource     string        `json:"resource,omitempty"`
@@ -45,56 +46,91 @@ type Record struct {
 	Updated time.Time `json:"updated"`
 }
 
-// store reads and writes one server's record.
-type store struct {
-	path string
+// Store keeps each server's Record where every process that signs in to
+// it finds it: Files, one file per server (the default), or
+// internal/pgstore's, which replicas share. A record holds tokens: a Store
+// never puts them in a log or an error. Its methods are safe for
+// concurrent use.
+type Store interface {
+	// Load returns server's record; nil (and no error) when none is stored.
+	Load(server string) (*Record, error)
+	// Save stores r as server's record.
+	Save(server string, r *Record) error
+	// Remove deletes server's record; a missing one is not an error.
+	Remove(server string) error
+	// Stamp identifies the current version of server's record, so that a
+	// record another process stored or removed is noticed; "" when none
+	// was stored.
+	Stamp(server string) string
+	// Lock takes server's refresh lock, held against every process that
+	// shares the store, waiting until it is free or ctx ends. Refreshes
+	// take it, so that a rotating refresh token is spent once.
+	Lock(ctx context.Context, server string) (unlock func(), err error)
 }
 
-// load reads the record; a missing file is (nil, nil).
-func (s store) load() (*Record, error) {
-	data, err := os.ReadFile(s.path)
+// Files is the Store of directory Dir: <Dir>/<server>.json, mode 0600, in
+// a 0700 directory, replaced atomically; the refresh lock is an flock on
+// <Dir>/<server>.json.lock.
+type Files struct{ Dir string }
+
+var _ Store = Files{}
+
+func (f Files) path(server string) string { return filepath.Join(f.Dir, server+".json") }
+
+// Load implements Store.
+func (f Files) Load(server string) (*Record, error) {
+	path := f.path(server)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", s.path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w (delete it and sign in again)", s.path, err)
+		return nil, fmt.Errorf("decoding %s: %w (delete it and sign in again)", path, err)
 	}
 	return &r, nil
 }
 
-// save writes the record atomically (atomicfile: 0600, in a 0700
-// directory, fsynced).
-func (s store) save(r *Record) error {
-	r.Updated = time.Now().UTC()
+// Save implements Store, writing the file atomically (atomicfile: 0600,
+// in a 0700 directory, fsynced).
+func (f Files) Save(server string, r *Record) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(s.path, data, atomicfile.Options{}); err != nil {
+	if err := atomicfile.WriteFile(f.path(server), data, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("saving tokens: %w", err)
 	}
 	return nil
 }
 
-// stamp identifies the file's current version (zero when absent), so a
-// record written by another process (mcproxy auth login) is noticed.
-func (s store) stamp() time.Time {
-	st, err := os.Stat(s.path)
+// Stamp implements Store: the file's modification time and size.
+func (f Files) Stamp(server string) string {
+	st, err := os.Stat(f.path(server))
 	if err != nil {
-		return time.Time{}
+		return ""
 	}
-	return st.ModTime().Add(time.Duration(st.Size()))
+	return st.ModTime().Add(time.Duration(st.Size())).Format(time.RFC3339Nano)
 }
 
-// remove deletes the record; a missing one is not an error.
-func (s store) remove() error {
-	err := os.Remove(s.path)
+// Remove implements Store.
+func (f Files) Remove(server string) error {
+	err := os.Remove(f.path(server))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return err
+}
+
+// Lock implements Store. Two mcproxy processes (one per client app, say)
+// share a token file; the lock keeps them from spending one rotating
+// refresh token twice.
+func (f Files) Lock(ctx context.Context, server string) (func(), error) {
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the token directory: %w", err)
+	}
+	return lockFile(ctx, f.path(server)+".lock")
 }

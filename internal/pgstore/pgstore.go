@@ -1,9 +1,10 @@
 // Package pgstore keeps the state that mcproxy replicas share in one
 // PostgreSQL database (issue 32): the tool approvals, the learned words,
 // the negotiated protocol revisions, the gateway's sessions and its
-// conversation index, behind the interfaces of the packages that use them
-// (integrity.Backend, learn.Backend, upstream.RevisionStore,
-// session.Store, gateway.Index), and locks that hold across replicas
+// conversation index, the client tokens (their hashes), behind the
+// interfaces of the packages that use them (integrity.Backend,
+// learn.Backend, upstream.RevisionStore, session.Store, gateway.Index,
+// clienttoken.Store), and locks that hold across replicas
 // (Lock, LockConversation). It owns the schema: versioned
 // SQL migrations (migrations/), applied at Open under an advisory lock so
 // that replicas starting at once migrate once.
@@ -45,8 +46,34 @@ type Options struct {
 	// (the interfaces of integrity, learn and upstream). Zero =
 	// DefaultTimeout.
 	Timeout time.Duration
-	// MaxConns bounds the connection pool. Zero = DefaultMaxConns.
+	// MaxConns bounds the connection pool (the config's
+	// store.max_connections). Lock holds one of them until unlock; it may
+	// hold all but LockReserve(MaxConns), which are kept for statements
+	// and the listener. Zero = DefaultMaxConns; at least MinMaxConns.
 	MaxConns int32
+}
+
+// MinMaxConns is the smallest pool: the listener, two statements, one lock.
+const MinMaxConns = 4
+
+// LockReserve is how many of a pool of maxConns connections Lock leaves to
+// statements and the listener: a quarter, at least three.
+func LockReserve(maxConns int32) int32 { return max(3, maxConns/4) }
+
+// LocksExhaustedError is Lock's answer when every connection Lock may use
+// has been held by other locks for the whole wait: more gateway turns are
+// in progress on this replica at once than its pool allows.
+type LocksExhaustedError struct {
+	// Held is how many locks this replica holds (its lock budget);
+	// MaxConns the pool's size.
+	Held, MaxConns int32
+	// Waited is how long Lock waited for one to be released.
+	Waited time.Duration
+}
+
+func (e *LocksExhaustedError) Error() string {
+	return fmt.Sprintf("all %d connections this replica may hold locks on are held (gateway turns in progress; store.max_connections is %d, of which %d are kept for statements), none released within %s: raise store.max_connections (and the database's max_connections to match), or spread the clients over more replicas",
+		e.Held, e.MaxConns, e.MaxConns-e.Held, e.Waited)
 }
 
 // Defaults of Options.
@@ -62,8 +89,11 @@ const (
 	docRevisions = "revisions"
 )
 
-// approvalsChannel is the LISTEN/NOTIFY channel of approval changes.
-const approvalsChannel = "mcproxy_approvals"
+// The LISTEN/NOTIFY channels: approval changes, client token changes.
+const (
+	approvalsChannel = "mcproxy_approvals"
+	tokensChannel    = "mcproxy_tokens"
+)
 
 // migrateLockKey is the advisory lock held while migrating ("mcproxy" in
 // ASCII), one key for every mcproxy database.
@@ -77,11 +107,13 @@ type Store struct {
 	where   string // host and database, for errors
 	opts    Options
 	log     *zap.Logger
-	applied []int // the migrations this Open applied
+	applied []int         // the migrations this Open applied
+	locks   chan struct{} // one token per lock held; its capacity is Lock's budget
 
 	cancel   context.CancelFunc
 	listened <-chan struct{} // closed once the listener has stopped
 	changes  chan struct{}   // approvals changed (capacity 1)
+	tokens   chan struct{}   // client tokens changed (capacity 1)
 
 	mu      sync.Mutex
 	stamps  map[string]string // last stamp read per document, for errors
@@ -111,6 +143,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
 	}
+	opts.MaxConns = max(opts.MaxConns, MinMaxConns)
 	where := Redact(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -123,7 +156,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("connecting to %s: %w", where, scrub(err, dsn))
 	}
 	s := &Store{pool: pool, dsn: dsn, where: where, opts: opts, log: opts.Logger,
-		changes: make(chan struct{}, 1), stamps: map[string]string{}, started: make(chan struct{})}
+		locks:   make(chan struct{}, opts.MaxConns-LockReserve(opts.MaxConns)),
+		changes: make(chan struct{}, 1), tokens: make(chan struct{}, 1), stamps: map[string]string{}, started: make(chan struct{})}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connecting to %s: %w", where, scrub(err, dsn))
@@ -257,10 +291,10 @@ func (s *Store) migrate(ctx context.Context) ([]int, error) {
 	return applied, nil
 }
 
-// listen holds a connection that LISTENs on approvalsChannel and forwards
-// each notification to changes, until ctx ends; a lost connection is made
-// again after a pause, and a change signalled then, since one may have been
-// missed.
+// listen holds a connection that LISTENs on approvalsChannel and
+// tokensChannel and forwards each notification to changes or tokens, until
+// ctx ends; a lost connection is made again after a pause, and a change of
+// both signalled then, since one may have been missed.
 //
 // Open waits for the first attempt: until it listens, or until it failed
 // (then the poll covers the approvals until a later attempt listens).
@@ -281,7 +315,8 @@ func (s *Store) listen(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		s.signal()
+		signal(s.changes)
+		signal(s.tokens)
 	}
 }
 
@@ -291,7 +326,7 @@ func (s *Store) listenOnce(ctx context.Context, first *bool) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+approvalsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+approvalsChannel+"; LISTEN "+tokensChannel); err != nil {
 		return err
 	}
 	// A released connection goes back to the pool: it must not keep
@@ -302,16 +337,24 @@ func (s *Store) listenOnce(ctx context.Context, first *bool) error {
 		close(s.started)
 	}
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		s.signal()
+		switch n.Channel {
+		case approvalsChannel:
+			signal(s.changes)
+		case tokensChannel:
+			signal(s.tokens)
+		}
 	}
 }
 
-func (s *Store) signal() {
+// signal tells ch's reader of a change without waiting: one pending
+// signal covers any number of changes.
+func signal(ch chan struct{}) {
 	select {
-	case s.changes <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -320,19 +363,33 @@ func (s *Store) signal() {
 // database (a PostgreSQL advisory lock on a connection of its own), waiting
 // until it is free or ctx ends. unlock releases it; a replica that dies
 // loses its connection and so its locks.
+//
+// The lock holds its pooled connection until unlock: a session-level
+// advisory lock lives and dies with its session, which is what frees a
+// dead replica's locks, and one connection shared by many locks would drop
+// them all, unseen, when it broke. So that locks never starve statements,
+// they may hold only MaxConns - LockReserve(MaxConns) connections; past
+// that, Lock waits up to Timeout for one to be released, then fails with
+// *LocksExhaustedError, which names the limit.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error) {
+	if err := s.lockSlot(ctx); err != nil {
+		return nil, fmt.Errorf("taking lock %q on %s: %w", key, s.where, err)
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		<-s.locks
 		return nil, fmt.Errorf("taking lock %q on %s: %w", key, s.where, scrub(err, s.dsn))
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey(key)); err != nil {
 		// A cancelled wait may leave the session unsure: do not reuse it.
 		_ = conn.Hijack().Close(context.Background())
+		<-s.locks
 		return nil, fmt.Errorf("taking lock %q on %s: %w", key, s.where, err)
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			defer func() { <-s.locks }()
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 			defer cancel()
 			if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey(key)); err != nil {
@@ -342,6 +399,26 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error)
 			conn.Release()
 		})
 	}, nil
+}
+
+// lockSlot takes one of the connections locks may hold, waiting up to
+// Timeout (or until ctx ends) for another lock to release one.
+func (s *Store) lockSlot(ctx context.Context) error {
+	select {
+	case s.locks <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(s.opts.Timeout)
+	defer t.Stop()
+	select {
+	case s.locks <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return &LocksExhaustedError{Held: int32(cap(s.locks)), MaxConns: s.opts.MaxConns, Waited: s.opts.Timeout}
+	}
 }
 
 // lockKey maps a lock's name to an advisory lock key. Names are kept apart

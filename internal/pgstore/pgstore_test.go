@@ -362,3 +362,52 @@ func TestLearnedNoLostUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestLocksLeaveStatementsAConnection: more locks than the pool allows
+// (gateway turns in progress on one replica) do not starve statements: the
+// lock past the budget fails with an error naming store.max_connections,
+// a statement still runs, and a released lock makes room for the next.
+func TestLocksLeaveStatementsAConnection(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	const maxConns = 8
+	s, err := Open(context.Background(), dsn, Options{MaxConns: maxConns, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
+	var lerr error
+	for i := range maxConns {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		unlock, err := s.Lock(ctx, fmt.Sprintf("conversation:%d", i))
+		cancel()
+		if err != nil {
+			lerr = err
+			break
+		}
+		unlocks = append(unlocks, unlock)
+	}
+	if want := maxConns - LockReserve(maxConns); int32(len(unlocks)) != want {
+		t.Errorf("took %d locks before one failed, want %d (of %d connections)", len(unlocks), want, maxConns)
+	}
+	var le *LocksExhaustedError
+	if !errors.As(lerr, &le) || !strings.Contains(lerr.Error(), "store.max_connections is 8") || !strings.Contains(lerr.Error(), "raise store.max_connections") {
+		t.Errorf("the lock past the budget: got %v, want a *LocksExhaustedError naming store.max_connections and how to raise it", lerr)
+	}
+	if _, err := s.Approvals().Load(); err != nil {
+		t.Errorf("a statement while the locks are all held: %v", err)
+	}
+	unlocks[0]()
+	unlocks = unlocks[1:]
+	unlock, err := s.Lock(context.Background(), "conversation:next")
+	if err != nil {
+		t.Fatalf("a lock after one was released: %v", err)
+	}
+	unlock()
+}

@@ -42,7 +42,7 @@ func needsSignIn(err error) bool {
 // waitSignIn waits, after an attempt failed for want of a sign-in, until
 // the stored tokens change or the scheduled retry is due, whichever comes
 // first. It reports false when ctx ends.
-func (l *link) waitSignIn(ctx context.Context, since time.Time) bool {
+func (l *link) waitSignIn(ctx context.Context, since string) bool {
 	c := l.authClient()
 	l.mu.Lock()
 	d := time.Until(l.retryAt)
@@ -56,7 +56,7 @@ func (l *link) waitSignIn(ctx context.Context, since time.Time) bool {
 		case <-retry.C:
 			return true
 		case <-tick.C:
-			if c != nil && !c.Stamp().Equal(since) {
+			if c != nil && c.Stamp() != since {
 				l.log.Info("new tokens stored; connecting")
 				return true
 			}
@@ -68,12 +68,12 @@ func (l *link) waitSignIn(ctx context.Context, since time.Time) bool {
 	}
 }
 
-// tokenStamp is the OAuth client's token stamp (zero without one).
-func (l *link) tokenStamp() time.Time {
+// tokenStamp is the OAuth client's token stamp ("" without one).
+func (l *link) tokenStamp() string {
 	if c := l.authClient(); c != nil {
 		return c.Stamp()
 	}
-	return time.Time{}
+	return ""
 }
 
 // authHintError adds what to do to a 401 that reached mcp-go (a server
