@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/authheader"
@@ -105,7 +106,8 @@ type Options struct {
 	AuthToken string
 	// Tokens checks client tokens; nil accepts none.
 	Tokens clienttoken.Store
-	// Profiles are the configured profiles (config profiles).
+	// Profiles are the configured profiles (config profiles), until
+	// SetProfiles replaces them.
 	Profiles map[string]config.ProfileConfig
 	// Limits holds the per-token rate limits; nil means no limits.
 	Limits *ratelimit.Limits
@@ -117,6 +119,9 @@ type Options struct {
 type Authenticator struct {
 	opts  Options
 	admin [32]byte
+	// profiles are the configured profiles: Options.Profiles, then each
+	// SetProfiles.
+	profiles atomic.Pointer[map[string]config.ProfileConfig]
 }
 
 // New returns an Authenticator.
@@ -125,10 +130,17 @@ func New(opts Options) *Authenticator {
 		opts.Now = time.Now
 	}
 	a := &Authenticator{opts: opts}
+	a.SetProfiles(opts.Profiles)
 	if opts.AuthToken != "" {
 		a.admin = sha256.Sum256([]byte(opts.AuthToken))
 	}
 	return a
+}
+
+// SetProfiles replaces the configured profiles (a config reload): requests
+// from now on are checked against ps. ps must not be modified afterwards.
+func (a *Authenticator) SetProfiles(ps map[string]config.ProfileConfig) {
+	a.profiles.Store(&ps)
 }
 
 // Refusal is a request refused: the status to answer and a message
@@ -180,7 +192,7 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		return Identity{}, ref
 	}
 	if profile != "" {
-		if _, ok := a.opts.Profiles[profile]; !ok {
+		if _, ok := (*a.profiles.Load())[profile]; !ok {
 			return a.known(Identity{Profile: profile, Token: t.Name})
 		}
 	}
@@ -211,7 +223,7 @@ func (a *Authenticator) check(token string) (clienttoken.Token, *Refusal) {
 // configured.
 func (a *Authenticator) known(id Identity) (Identity, *Refusal) {
 	if id.Profile != "" {
-		if _, ok := a.opts.Profiles[id.Profile]; !ok {
+		if _, ok := (*a.profiles.Load())[id.Profile]; !ok {
 			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", id.Profile)}
 		}
 	}
@@ -225,7 +237,7 @@ func (a *Authenticator) Admit(id Identity) (release func(), err error) {
 	if a.opts.Limits == nil || id.Token == "" {
 		return func() {}, nil
 	}
-	p := a.opts.Profiles[id.Profile]
+	p := (*a.profiles.Load())[id.Profile]
 	return a.opts.Limits.Acquire(ratelimit.Limit{
 		Subject:   "client token " + id.Token,
 		ConfigKey: "profiles." + id.Profile + ".rate_limit",
@@ -303,7 +315,7 @@ func (a *Authenticator) AuthenticateGateway(r *http.Request) (Identity, *Refusal
 	}
 	var denied []string
 	for _, name := range t.Profiles {
-		p, ok := a.opts.Profiles[name]
+		p, ok := (*a.profiles.Load())[name]
 		if !ok {
 			continue
 		}
