@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // Two profiles on one process over streamable HTTP: each token's client
@@ -123,4 +124,47 @@ func TestServeHTTPProfiles(t *testing.T) {
 	}
 	assertNowhereOnDisk(t, dataDir, echoTok)
 	assertNowhereOnDisk(t, dataDir, memTok)
+}
+
+// A server in two profiles starts once (issue 31): every profile is a
+// view over the default endpoint's upstreams, not a stack of its own. The
+// server is started through a shell that appends a line to a file each
+// time it runs.
+func TestHTTPProfilesShareUpstreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": "sh", "args": []string{"-c", `echo started >> "$0"; exec "$1"`, starts, testenv.NodeBin(t, "mcp-server-everything")}},
+		},
+		"auth_token": "admin-token-for-the-test",
+		"profiles": map[string]any{
+			"all": map[string]any{"servers": []string{"everything"}, "mode": "direct"},
+			"one": map[string]any{"tools": []string{"everything:echo"}, "mode": "direct"},
+		},
+	}
+	s := startServe(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	lists := map[string][]string{}
+	for _, p := range []string{"all", "one"} {
+		c, err := client.NewStreamableHttpClient(s.base+"/mcp/p/"+p, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer admin-token-for-the-test"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		startClient(ctx, t, c)
+		lists[p] = listedOnceHolding(ctx, t, c, "everything__echo", s.stderr.String)
+	}
+	if !slices.Contains(lists["all"], "everything__get-sum") || slices.Contains(lists["one"], "everything__get-sum") {
+		t.Errorf("tools/list: all %v, one %v; want every tool in all, only echo in one", lists["all"], lists["one"])
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "started"); n != 1 {
+		t.Errorf("the everything server started %d times for the default endpoint and two profiles, want once\n%s", n, s.stderr.String())
+	}
 }
