@@ -33,19 +33,7 @@ func TestProfilesFollowReload(t *testing.T) {
 	config := writeConfigFile(t, filepath.Join(dir, "config.json"), cfg)
 	base, p := serveHTTP(t, config)
 	auth := transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + admin})
-	status := func(profile string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/mcp/p/"+profile, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+admin)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode
-	}
+	status := func(profile string) int { return pingProfile(t, base, profile, admin) }
 	listed := func(t *testing.T, profile string, want ...string) {
 		t.Helper()
 		c := startHTTP(t, base+"/mcp/p/"+profile, auth)
@@ -98,4 +86,21 @@ func TestProfilesFollowReload(t *testing.T) {
 	waitFor(t, 30*time.Second, "pa's connected client to list a's tools again", func() bool {
 		return slices.Equal(sorted(listTools(t, pa)), []string{"a__echo", "a__wait"})
 	})
+}
+
+// pingProfile POSTs a ping to profile's streamable HTTP endpoint with
+// token and returns the status.
+func pingProfile(t testing.TB, base, profile, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp/p/"+profile, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }

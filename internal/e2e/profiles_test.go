@@ -61,18 +61,7 @@ func TestProfilesThroughTheBinary(t *testing.T) {
 	}
 	t.Logf("profiles.mjs:\n%s", out)
 
-	post := func(profile, tok string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/mcp/p/"+profile, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(profile, tok string) int { return pingProfile(t, base, profile, tok) }
 
 	// 8 concurrent clients on one token at 10 calls/s (burst 10) for a
 	// second; the other token meanwhile.
