@@ -280,7 +280,23 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// Refuser answers a refused request in a format of its own. When the
+// handler GatewayHandler guards implements it (*gateway.Gateway: the
+// provider's JSON error), refusals go through it, so that a provider's SDK
+// raises its typed error with the refusal's message; otherwise they are
+// plain text.
+type Refuser interface {
+	Refuse(w http.ResponseWriter, r *http.Request, status int, msg string)
+}
+
+// refuse answers ref as plain text.
 func refuse(w http.ResponseWriter, ref *Refusal) {
+	refusalHeaders(w, ref)
+	http.Error(w, ref.Msg, ref.Status)
+}
+
+// refusalHeaders sets the headers that go with ref's status.
+func refusalHeaders(w http.ResponseWriter, ref *Refusal) {
 	if ref.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
 	}
@@ -288,7 +304,6 @@ func refuse(w http.ResponseWriter, ref *Refusal) {
 		secs := max(1, int(math.Ceil(ref.RetryAfter.Seconds())))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
-	http.Error(w, ref.Msg, ref.Status)
 }
 
 // CarriesClientToken reports whether r's mcproxy credential
@@ -346,6 +361,11 @@ func (a *Authenticator) GatewayHandler(next http.Handler) http.Handler {
 		}
 		id, ref := a.AuthenticateGateway(r)
 		if ref != nil {
+			if rf, ok := next.(Refuser); ok {
+				refusalHeaders(w, ref)
+				rf.Refuse(w, r, ref.Status, ref.Msg)
+				return
+			}
 			refuse(w, ref)
 			return
 		}
