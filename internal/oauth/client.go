@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/filelock"
 )
 
 // Options tune New. The zero value stores nothing on disk and never opens
@@ -321,7 +322,7 @@ func (c *Client) access(ctx context.Context) (*Token, error) {
 		if err := os.MkdirAll(filepath.Dir(c.st.path), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the token directory: %w", err)
 		}
-		unlock, err := lockFile(ctx, c.st.path+".lock")
+		unlock, err := filelock.Lock(ctx, c.st.path+".lock")
 		if err != nil {
 			return nil, err
 		}
