@@ -137,25 +137,54 @@ func TestHTTPProfilesShareUpstreams(t *testing.T) {
 	cfg := map[string]any{
 		"mcpServers": map[string]any{
 			"everything": map[string]any{"command": "sh", "args": []string{"-c", `echo started >> "$0"; exec "$1"`, starts, testenv.NodeBin(t, "mcp-server-everything")}},
+			"memory":     map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory")},
 		},
 		"auth_token": "admin-token-for-the-test",
 		"profiles": map[string]any{
 			"all": map[string]any{"servers": []string{"everything"}, "mode": "direct"},
 			"one": map[string]any{"tools": []string{"everything:echo"}, "mode": "direct"},
+			"mem": map[string]any{"servers": []string{"memory"}, "mode": "direct"},
 		},
 	}
 	s := startServe(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	lists := map[string][]string{}
-	for _, p := range []string{"all", "one"} {
+	clients := map[string]*client.Client{}
+	for _, p := range []string{"all", "one", "mem"} {
 		c, err := client.NewStreamableHttpClient(s.base+"/mcp/p/"+p, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer admin-token-for-the-test"}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		startClient(ctx, t, c)
-		lists[p] = listedOnceHolding(ctx, t, c, "everything__echo", s.stderr.String)
+		clients[p] = c
+		want := "everything__echo"
+		if p == "mem" {
+			want = "memory__read_graph"
+		}
+		lists[p] = listedOnceHolding(ctx, t, c, want, s.stderr.String)
+	}
+	if slices.ContainsFunc(lists["mem"], func(n string) bool { return strings.HasPrefix(n, "everything__") }) {
+		t.Errorf("mem profile tools/list = %v, want no tool of everything", lists["mem"])
+	}
+	// Prompts are the profile's servers' alone, from the one manager.
+	prompts := func(p string) []string {
+		res, err := clients[p].ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			t.Fatalf("profile %s prompts/list: %v", p, err)
+		}
+		var names []string
+		for _, pr := range res.Prompts {
+			names = append(names, pr.Name)
+		}
+		return names
+	}
+	eventually(t, "the all profile to list everything's prompts", 30*time.Second, func() bool {
+		return slices.ContainsFunc(prompts("all"), func(n string) bool { return strings.HasPrefix(n, "everything__") })
+	}, s.stderr.String)
+	if got := prompts("mem"); slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "everything__") }) {
+		t.Errorf("mem profile prompts/list = %v, want no prompt of everything", got)
 	}
 	if !slices.Contains(lists["all"], "everything__get-sum") || slices.Contains(lists["one"], "everything__get-sum") {
 		t.Errorf("tools/list: all %v, one %v; want every tool in all, only echo in one", lists["all"], lists["one"])
