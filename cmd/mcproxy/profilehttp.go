@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcproxy/mcproxy/internal/accesstoken"
 	"github.com/mcproxy/mcproxy/internal/clientauth"
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -81,7 +82,17 @@ func newProfileFronts(st *stack, cfg *config.Config, log *zap.Logger) (*profileF
 		pf.reload.Lock()
 		defer pf.reload.Unlock()
 	})
-	pf.auth = clientauth.New(clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()})
+	ao := clientauth.Options{AuthToken: cfg.AuthToken, Tokens: tokens, Profiles: cfg.Profiles, Limits: ratelimit.New()}
+	if o := cfg.OAuthResource; o != nil {
+		v, err := accesstoken.New(accesstoken.Options{Issuer: o.Issuer, JWKSURL: o.JWKSURL, Audience: o.Audience, ProfilesClaim: o.ProfilesClaim})
+		if err != nil {
+			pf.stopAll()
+			pf.close()
+			return nil, err
+		}
+		ao.AccessTokens = v
+	}
+	pf.auth = clientauth.New(ao)
 	pf.handler = pf.auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := clientauth.FromContext(r.Context())
 		pf.mu.RLock()
@@ -224,6 +235,10 @@ func (pf *profileFronts) route(next http.Handler) http.Handler {
 			pf.handler.ServeHTTP(w, r)
 			return
 		}
+		if pf.auth.ServesMetadata(r.URL.Path) {
+			pf.auth.ServeMetadata(w, r)
+			return
+		}
 		if next == nil {
 			http.NotFound(w, r)
 			return
@@ -245,7 +260,7 @@ func (pf *profileFronts) close() {
 // (gatewayPath non-nil), its requests carrying a client token.
 func (pf *profileFronts) selfAuthenticating(gatewayPath func(string) bool) func(*http.Request) bool {
 	return func(r *http.Request) bool {
-		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok {
+		if _, _, ok := clientauth.ProfileFromPath(r.URL.Path); ok || pf.auth.ServesMetadata(r.URL.Path) {
 			return true
 		}
 		return pf.auth != nil && gatewayPath != nil && gatewayPath(r.URL.Path) && clientauth.CarriesClientToken(r)

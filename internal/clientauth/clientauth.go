@@ -10,6 +10,7 @@
 package clientauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -17,11 +18,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/accesstoken"
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -111,9 +114,65 @@ type Options struct {
 	Profiles map[string]config.ProfileConfig
 	// Limits holds the per-token rate limits; nil means no limits.
 	Limits *ratelimit.Limits
+	// AccessTokens, when set, checks bearer tokens that are neither a
+	// client token nor auth_token as OAuth access tokens of an external
+	// authorization server (config oauth_resource; *accesstoken.Verifier).
+	// nil accepts none.
+	AccessTokens AccessTokens
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
+
+// AccessTokens checks an OAuth access token: who it names and the
+// profiles it opens, or why it is refused (never quoting the token).
+type AccessTokens interface {
+	Verify(ctx context.Context, token string) (accesstoken.Token, error)
+	// Metadata is the protected resource metadata (RFC 9728) of the
+	// endpoint at URL resource.
+	Metadata(resource string) []byte
+}
+
+// MetadataPath is where the protected resource metadata of an endpoint is
+// served, the endpoint's path appended (RFC 9728 §3.1):
+// /.well-known/oauth-protected-resource/mcp/p/<name>.
+const MetadataPath = "/.well-known/oauth-protected-resource"
+
+// ServesMetadata reports whether path is protected resource metadata
+// this Authenticator serves (with AccessTokens set, for a profile path).
+func (a *Authenticator) ServesMetadata(path string) bool {
+	rest, ok := strings.CutPrefix(path, MetadataPath)
+	if !ok || a == nil || a.opts.AccessTokens == nil {
+		return false
+	}
+	_, _, ok = ProfileFromPath(rest)
+	return ok
+}
+
+// ServeMetadata answers a GET of MetadataPath + a profile's path with that
+// endpoint's protected resource metadata. It needs no credential: it
+// tells a client where to get one.
+func (a *Authenticator) ServeMetadata(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, MetadataPath)
+	if !a.ServesMetadata(r.URL.Path) || r.Method != http.MethodGet {
+		http.Error(w, "not found: protected resource metadata is served for the profile endpoints, "+MetadataPath+"/mcp/p/<name>", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(a.opts.AccessTokens.Metadata(baseURL(r) + rest))
+}
+
+// baseURL is the scheme and host r was addressed to.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// OAuthPrefix starts the Identity.Token of an OAuth access token: the
+// token's subject follows.
+const OAuthPrefix = "oauth:"
 
 // Authenticator decides who a request comes from.
 type Authenticator struct {
@@ -150,6 +209,9 @@ type Refusal struct {
 	Msg    string
 	// RetryAfter is set on a 429.
 	RetryAfter time.Duration
+	// ResourceMetadata, on a 401, is the URL of the endpoint's protected
+	// resource metadata (RFC 9728 §5.1), "" when none is served.
+	ResourceMetadata string
 }
 
 func (r *Refusal) Error() string { return r.Msg }
@@ -184,6 +246,9 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 	if !has {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: send a client token (mcproxy tokens create) or the configured auth_token as \"Authorization: Bearer <token>\""}
 	}
+	if a.opts.AccessTokens != nil && !strings.HasPrefix(token, clienttoken.Prefix) {
+		return a.accessToken(r, token, profile)
+	}
 	if a.opts.Tokens == nil {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the token is not the configured auth_token"}
 	}
@@ -204,6 +269,23 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
 	}
 	return a.known(Identity{Profile: profile, Token: t.Name})
+}
+
+// accessToken authenticates an OAuth access token for profile: 401 when
+// it is refused, 403 when it does not name profile.
+func (a *Authenticator) accessToken(r *http.Request, token, profile string) (Identity, *Refusal) {
+	t, err := a.opts.AccessTokens.Verify(r.Context(), token)
+	if err != nil {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the access token was refused: " + err.Error()}
+	}
+	id := Identity{Profile: profile, Token: OAuthPrefix + t.Subject}
+	if profile == "" || !slices.Contains(t.Profiles, profile) {
+		if _, ok := (*a.profiles.Load())[profile]; profile != "" && !ok {
+			return a.known(id)
+		}
+		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: the access token of %s is not for %s; it opens %s", t.Subject, cmp.Or(profile, "the default endpoint"), strings.Join(t.Profiles, ", "))}
+	}
+	return a.known(id)
 }
 
 // check looks a client token up: 401 for an unknown, revoked or expired
@@ -271,6 +353,9 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if ref != nil {
+			if ref.Status == http.StatusUnauthorized && a.opts.AccessTokens != nil {
+				ref.ResourceMetadata = baseURL(r) + MetadataPath + r.URL.Path
+			}
 			refuse(w, ref)
 			return
 		}
@@ -298,7 +383,11 @@ func refuse(w http.ResponseWriter, ref *Refusal) {
 // refusalHeaders sets the headers that go with ref's status.
 func refusalHeaders(w http.ResponseWriter, ref *Refusal) {
 	if ref.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
+		v := `Bearer realm="mcproxy"`
+		if ref.ResourceMetadata != "" {
+			v += `, resource_metadata="` + ref.ResourceMetadata + `"`
+		}
+		w.Header().Set("WWW-Authenticate", v)
 	}
 	if ref.Status == http.StatusTooManyRequests {
 		secs := max(1, int(math.Ceil(ref.RetryAfter.Seconds())))
