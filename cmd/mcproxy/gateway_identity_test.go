@@ -253,3 +253,59 @@ func TestGatewayRefusalsInProviderFormat(t *testing.T) {
 		t.Errorf("refused requests reached the provider %d times", n)
 	}
 }
+
+// A profile's gateway_models follow a config reload (issue 31): a
+// conversation of its token that the profile's big window lets through
+// as it came is projected through noa once a reload has shrunk the
+// window, without a restart.
+func TestGatewayProfileWindowFollowsReload(t *testing.T) {
+	t.Parallel()
+	model := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("hello from the model") })
+	defer model.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	window := func(n int) map[string]any {
+		return map[string]any{"coder": map[string]any{"servers": []string{"obs"}, "gateway_models": map[string]any{"claude-sonnet-4-5": map[string]any{"context_window": n}}}}
+	}
+	cfg := map[string]any{
+		"auth_token": "gateway-reload-admin",
+		"data_dir":   dataDir,
+		"mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}},
+		"profiles":   window(1000000),
+		"gateway":    map[string]any{"enabled": true, "summary_round": false, "anthropic": map[string]any{"base_url": model.URL}},
+	}
+	s := startServe(t, cfg)
+	store, err := clienttoken.Open(dataDir, clienttoken.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder, _, err := store.Create(context.Background(), "coder-agent", []string{"coder"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 16K tokens of conversation, each time a new one.
+	send := func(word string) []byte {
+		t.Helper()
+		var status int
+		eventually(t, "the gateway to take the token", 5*time.Second, func() bool {
+			resp, body := gatewaytest.Do(t, context.Background(), http.MethodPost, s.base+"/v1/messages",
+				`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"`+strings.Repeat(" "+word, 16000)+`"}]}`,
+				map[string]string{"X-Api-Key": "sk-ant-client-key", "X-Mcproxy-Token": coder, "Content-Type": "application/json", "Anthropic-Version": "2023-06-01"})
+			status = resp.StatusCode
+			return status != http.StatusUnauthorized || strings.Contains(string(body), "expired")
+		}, s.stderr.String)
+		if status != http.StatusOK {
+			t.Fatalf("the long request: %d\n%s", status, s.stderr.String())
+		}
+		reqs := model.Requests()
+		return reqs[len(reqs)-1].Body
+	}
+	if body := send("hello"); bytes.Contains(body, []byte(`"Compress"`)) {
+		t.Fatalf("under a 1M window the conversation was projected through noa; want it forwarded as it came")
+	}
+	cfg["profiles"] = window(20000)
+	writeJSON(t, s.config, cfg)
+	eventually(t, "the reload", 10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "config reloaded") }, s.stderr.String)
+	if body := send("world"); !bytes.Contains(body, []byte(`"Compress"`)) {
+		t.Errorf("after the reload to a 20K window the conversation was not projected through noa (no Compress tool offered): the reloaded gateway_models were not applied")
+	}
+}

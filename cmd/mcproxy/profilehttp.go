@@ -38,6 +38,11 @@ type profileFronts struct {
 	st  *stack
 	cfg *config.Config // the running config (httpOptions)
 	log *zap.Logger
+	// gateway, when set, takes each reload's profiles too (their
+	// gateway_models); guarded by reload.
+	gateway interface {
+		SetProfiles(map[string]config.ProfileConfig)
+	}
 	// mu guards served; reconfigure holds reload too.
 	reload sync.Mutex
 	mu     sync.RWMutex
@@ -210,6 +215,23 @@ func (pf *profileFronts) reconfigure(cfg *config.Config) {
 		pf.log.Info("profile served", zap.String("profile", name))
 	}
 	pf.auth.SetProfiles(cfg.Profiles)
+	if pf.gateway != nil {
+		pf.gateway.SetProfiles(cfg.Profiles)
+	}
+}
+
+// followedBy makes each reload's profiles reach h too, when it takes them
+// (*gateway.Gateway: its profiles' gateway_models windows).
+func (pf *profileFronts) followedBy(h http.Handler) {
+	g, ok := h.(interface {
+		SetProfiles(map[string]config.ProfileConfig)
+	})
+	if !ok {
+		return
+	}
+	pf.reload.Lock()
+	defer pf.reload.Unlock()
+	pf.gateway = g
 }
 
 // sameSettings reports whether a and b have the same front settings

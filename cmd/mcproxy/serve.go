@@ -247,6 +247,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitError
 		}
 		defer pf.close()
+		pf.followedBy(f.Gateway)
 		hasGateway := f.Gateway != nil
 		f.Gateway = pf.route(f.Gateway)
 		var gatewayPath func(string) bool
