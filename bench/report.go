@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the version of report.json's schema (docs/bench.md).
 // Bump it on any change a reader of the file would notice.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Arm row statuses.
 const (

@@ -102,11 +102,11 @@ func withManagers(list []dashboard.Session, managers []*session.Manager, who fun
 	return list
 }
 
-// whoIn names session id's client and token from the first of fronts that
-// knows the session (the default front, then each profile's).
-func whoIn(fronts ...*server.Server) func(id string) (client, token string) {
+// whoIn names session id's client and token from the first of the fronts
+// that knows the session (the default front, then each profile's view).
+func whoIn(fronts func() []*server.Server) func(id string) (client, token string) {
 	return func(id string) (string, string) {
-		for _, f := range fronts {
+		for _, f := range fronts() {
 			if c, t := f.ClientName(id), f.ClientToken(id); c != "" || t != "" {
 				return c, t
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,153 @@ func TestGatewayClientTokens(t *testing.T) {
 	noToken("the long requests")
 	if strings.Contains(s.stderr.String(), coder) || strings.Contains(s.stderr.String(), desk) {
 		t.Error("a client token's value is in the log")
+	}
+}
+
+// The gateway refuses a client token in the provider's own error shape
+// (issue 31), so the official Anthropic and OpenAI SDKs raise their typed
+// errors (AuthenticationError for 401, PermissionDeniedError for 403)
+// carrying mcproxy's message, which says how to correct the call.
+func TestGatewayRefusalsInProviderFormat(t *testing.T) {
+	t.Parallel()
+	gatewaytest.RequireSDKs(t)
+	model := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("unreached") })
+	defer model.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	s := startServe(t, map[string]any{
+		"auth_token": "gateway-refusal-admin",
+		"data_dir":   dataDir,
+		"mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}},
+		"profiles":   map[string]any{"desk": map[string]any{"servers": []string{"obs"}, "gateway": false}},
+		"gateway": map[string]any{"enabled": true, "summary_round": false,
+			"anthropic": map[string]any{"base_url": model.URL}, "openai": map[string]any{"base_url": model.URL}},
+	})
+	store, err := clienttoken.Open(dataDir, clienttoken.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk, _, err := store.Create(context.Background(), "desk-app", []string{"desk"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new token to be known", 5*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/v1/models", nil)
+		req.Header.Set("X-Mcproxy-Token", desk)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusForbidden
+	}, s.stderr.String)
+
+	anthropicBody := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	openaiBody := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	for _, tc := range []struct {
+		name           string
+		sdk            gatewaytest.SDK
+		base           string
+		body           map[string]any
+		token          string
+		status         int
+		class, errType string
+		message        string
+	}{
+		{"anthropic unknown token", gatewaytest.Anthropic, s.base, anthropicBody, clienttoken.Prefix + "forged", 401, "AuthenticationError", "authentication_error", "unknown or revoked client token"},
+		{"anthropic gateway off", gatewaytest.Anthropic, s.base, anthropicBody, desk, 403, "PermissionDeniedError", "permission_error", "profiles.desk.gateway"},
+		{"openai unknown token", gatewaytest.OpenAI, s.base + "/openai/v1", openaiBody, clienttoken.Prefix + "forged", 401, "AuthenticationError", "invalid_request_error", "unknown or revoked client token"},
+		{"openai gateway off", gatewaytest.OpenAI, s.base + "/openai/v1", openaiBody, desk, 403, "PermissionDeniedError", "invalid_request_error", "profiles.desk.gateway"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := gatewaytest.RunSDK(t, gatewaytest.Call{SDK: tc.sdk, BaseURL: tc.base, APIKey: "sk-client-key",
+				Headers: map[string]string{"X-Mcproxy-Token": tc.token}, Kind: "create", Body: tc.body})
+			if o.OK || o.Status != tc.status || o.Name != tc.class {
+				t.Fatalf("got ok=%v status %d class %q, want %d %s", o.OK, o.Status, o.Name, tc.status, tc.class)
+			}
+			// The Anthropic SDK keeps the whole body, OpenAI's its "error".
+			var shape struct {
+				Type  string `json:"type"`
+				Error struct {
+					Type    string `json:"type"`
+					Message string `json:"message"`
+				} `json:"error"`
+				Message string `json:"message"`
+				Code    string `json:"code"`
+			}
+			if err := json.Unmarshal(o.Error, &shape); err != nil {
+				t.Fatalf("the SDK's error body %s is not the provider's JSON: %v", o.Error, err)
+			}
+			typ, msg := shape.Type, shape.Message
+			if tc.sdk == gatewaytest.Anthropic {
+				if shape.Type != "error" {
+					t.Errorf("Anthropic body type %q, want \"error\"", shape.Type)
+				}
+				typ, msg = shape.Error.Type, shape.Error.Message
+			} else if shape.Code == "" {
+				t.Errorf("OpenAI error %s has no code", o.Error)
+			}
+			if typ != tc.errType || !strings.Contains(msg, tc.message) || !strings.Contains(o.Message, tc.message) {
+				t.Errorf("error type %q message %q (the SDK's: %q), want type %s and a message naming %q", typ, msg, o.Message, tc.errType, tc.message)
+			}
+		})
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("refused requests reached the provider %d times", n)
+	}
+}
+
+// A profile's gateway_models follow a config reload (issue 31): a
+// conversation of its token that the profile's big window lets through
+// as it came is projected through noa once a reload has shrunk the
+// window, without a restart.
+func TestGatewayProfileWindowFollowsReload(t *testing.T) {
+	t.Parallel()
+	model := scriptedmodel.New(func(*scriptedmodel.Request) scriptedmodel.Reply { return scriptedmodel.Say("hello from the model") })
+	defer model.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	window := func(n int) map[string]any {
+		return map[string]any{"coder": map[string]any{"servers": []string{"obs"}, "gateway_models": map[string]any{"claude-sonnet-4-5": map[string]any{"context_window": n}}}}
+	}
+	cfg := map[string]any{
+		"auth_token": "gateway-reload-admin",
+		"data_dir":   dataDir,
+		"mcpServers": map[string]any{"obs": map[string]any{"url": activityUpstream(t)}},
+		"profiles":   window(1000000),
+		"gateway":    map[string]any{"enabled": true, "summary_round": false, "anthropic": map[string]any{"base_url": model.URL}},
+	}
+	s := startServe(t, cfg)
+	store, err := clienttoken.Open(dataDir, clienttoken.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder, _, err := store.Create(context.Background(), "coder-agent", []string{"coder"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 16K tokens of conversation, each time a new one.
+	send := func(word string) []byte {
+		t.Helper()
+		var status int
+		eventually(t, "the gateway to take the token", 5*time.Second, func() bool {
+			resp, body := gatewaytest.Do(t, context.Background(), http.MethodPost, s.base+"/v1/messages",
+				`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"`+strings.Repeat(" "+word, 16000)+`"}]}`,
+				map[string]string{"X-Api-Key": "sk-ant-client-key", "X-Mcproxy-Token": coder, "Content-Type": "application/json", "Anthropic-Version": "2023-06-01"})
+			status = resp.StatusCode
+			return status != http.StatusUnauthorized || strings.Contains(string(body), "expired")
+		}, s.stderr.String)
+		if status != http.StatusOK {
+			t.Fatalf("the long request: %d\n%s", status, s.stderr.String())
+		}
+		reqs := model.Requests()
+		return reqs[len(reqs)-1].Body
+	}
+	if body := send("hello"); bytes.Contains(body, []byte(`"Compress"`)) {
+		t.Fatalf("under a 1M window the conversation was projected through noa; want it forwarded as it came")
+	}
+	cfg["profiles"] = window(20000)
+	writeJSON(t, s.config, cfg)
+	eventually(t, "the reload", 10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "config reloaded") }, s.stderr.String)
+	if body := send("world"); !bytes.Contains(body, []byte(`"Compress"`)) {
+		t.Errorf("after the reload to a 20K window the conversation was not projected through noa (no Compress tool offered): the reloaded gateway_models were not applied")
 	}
 }

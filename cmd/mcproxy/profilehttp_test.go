@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/testenv"
 )
 
 // Two profiles on one process over streamable HTTP: each token's client
@@ -123,4 +124,76 @@ func TestServeHTTPProfiles(t *testing.T) {
 	}
 	assertNowhereOnDisk(t, dataDir, echoTok)
 	assertNowhereOnDisk(t, dataDir, memTok)
+}
+
+// A server in two profiles starts once (issue 31): every profile is a
+// view over the default endpoint's upstreams, not a stack of its own. The
+// server is started through a shell that appends a line to a file each
+// time it runs.
+func TestHTTPProfilesShareUpstreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": "sh", "args": []string{"-c", `echo started >> "$0"; exec "$1"`, starts, testenv.NodeBin(t, "mcp-server-everything")}},
+			"memory":     map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory")},
+		},
+		"auth_token": "admin-token-for-the-test",
+		"profiles": map[string]any{
+			"all": map[string]any{"servers": []string{"everything"}, "mode": "direct"},
+			"one": map[string]any{"tools": []string{"everything:echo"}, "mode": "direct"},
+			"mem": map[string]any{"servers": []string{"memory"}, "mode": "direct"},
+		},
+	}
+	s := startServe(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	lists := map[string][]string{}
+	clients := map[string]*client.Client{}
+	for _, p := range []string{"all", "one", "mem"} {
+		c, err := client.NewStreamableHttpClient(s.base+"/mcp/p/"+p, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer admin-token-for-the-test"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		startClient(ctx, t, c)
+		clients[p] = c
+		want := "everything__echo"
+		if p == "mem" {
+			want = "memory__read_graph"
+		}
+		lists[p] = listedOnceHolding(ctx, t, c, want, s.stderr.String)
+	}
+	if slices.ContainsFunc(lists["mem"], func(n string) bool { return strings.HasPrefix(n, "everything__") }) {
+		t.Errorf("mem profile tools/list = %v, want no tool of everything", lists["mem"])
+	}
+	// Prompts are the profile's servers' alone, from the one manager.
+	prompts := func(p string) []string {
+		res, err := clients[p].ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			t.Fatalf("profile %s prompts/list: %v", p, err)
+		}
+		var names []string
+		for _, pr := range res.Prompts {
+			names = append(names, pr.Name)
+		}
+		return names
+	}
+	eventually(t, "the all profile to list everything's prompts", 30*time.Second, func() bool {
+		return slices.ContainsFunc(prompts("all"), func(n string) bool { return strings.HasPrefix(n, "everything__") })
+	}, s.stderr.String)
+	if got := prompts("mem"); slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "everything__") }) {
+		t.Errorf("mem profile prompts/list = %v, want no prompt of everything", got)
+	}
+	if !slices.Contains(lists["all"], "everything__get-sum") || slices.Contains(lists["one"], "everything__get-sum") {
+		t.Errorf("tools/list: all %v, one %v; want every tool in all, only echo in one", lists["all"], lists["one"])
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "started"); n != 1 {
+		t.Errorf("the everything server started %d times for the default endpoint and two profiles, want once\n%s", n, s.stderr.String())
+	}
 }

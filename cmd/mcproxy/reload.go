@@ -42,6 +42,9 @@ type reloader struct {
 		Reconfigure(*config.Config) upstream.Changes
 	}
 	log *zap.Logger
+	// profiles, when set, applies each accepted config's profiles to the
+	// HTTP profiles served (profileFronts.reconfigure); nil applies none.
+	profiles func(*config.Config)
 
 	running *config.Config
 	// refused is set to the last refused reload, with its error masked
@@ -143,6 +146,9 @@ func (r *reloader) reload() {
 		r.log.Warn("these settings take effect at the next restart; the servers were reloaded", zap.Strings("settings", later))
 	}
 	ch := r.mgr.Reconfigure(cfg)
+	if r.profiles != nil {
+		r.profiles(cfg)
+	}
 	if ch.Empty() {
 		r.log.Info("config reloaded: the servers are unchanged", zap.String("config", r.path))
 	}
@@ -161,7 +167,7 @@ func restartOnly(a, b *config.Config) []string {
 		f := va.Type().Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch name {
-		case "mcpServers", "init_timeout", "call_timeout", "-", "":
+		case "mcpServers", "init_timeout", "call_timeout", "profiles", "-", "":
 			continue
 		}
 		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
@@ -178,7 +184,12 @@ func watchConfig(ctx context.Context, path string, override func(*config.Config)
 	if err != nil {
 		abs = config.ExpandHome(path)
 	}
-	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running, refused: refused}
+	r := &reloader{path: abs, override: override, mgr: st.mgr, log: log.Named("reload"), running: running, refused: refused,
+		profiles: func(c *config.Config) {
+			if pf := st.profiles.Load(); pf != nil {
+				pf.reconfigure(c)
+			}
+		}}
 	// Registered before serving starts, so a SIGHUP from then on reloads
 	// rather than ending the process.
 	hup := make(chan os.Signal, 1)

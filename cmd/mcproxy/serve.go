@@ -28,7 +28,6 @@ import (
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 	"github.com/mcproxy/mcproxy/internal/redact"
-	"github.com/mcproxy/mcproxy/internal/server"
 	"github.com/mcproxy/mcproxy/internal/session"
 	"github.com/mcproxy/mcproxy/internal/tokens"
 	"github.com/mcproxy/mcproxy/internal/upstream"
@@ -243,11 +242,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer closeGateway()
 		var pf *profileFronts
-		if pf, err = newProfileFronts(ctx, *cfgPath, cfg, shared, sessions, obs.call, log); err != nil {
+		if pf, err = newProfileFronts(st, cfg, shared, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
 		defer pf.close()
+		pf.followedBy(f.Gateway)
 		hasGateway := f.Gateway != nil
 		f.Gateway = pf.route(f.Gateway)
 		var gatewayPath func(string) bool
@@ -257,7 +257,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 		}
 		opts.SelfAuthenticating = pf.selfAuthenticating(gatewayPath)
-		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, whoIn(append([]*server.Server{st.front}, pf.fronts...)...), sessions, convs)
+		f.Dashboard = newDashboard(cfg, st, started, log, obs, refused.Load, hasGateway, whoIn(st.fronts.fronts), sessions, convs)
 		f.Metrics = obs.metrics.Handler()
 		opts.Ready = st.ready
 		var tr *mcptransport.Front

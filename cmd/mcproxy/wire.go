@@ -43,6 +43,19 @@ type stack struct {
 	// reviewer judges it, the front follows it (issue 28).
 	cat      *catalog.Catalog
 	reviewer *integrity.Reviewer // holds changed or suspicious tools (issue 16)
+	// guard runs the calls the catalog allows; the default front and
+	// every profile's view call through it.
+	guard *integrity.Guard
+	// fronts are the fronts the manager's prompt, resource and log
+	// callbacks reach: the default one and the profiles' views.
+	fronts *frontSet
+	// cfg and opts are what the stack was wired from; a profile's view
+	// takes its settings from them (profileview.go).
+	cfg  *config.Config
+	opts stackOptions
+	// profiles are the HTTP profiles served as views over the stack, which
+	// a config reload reconfigures; nil before they are (and over stdio).
+	profiles atomic.Pointer[profileFronts]
 
 	// stopGuard ends the reviewer's poll of the approvals file; guardDone
 	// is closed when it has returned.
@@ -146,10 +159,11 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 	// it there, and the front follows its snapshots (issue 28).
 	reviewer := newReviewer(cfg, log, opts.Shared)
 	cat := catalog.New(catalog.Options{Reviewer: reviewer, Logger: log.Named("catalog")})
-	// Prompts, resources and server logs still go to the front by
-	// callback; it exists only after the manager does, and nothing is
-	// reported before start.
-	var front atomic.Pointer[server.Server]
+	// Prompts, resources and server logs still go to the fronts by
+	// callback (the default one and each profile's view, profileview.go);
+	// they exist only after the manager does, and nothing is reported
+	// before start.
+	fronts := &frontSet{}
 	tokens, _ := oauthStore(cfg, opts.Shared)
 	auth := oauth.NewSet(oauth.Options{Store: tokens, Logger: log.Named("oauth"), Open: opts.OpenBrowser})
 	mgr := upstream.New(cfg, upstream.Options{
@@ -161,19 +175,13 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		RevisionStore: revisionStore(opts.Shared),
 		Catalog:       cat,
 		OnCatalogChanged: func(name string, c *upstream.Catalog) {
-			if f := front.Load(); f != nil {
-				f.CatalogChanged(name, c)
-			}
+			fronts.each(name, func(f *server.Server) { f.CatalogChanged(name, c) })
 		},
 		OnResourceUpdated: func(name, uri string) {
-			if f := front.Load(); f != nil {
-				f.ResourceUpdated(name, uri)
-			}
+			fronts.each(name, func(f *server.Server) { f.ResourceUpdated(name, uri) })
 		},
 		OnLog: func(name string, n mcp.LoggingMessageNotification) {
-			if f := front.Load(); f != nil {
-				f.ServerLog(name, n)
-			}
+			fronts.each(name, func(f *server.Server) { f.ServerLog(name, n) })
 		},
 	})
 	g := integrity.New(mgr, cat)
@@ -208,9 +216,10 @@ func newStack(cfg *config.Config, opts stackOptions) (*stack, error) {
 		_ = rank.Close()
 		return nil, err
 	}
-	front.Store(f)
+	fronts.setMain(f)
 	cat.Subscribe("front", f.Follow)
-	return &stack{log: log, mgr: mgr, cat: cat, reviewer: reviewer, ix: ix, rank: rank, dense: dense, front: f, auth: auth, learn: learner}, nil
+	return &stack{log: log, mgr: mgr, cat: cat, reviewer: reviewer, guard: g, fronts: fronts, cfg: cfg, opts: opts,
+		ix: ix, rank: rank, dense: dense, front: f, auth: auth, learn: learner}, nil
 }
 
 // start connects every upstream (returning once each is up or has failed

@@ -294,20 +294,34 @@ func (c *Catalog) Snapshot() *Snapshot {
 // empty catalog, version 0, the first time). Calls are in version order and
 // never concurrent; while fn runs, newer snapshots replace each other, so
 // the next call gets the latest. A panic in fn is logged and the next
-// snapshot is still delivered. It ends at Close; after Close it does
-// nothing.
-func (c *Catalog) Subscribe(name string, fn func(prev, next *Snapshot)) {
-	sub := &subscriber{name: name, fn: fn, wake: make(chan struct{}, 1)}
+// snapshot is still delivered. It ends at Close, or when the returned
+// cancel is called (which waits for a call of fn in progress, so fn must
+// not call it); after Close it does nothing.
+func (c *Catalog) Subscribe(name string, fn func(prev, next *Snapshot)) (cancel func()) {
+	sub := &subscriber{name: name, fn: fn, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return func() {}
 	}
 	c.subs = append(c.subs, sub)
 	if c.cur.Version > 0 {
 		sub.wake <- struct{}{}
 	}
-	c.dones = append(c.dones, goroutine.Go(c.log, "catalog subscriber "+name, func() { c.deliver(sub) }))
+	done := goroutine.Go(c.log, "catalog subscriber "+name, func() { c.deliver(sub) })
+	c.dones = append(c.dones, done)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.subs = slices.DeleteFunc(c.subs, func(s *subscriber) bool { return s == sub })
+			// Settle no longer waits for it.
+			c.advanceLocked()
+			c.mu.Unlock()
+			close(sub.stop)
+			<-done
+		})
+	}
 }
 
 // Settle waits until every Update made before the call is in a snapshot
@@ -484,6 +498,7 @@ type subscriber struct {
 	name      string
 	fn        func(prev, next *Snapshot)
 	wake      chan struct{} // a newer snapshot may be out (capacity 1)
+	stop      chan struct{} // closed by the subscription's cancel
 	delivered uint64        // the version fn was last called with (guarded by Catalog.mu)
 }
 
@@ -493,6 +508,8 @@ func (c *Catalog) deliver(sub *subscriber) {
 	for {
 		select {
 		case <-c.ctx.Done():
+			return
+		case <-sub.stop:
 			return
 		case <-sub.wake:
 		}

@@ -416,6 +416,25 @@ func TestLateSubscriberAndClose(t *testing.T) {
 	}
 }
 
+// A cancelled subscription (a profile removed by a reload) gets nothing
+// more, and Settle no longer waits for it; cancelling twice is harmless.
+func TestCancelledSubscription(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	defer c.Close()
+	rec := &recorder{}
+	cancel := c.Subscribe("gone", rec.fn)
+	c.Update("a", tools(1, "x"))
+	settle(t, c)
+	cancel()
+	cancel()
+	c.Update("a", tools(2, "x"))
+	settle(t, c)
+	if calls := rec.all(); len(calls) != 1 {
+		t.Errorf("a cancelled subscriber got %d deliveries, want 1 (before its cancel)", len(calls))
+	}
+}
+
 // blocker's reviews wait until it is released.
 type blocker struct{ entered, release chan struct{} }
 

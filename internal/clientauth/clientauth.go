@@ -10,6 +10,7 @@
 package clientauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -17,10 +18,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/mcproxy/mcproxy/internal/accesstoken"
 	"github.com/mcproxy/mcproxy/internal/authheader"
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
@@ -105,18 +109,78 @@ type Options struct {
 	AuthToken string
 	// Tokens checks client tokens; nil accepts none.
 	Tokens clienttoken.Store
-	// Profiles are the configured profiles (config profiles).
+	// Profiles are the configured profiles (config profiles), until
+	// SetProfiles replaces them.
 	Profiles map[string]config.ProfileConfig
 	// Limits holds the per-token rate limits; nil means no limits.
 	Limits *ratelimit.Limits
+	// AccessTokens, when set, checks bearer tokens that are neither a
+	// client token nor auth_token as OAuth access tokens of an external
+	// authorization server (config oauth_resource; *accesstoken.Verifier).
+	// nil accepts none.
+	AccessTokens AccessTokens
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
+
+// AccessTokens checks an OAuth access token: who it names and the
+// profiles it opens, or why it is refused (never quoting the token).
+type AccessTokens interface {
+	Verify(ctx context.Context, token string) (accesstoken.Token, error)
+	// Metadata is the protected resource metadata (RFC 9728) of the
+	// endpoint at URL resource.
+	Metadata(resource string) []byte
+}
+
+// MetadataPath is where the protected resource metadata of an endpoint is
+// served, the endpoint's path appended (RFC 9728 §3.1):
+// /.well-known/oauth-protected-resource/mcp/p/<name>.
+const MetadataPath = "/.well-known/oauth-protected-resource"
+
+// ServesMetadata reports whether path is protected resource metadata
+// this Authenticator serves (with AccessTokens set, for a profile path).
+func (a *Authenticator) ServesMetadata(path string) bool {
+	rest, ok := strings.CutPrefix(path, MetadataPath)
+	if !ok || a == nil || a.opts.AccessTokens == nil {
+		return false
+	}
+	_, _, ok = ProfileFromPath(rest)
+	return ok
+}
+
+// ServeMetadata answers a GET of MetadataPath + a profile's path with that
+// endpoint's protected resource metadata. It needs no credential: it
+// tells a client where to get one.
+func (a *Authenticator) ServeMetadata(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, MetadataPath)
+	if !a.ServesMetadata(r.URL.Path) || r.Method != http.MethodGet {
+		http.Error(w, "not found: protected resource metadata is served for the profile endpoints, "+MetadataPath+"/mcp/p/<name>", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(a.opts.AccessTokens.Metadata(baseURL(r) + rest))
+}
+
+// baseURL is the scheme and host r was addressed to.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// OAuthPrefix starts the Identity.Token of an OAuth access token: the
+// token's subject follows.
+const OAuthPrefix = "oauth:"
 
 // Authenticator decides who a request comes from.
 type Authenticator struct {
 	opts  Options
 	admin [32]byte
+	// profiles are the configured profiles: Options.Profiles, then each
+	// SetProfiles.
+	profiles atomic.Pointer[map[string]config.ProfileConfig]
 }
 
 // New returns an Authenticator.
@@ -125,10 +189,17 @@ func New(opts Options) *Authenticator {
 		opts.Now = time.Now
 	}
 	a := &Authenticator{opts: opts}
+	a.SetProfiles(opts.Profiles)
 	if opts.AuthToken != "" {
 		a.admin = sha256.Sum256([]byte(opts.AuthToken))
 	}
 	return a
+}
+
+// SetProfiles replaces the configured profiles (a config reload): requests
+// from now on are checked against ps. ps must not be modified afterwards.
+func (a *Authenticator) SetProfiles(ps map[string]config.ProfileConfig) {
+	a.profiles.Store(&ps)
 }
 
 // Refusal is a request refused: the status to answer and a message
@@ -138,6 +209,9 @@ type Refusal struct {
 	Msg    string
 	// RetryAfter is set on a 429.
 	RetryAfter time.Duration
+	// ResourceMetadata, on a 401, is the URL of the endpoint's protected
+	// resource metadata (RFC 9728 §5.1), "" when none is served.
+	ResourceMetadata string
 }
 
 func (r *Refusal) Error() string { return r.Msg }
@@ -172,6 +246,9 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 	if !has {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: send a client token (mcproxy tokens create) or the configured auth_token as \"Authorization: Bearer <token>\""}
 	}
+	if a.opts.AccessTokens != nil && !strings.HasPrefix(token, clienttoken.Prefix) {
+		return a.accessToken(r, token, profile)
+	}
 	if a.opts.Tokens == nil {
 		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the token is not the configured auth_token"}
 	}
@@ -180,7 +257,7 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		return Identity{}, ref
 	}
 	if profile != "" {
-		if _, ok := a.opts.Profiles[profile]; !ok {
+		if _, ok := (*a.profiles.Load())[profile]; !ok {
 			return a.known(Identity{Profile: profile, Token: t.Name})
 		}
 	}
@@ -192,6 +269,23 @@ func (a *Authenticator) Authenticate(r *http.Request, profile string) (Identity,
 		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: client token %s is not for %s; use its profile's endpoint (%s%s)", t.Name, where, MCPProfilePrefix, t.Profiles[0])}
 	}
 	return a.known(Identity{Profile: profile, Token: t.Name})
+}
+
+// accessToken authenticates an OAuth access token for profile: 401 when
+// it is refused, 403 when it does not name profile.
+func (a *Authenticator) accessToken(r *http.Request, token, profile string) (Identity, *Refusal) {
+	t, err := a.opts.AccessTokens.Verify(r.Context(), token)
+	if err != nil {
+		return Identity{}, &Refusal{Status: http.StatusUnauthorized, Msg: "unauthorized: the access token was refused: " + err.Error()}
+	}
+	id := Identity{Profile: profile, Token: OAuthPrefix + t.Subject}
+	if profile == "" || !slices.Contains(t.Profiles, profile) {
+		if _, ok := (*a.profiles.Load())[profile]; profile != "" && !ok {
+			return a.known(id)
+		}
+		return Identity{}, &Refusal{Status: http.StatusForbidden, Msg: fmt.Sprintf("forbidden: the access token of %s is not for %s; it opens %s", t.Subject, cmp.Or(profile, "the default endpoint"), strings.Join(t.Profiles, ", "))}
+	}
+	return a.known(id)
 }
 
 // check looks a client token up: 401 for an unknown, revoked or expired
@@ -211,7 +305,7 @@ func (a *Authenticator) check(token string) (clienttoken.Token, *Refusal) {
 // configured.
 func (a *Authenticator) known(id Identity) (Identity, *Refusal) {
 	if id.Profile != "" {
-		if _, ok := a.opts.Profiles[id.Profile]; !ok {
+		if _, ok := (*a.profiles.Load())[id.Profile]; !ok {
 			return Identity{}, &Refusal{Status: http.StatusNotFound, Msg: fmt.Sprintf("not found: no profile %q is configured (the config's profiles key)", id.Profile)}
 		}
 	}
@@ -225,7 +319,7 @@ func (a *Authenticator) Admit(id Identity) (release func(), err error) {
 	if a.opts.Limits == nil || id.Token == "" {
 		return func() {}, nil
 	}
-	p := a.opts.Profiles[id.Profile]
+	p := (*a.profiles.Load())[id.Profile]
 	return a.opts.Limits.Acquire(ratelimit.Limit{
 		Subject:   "client token " + id.Token,
 		ConfigKey: "profiles." + id.Profile + ".rate_limit",
@@ -259,6 +353,9 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if ref != nil {
+			if ref.Status == http.StatusUnauthorized && a.opts.AccessTokens != nil {
+				ref.ResourceMetadata = baseURL(r) + MetadataPath + r.URL.Path
+			}
 			refuse(w, ref)
 			return
 		}
@@ -268,15 +365,34 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// Refuser answers a refused request in a format of its own. When the
+// handler GatewayHandler guards implements it (*gateway.Gateway: the
+// provider's JSON error), refusals go through it, so that a provider's SDK
+// raises its typed error with the refusal's message; otherwise they are
+// plain text.
+type Refuser interface {
+	Refuse(w http.ResponseWriter, r *http.Request, status int, msg string)
+}
+
+// refuse answers ref as plain text.
 func refuse(w http.ResponseWriter, ref *Refusal) {
+	refusalHeaders(w, ref)
+	http.Error(w, ref.Msg, ref.Status)
+}
+
+// refusalHeaders sets the headers that go with ref's status.
+func refusalHeaders(w http.ResponseWriter, ref *Refusal) {
 	if ref.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcproxy"`)
+		v := `Bearer realm="mcproxy"`
+		if ref.ResourceMetadata != "" {
+			v += `, resource_metadata="` + ref.ResourceMetadata + `"`
+		}
+		w.Header().Set("WWW-Authenticate", v)
 	}
 	if ref.Status == http.StatusTooManyRequests {
 		secs := max(1, int(math.Ceil(ref.RetryAfter.Seconds())))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
-	http.Error(w, ref.Msg, ref.Status)
 }
 
 // CarriesClientToken reports whether r's mcproxy credential
@@ -303,7 +419,7 @@ func (a *Authenticator) AuthenticateGateway(r *http.Request) (Identity, *Refusal
 	}
 	var denied []string
 	for _, name := range t.Profiles {
-		p, ok := a.opts.Profiles[name]
+		p, ok := (*a.profiles.Load())[name]
 		if !ok {
 			continue
 		}
@@ -334,6 +450,11 @@ func (a *Authenticator) GatewayHandler(next http.Handler) http.Handler {
 		}
 		id, ref := a.AuthenticateGateway(r)
 		if ref != nil {
+			if rf, ok := next.(Refuser); ok {
+				refusalHeaders(w, ref)
+				rf.Refuse(w, r, ref.Status, ref.Msg)
+				return
+			}
 			refuse(w, ref)
 			return
 		}

@@ -134,6 +134,10 @@ type Config struct {
 	// endpoint and client tokens (see ProfileConfig). None means only the
 	// default profile, everything.
 	Profiles map[string]ProfileConfig `json:"profiles,omitempty"`
+	// OAuthResource, when set, also accepts on the profile endpoints
+	// OAuth 2.1 access tokens from an external authorization server (see
+	// OAuthResourceConfig). nil accepts only client tokens and auth_token.
+	OAuthResource *OAuthResourceConfig `json:"oauth_resource,omitempty"`
 
 	// Broken holds the servers whose entries have problems, each with them
 	// on one line (field paths included), when ParseServing set them aside:

@@ -172,8 +172,10 @@ func TestParseRoundTrip(t *testing.T) {
 			RateLimit:     RateLimitConfig{CallsPerSecond: 4, Burst: 5, MaxConcurrent: 6},
 			GatewayModels: map[string]GatewayModel{"claude-sonnet-4-5": {ContextWindow: 100000}},
 		}},
+		OAuthResource: &OAuthResourceConfig{Issuer: "https://as.example", JWKSURL: "https://as.example/jwks", Audience: "https://mcproxy.example/mcp", ProfilesClaim: "groups"},
 	}
 	assertAllSet(t, reflect.ValueOf(in.Profiles["p"]), "ProfileConfig")
+	assertAllSet(t, reflect.ValueOf(*in.OAuthResource), "OAuthResourceConfig")
 	assertAllSet(t, reflect.ValueOf(in.Profiles["p"].RateLimit), "RateLimitConfig")
 	assertAllSet(t, reflect.ValueOf(in.Limits), "LimitsConfig")
 	assertAllSet(t, reflect.ValueOf(in), "Config")

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -85,6 +86,49 @@ func (r RateLimitConfig) validate(at string) []error {
 	}
 	if r.MaxConcurrent < 0 {
 		errs = append(errs, fieldErr(joinPath(at, "max_concurrent"), "must be > 0 (or left out for no cap), got %d", r.MaxConcurrent))
+	}
+	return errs
+}
+
+// OAuthResourceConfig makes the profile endpoints an OAuth 2.1 protected
+// resource of an external authorization server: a bearer JWT signed by
+// one of the server's keys (JWKSURL), from Issuer, whose audience includes
+// Audience and which has not expired, opens the profiles its
+// ProfilesClaim names. The endpoints publish their protected resource
+// metadata (RFC 9728) at /.well-known/oauth-protected-resource/mcp/p/<name>.
+type OAuthResourceConfig struct {
+	// Issuer is the authorization server's issuer identifier (the "iss"
+	// of its tokens). Required.
+	Issuer string `json:"issuer"`
+	// JWKSURL is where it publishes its JSON Web Key Set. Required.
+	JWKSURL string `json:"jwks_url"`
+	// Audience is mcproxy's resource identifier there (the "aud" its
+	// tokens for mcproxy carry). Required.
+	Audience string `json:"audience"`
+	// ProfilesClaim names the claim listing a token's profiles; empty
+	// means "mcproxy_profiles".
+	ProfilesClaim string `json:"profiles_claim,omitempty"`
+}
+
+// validateOAuthResource checks oauth_resource.
+func (c *Config) validateOAuthResource() []error {
+	o := c.OAuthResource
+	if o == nil {
+		return nil
+	}
+	var errs []error
+	for _, f := range []struct{ key, value string }{{"issuer", o.Issuer}, {"jwks_url", o.JWKSURL}, {"audience", o.Audience}} {
+		if f.value == "" {
+			errs = append(errs, fieldErr("oauth_resource."+f.key, "is required: the authorization server's issuer, the URL of its key set and mcproxy's audience there"))
+		}
+	}
+	for _, f := range []struct{ key, value string }{{"issuer", o.Issuer}, {"jwks_url", o.JWKSURL}} {
+		if u, err := url.Parse(f.value); f.value != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			errs = append(errs, fieldErr("oauth_resource."+f.key, "%q is not an http(s) URL", f.value))
+		}
+	}
+	if len(c.Profiles) == 0 {
+		errs = append(errs, fieldErr("oauth_resource", "opens profiles, and the config has none: add one under \"profiles\""))
 	}
 	return errs
 }

@@ -123,3 +123,30 @@ func TestProfileContextWindow(t *testing.T) {
 		t.Errorf("the gateway's models changed: %v", g.Models)
 	}
 }
+
+// oauth_resource needs its issuer, key set and audience as URLs where they
+// are URLs, and profiles to open.
+func TestValidateOAuthResource(t *testing.T) {
+	t.Parallel()
+	c := &Config{OAuthResource: &OAuthResourceConfig{Issuer: "as.example", JWKSURL: ""}}
+	err := c.Validate()
+	for _, want := range []string{
+		`oauth_resource.jwks_url: is required`,
+		`oauth_resource.audience: is required`,
+		`oauth_resource.issuer: "as.example" is not an http(s) URL`,
+		`oauth_resource: opens profiles, and the config has none`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got\n%v\nwant a problem containing %q", err, want)
+		}
+	}
+	ok := &Config{
+		MCPServers:    map[string]ServerConfig{"m": {Command: "x"}},
+		Profiles:      map[string]ProfileConfig{"p": {Servers: []string{"m"}}},
+		OAuthResource: &OAuthResourceConfig{Issuer: "https://as.example", JWKSURL: "https://as.example/jwks", Audience: "mcproxy"},
+	}
+	ok.ApplyDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a complete oauth_resource: %v", err)
+	}
+}

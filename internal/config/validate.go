@@ -171,6 +171,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validatePrefixes()...)
 	errs = append(errs, c.validateProfiles()...)
+	errs = append(errs, c.validateOAuthResource()...)
 	return errors.Join(errs...)
 }
 

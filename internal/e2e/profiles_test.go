@@ -61,7 +61,7 @@ func TestProfilesThroughTheBinary(t *testing.T) {
 	}
 	t.Logf("profiles.mjs:\n%s", out)
 
-	post := func(profile, tok string) int { return pingWith(t, base+"/mcp/p/"+profile, tok) }
+	post := func(profile, tok string) int { return pingProfile(t, base, profile, tok) }
 
 	// 8 concurrent clients on one token at 10 calls/s (burst 10) for a
 	// second; the other token meanwhile.
@@ -136,19 +136,4 @@ func TestProfilesThroughTheBinary(t *testing.T) {
 			return nil
 		})
 	}
-}
-
-// pingWith posts a ping to url with bearer tok and returns the status.
-func pingWith(t *testing.T, url, tok string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }

@@ -134,7 +134,7 @@ func TestTokensAcrossReplicas(t *testing.T) {
 	for i := range replicas {
 		waitListening(t, addrs[i], procs[i])
 	}
-	post := func(i int, tok string) int { return pingWith(t, "http://"+addrs[i]+"/mcp/p/p", tok) }
+	post := func(i int, tok string) int { return pingProfile(t, "http://"+addrs[i], "p", tok) }
 	// within polls replica i until its answer to tok is (or is not) want,
 	// failing past a second.
 	within := func(i int, tok string, want int, is bool, what string) {

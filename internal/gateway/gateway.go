@@ -47,6 +47,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -99,6 +100,7 @@ type Options struct {
 	// whose context names a client token's profile (internal/clientauth)
 	// is paced against that profile's gateway_models windows, and its
 	// conversations are its token's alone. nil: the gateway's windows.
+	// SetProfiles replaces them.
 	Profiles map[string]config.ProfileConfig
 }
 
@@ -116,7 +118,8 @@ type Gateway struct {
 	convs     Index
 	shared    func(ctx context.Context, conv string) (func(), error)
 	metrics   *metrics.Metrics
-	profiles  map[string]config.ProfileConfig
+	// profiles are Options.Profiles, then each SetProfiles.
+	profiles atomic.Pointer[map[string]config.ProfileConfig]
 
 	mu    sync.Mutex
 	locks map[string]*convLock // one request at a time per conversation
@@ -177,13 +180,21 @@ func (g *Gateway) unref(conv string, l *convLock) {
 	}
 }
 
+// SetProfiles replaces the configured profiles (a config reload): requests
+// from now on are paced against ps's gateway_models. ps must not be
+// modified afterwards.
+func (g *Gateway) SetProfiles(ps map[string]config.ProfileConfig) {
+	g.profiles.Store(&ps)
+}
+
 // New builds a gateway from opts. It starts nothing.
 func New(opts Options) (*Gateway, error) {
 	cfg := opts.Config
 	cfg.Enabled = true
 	cfg.ApplyDefaults()
 	g := &Gateway{cfg: cfg, log: opts.Logger, transport: opts.Transport, authToken: opts.AuthToken,
-		hosts: opts.Hosts, convs: opts.Conversations, shared: opts.Lock, metrics: opts.Metrics, profiles: opts.Profiles, locks: map[string]*convLock{}}
+		hosts: opts.Hosts, convs: opts.Conversations, shared: opts.Lock, metrics: opts.Metrics, locks: map[string]*convLock{}}
+	g.SetProfiles(opts.Profiles)
 	if !cfg.ProjectEnabled() {
 		g.hosts = nil
 	}

@@ -180,7 +180,7 @@ func (g *Gateway) parseProjected(w http.ResponseWriter, r *http.Request, p *prov
 	}
 	in.q, in.d = q, d
 	in.head = q.readHead()
-	window, _ := g.profiles[caller.Profile].ContextWindow(g.cfg, in.head.Model)
+	window, _ := (*g.profiles.Load())[caller.Profile].ContextWindow(g.cfg, in.head.Model)
 	in.limit = g.messageWindow(q, window)
 	return in, true
 }

@@ -173,16 +173,55 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, p *prov
 
 // writeError answers with the provider's error shape.
 func writeError(w http.ResponseWriter, a api, status int, typ, msg string) {
+	writeErrorCode(w, a, status, typ, "", msg)
+}
+
+// writeErrorCode is writeError with the OpenAI shape's code ("" = null;
+// Anthropic's shape has none).
+func writeErrorCode(w http.ResponseWriter, a api, status int, typ, code, msg string) {
 	var body any
 	if a == openaiAPI {
 		if typ == "api_error" {
 			typ = "server_error"
 		}
-		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
+		var c any
+		if code != "" {
+			c = code
+		}
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}}
 	} else {
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// Refuse answers a request refused before the gateway runs it (a client
+// token that is unknown, expired or not allowed the gateway:
+// clientauth.GatewayHandler) in the error shape of the provider r's path
+// is for, so that the provider's SDK raises its typed error (Anthropic's
+// AuthenticationError, OpenAI's PermissionDeniedError, ...) with msg as
+// mcproxy wrote it. Headers already set on w (WWW-Authenticate,
+// Retry-After) stay.
+func (g *Gateway) Refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	a := anthropicAPI
+	if p, _ := g.route(r.URL.Path); p != nil {
+		a = p.api
+	}
+	typ, code := "invalid_request_error", ""
+	switch status {
+	case http.StatusUnauthorized:
+		typ, code = "authentication_error", "invalid_api_key"
+	case http.StatusForbidden:
+		typ, code = "permission_error", "permission_denied"
+	case http.StatusTooManyRequests:
+		typ, code = "rate_limit_error", "rate_limit_exceeded"
+	}
+	if a == openaiAPI && status != http.StatusTooManyRequests {
+		// OpenAI answers a bad key with this type; its SDK picks the
+		// error class by status.
+		typ = "invalid_request_error"
+	}
+	writeErrorCode(w, a, status, typ, code, msg)
 }

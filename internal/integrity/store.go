@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
+	"github.com/mcproxy/mcproxy/internal/filelock"
 )
 
 // FileName is the approvals file inside the data directory.
@@ -175,7 +177,7 @@ func (f *fileBackend) Update(fn func(*Approvals) (bool, error)) (*Approvals, err
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	unlock, err := lockFile(f.path + ".lock")
+	unlock, err := filelock.Lock(context.Background(), f.path+".lock")
 	if err != nil {
 		return nil, err
 	}

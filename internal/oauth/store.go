@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcproxy/mcproxy/internal/atomicfile"
+	"github.com/mcproxy/mcproxy/internal/filelock"
 )
 
 // Token is an access token and what came with it. It is never logged:
@@ -132,5 +133,5 @@ func (f Files) Lock(ctx context.Context, server string) (func(), error) {
 	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the token directory: %w", err)
 	}
-	return lockFile(ctx, f.path(server)+".lock")
+	return filelock.Lock(ctx, f.path(server)+".lock")
 }

@@ -191,6 +191,11 @@ type Options struct {
 	// (tools) and for prompts: config.ServerConfig.NamePrefix. nil means
 	// server + "__" for every server.
 	Prefix func(server string) string
+	// SharedIndex marks Deps.Index as kept by another front over the same
+	// catalog (the default profile's, issue 31): this front only searches
+	// it, restricted to the tools it serves, and never writes it. false
+	// means the front keeps the index in step with its tools.
+	SharedIndex bool
 }
 
 // maxRetrieveLimit caps retrieve_tools' limit so one answer cannot flood the
@@ -453,6 +458,9 @@ func (s *Server) IsStarted() bool {
 	}
 }
 
+// WhenStarted is closed once Started has been called.
+func (s *Server) WhenStarted() <-chan struct{} { return s.started }
+
 // waitStarted blocks until Started or until ctx ends.
 func (s *Server) waitStarted(ctx context.Context) error {
 	select {
@@ -497,7 +505,7 @@ func (s *Server) Resync() {
 	}
 	// Configured servers that have no tools now are cleared from the index
 	// too: a persistent index may still hold what they had in an earlier run.
-	if s.ix != nil {
+	if s.ix != nil && !s.opts.SharedIndex {
 		s.syncMu.Lock()
 		for _, st := range s.up.Status() {
 			if _, ok := byServer[st.Server]; !ok && !slices.Contains(gone, st.Server) {
@@ -568,7 +576,7 @@ func (s *Server) ToolsChanged(server string, tools []config.Tool) {
 }
 
 func (s *Server) syncIndex(server string, tools []config.Tool) {
-	if s.ix == nil {
+	if s.ix == nil || s.opts.SharedIndex {
 		return
 	}
 	if len(tools) == 0 {
@@ -595,6 +603,9 @@ func (s *Server) syncIndex(server string, tools []config.Tool) {
 
 // Retrieve runs a retrieve_tools query: the best matches, best first, for
 // tools currently in the catalog. limit <= 0 means the configured default.
+// The ranking is the index's, restricted to the tools this front serves,
+// with limit taken after the restriction: a front serving a profile
+// (Options.SharedIndex) ranks its tools exactly as the full index does.
 func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match, error) {
 	if s.ix == nil {
 		return nil, errors.New("no search index in direct mode")
@@ -603,14 +614,27 @@ func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match
 		limit = s.opts.RetrieveLimit
 	}
 	// Ask for a few more than wanted: hits the catalog cannot resolve (an
-	// on-disk index may still hold a server that is gone) are dropped below.
-	r, err := s.ix.Search(ctx, query, limit+10)
-	if err != nil {
-		return nil, fmt.Errorf("searching tools: %w", err)
+	// on-disk index may still hold a server that is gone, a shared index
+	// every profile's tools) are dropped below. While too few are left
+	// and the index had more, ask again deeper: the ranking's order does
+	// not depend on its depth (retrieval.Pipeline.Search).
+	for depth := limit + 10; ; depth *= 4 {
+		r, err := s.ix.Search(ctx, query, depth)
+		if err != nil {
+			return nil, fmt.Errorf("searching tools: %w", err)
+		}
+		out := s.resolve(r, limit)
+		if len(out) == limit || len(r.Hits) < depth {
+			return out, nil
+		}
 	}
+}
+
+// resolve keeps the hits of r the catalog holds, up to limit.
+func (s *Server) resolve(r retrieval.Ranking, limit int) []Match {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Match, 0, len(r.Hits))
+	out := make([]Match, 0, min(len(r.Hits), limit))
 	for _, h := range r.Hits {
 		t, ok := s.byID[h.ID]
 		if !ok {
@@ -623,7 +647,7 @@ func (s *Server) Retrieve(ctx context.Context, query string, limit int) ([]Match
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 // tool looks a tool up in the catalog.
