@@ -234,6 +234,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	} else {
 		opts := httpOptions(cfg)
+		opts.Sessions = clientSessions(shared, cfg)
 		var f faces
 		var closeGateway func()
 		var convs *session.Manager

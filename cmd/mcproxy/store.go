@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 )
 
@@ -33,7 +34,20 @@ func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error
 	if err != nil {
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
-	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions",
+	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, MCP client sessions, the gateway's conversations and their sessions",
 		zap.String("store", pgstore.Redact(cfg.Store.Postgres)), zap.Ints("migrations_applied", s.Applied()))
 	return s, nil
+}
+
+// clientSessions is where the MCP front's streamable HTTP sessions are
+// shared with other replicas: the store's, or nil (this process only).
+func clientSessions(shared *pgstore.Store, cfg *config.Config) mcptransport.SessionStore {
+	if shared == nil {
+		return nil
+	}
+	idle := cfg.SessionIdleTimeout.Std()
+	if idle <= 0 {
+		idle = config.DefaultSessionIdleTimeout
+	}
+	return shared.ClientSessions(idle)
 }
