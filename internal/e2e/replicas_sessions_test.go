@@ -16,13 +16,18 @@ import (
 )
 
 // startReplicas starts n mcproxy replicas sharing one real PostgreSQL
-// database, each with a data directory of its own and the memory server
-// in direct mode, and waits until each serves the memory server's tools.
-// It returns their base URLs and processes.
-func startReplicas(t *testing.T, n int, extra map[string]any) ([]string, []*proc) {
+// database (shared; else each keeps its state in its files), each with a
+// data directory of its own and the memory server in direct mode, and
+// waits until each serves the memory server's tools. It returns their base
+// URLs and processes.
+func startReplicas(t testing.TB, n int, shared bool) ([]string, []*proc) {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	t.Setenv("MCPROXY_E2E_PG_DSN", dsn)
+	if _, err := osexec.LookPath("node"); err != nil {
+		t.Skipf("skipping: the memory server needs Node.js, and node is not on PATH (%v)", err)
+	}
+	if shared {
+		t.Setenv("MCPROXY_E2E_PG_DSN", testenv.Postgres(t))
+	}
 	dir := t.TempDir()
 	urls := make([]string, n)
 	procs := make([]*proc, n)
@@ -30,12 +35,11 @@ func startReplicas(t *testing.T, n int, extra map[string]any) ([]string, []*proc
 		cfg := map[string]any{
 			"mcpServers":   map[string]any{"memory": map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory")}},
 			"data_dir":     filepath.Join(dir, fmt.Sprintf("data%d", i)),
-			"store":        map[string]any{"postgres": "${MCPROXY_E2E_PG_DSN}"},
 			"mode":         "direct",
 			"init_timeout": "60s",
 		}
-		for k, v := range extra {
-			cfg[k] = v
+		if shared {
+			cfg["store"] = map[string]any{"postgres": "${MCPROXY_E2E_PG_DSN}"}
 		}
 		config := writeConfigFile(t, filepath.Join(dir, fmt.Sprintf("config%d.json", i)), cfg)
 		addr := freeAddr(t)
@@ -46,9 +50,11 @@ func startReplicas(t *testing.T, n int, extra map[string]any) ([]string, []*proc
 		waitListening(t, u[len("http://"):], procs[i])
 		c := startHTTP(t, u+"/mcp")
 		initialize(t, c)
-		waitFor(t, 60*time.Second, fmt.Sprintf("replica %d to serve memory's tools", i), func() bool {
-			return slices.Contains(listTools(t, c), "memory__read_graph")
-		})
+		for deadline := time.Now().Add(time.Minute); !slices.Contains(listTools(t, c), "memory__read_graph"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d serves no memory__read_graph after a minute\n%s", i, procs[i].output())
+			}
+		}
 		c.Close()
 	}
 	return urls, procs
@@ -61,7 +67,7 @@ func startReplicas(t *testing.T, n int, extra map[string]any) ([]string, []*proc
 // replica; each is answered within the one session.
 func TestSessionAcrossReplicas(t *testing.T) {
 	needNode(t)
-	urls, procs := startReplicas(t, 3, nil)
+	urls, procs := startReplicas(t, 3, true)
 	lb, rr := newRoundRobin(t, urls)
 
 	c := startHTTP(t, lb.URL+"/mcp")
