@@ -41,8 +41,9 @@ type profileFronts struct {
 
 // newProfileFronts builds and starts a stack per profile of cfg. Each
 // stack is stopped by close. onCall is told of every tool call, as the
-// default profile's stack tells it (nil tells nobody).
-func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, sessions *session.Manager, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
+// default profile's stack tells it (nil tells nobody). shared, when not
+// nil, shares the profiles' streamable HTTP sessions with other replicas.
+func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, sessions *session.Manager, shared mcptransport.SessionStore, onCall func(server.Call), log *zap.Logger) (*profileFronts, error) {
 	pf := &profileFronts{}
 	if len(cfg.Profiles) == 0 {
 		return pf, nil
@@ -108,6 +109,7 @@ func newProfileFronts(ctx context.Context, cfgPath string, cfg *config.Config, s
 		opts := httpOptions(pcfg)
 		opts.AuthToken = "" // clientauth has checked the request
 		opts.SSEBasePath = clientauth.SSEProfilePrefix + name
+		opts.Sessions = shared
 		mux := http.NewServeMux()
 		closeSessions := tr.Routes(mux, opts)
 		byProfile[name] = mux

@@ -244,7 +244,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer closeGateway()
 		var pf *profileFronts
-		if pf, err = newProfileFronts(ctx, *cfgPath, cfg, sessions, obs.call, log); err != nil {
+		if pf, err = newProfileFronts(ctx, *cfgPath, cfg, sessions, opts.Sessions, obs.call, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}
