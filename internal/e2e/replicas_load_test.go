@@ -31,7 +31,7 @@ func BenchmarkLoadAcrossReplicas(b *testing.B) {
 		{"replicas=1/store=files", 1, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			urls, _ := startReplicas(b, tc.replicas, tc.shared)
+			urls, _ := startReplicas(b, tc.replicas, tc.shared, "memory", "memory__read_graph")
 			base := urls[0]
 			if tc.replicas > 1 {
 				lb, _ := newRoundRobin(b, urls)

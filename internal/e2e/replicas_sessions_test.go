@@ -6,6 +6,8 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,10 +19,10 @@ import (
 
 // startReplicas starts n mcproxy replicas sharing one real PostgreSQL
 // database (shared; else each keeps its state in its files), each with a
-// data directory of its own and the memory server in direct mode, and
-// waits until each serves the memory server's tools. It returns their base
-// URLs and processes.
-func startReplicas(t testing.TB, n int, shared bool) ([]string, []*proc) {
+// data directory of its own and one npm reference server in direct mode,
+// and waits until each serves tool (server "memory" serves
+// "memory__read_graph"). It returns their base URLs and processes.
+func startReplicas(t testing.TB, n int, shared bool, server, tool string) ([]string, []*proc) {
 	t.Helper()
 	if _, err := osexec.LookPath("node"); err != nil {
 		t.Skipf("skipping: the memory server needs Node.js, and node is not on PATH (%v)", err)
@@ -33,7 +35,7 @@ func startReplicas(t testing.TB, n int, shared bool) ([]string, []*proc) {
 	procs := make([]*proc, n)
 	for i := range n {
 		cfg := map[string]any{
-			"mcpServers":   map[string]any{"memory": map[string]any{"command": testenv.NodeBin(t, "mcp-server-memory")}},
+			"mcpServers":   map[string]any{server: map[string]any{"command": testenv.NodeBin(t, "mcp-server-"+server)}},
 			"data_dir":     filepath.Join(dir, fmt.Sprintf("data%d", i)),
 			"mode":         "direct",
 			"init_timeout": "60s",
@@ -50,9 +52,9 @@ func startReplicas(t testing.TB, n int, shared bool) ([]string, []*proc) {
 		waitListening(t, u[len("http://"):], procs[i])
 		c := startHTTP(t, u+"/mcp")
 		initialize(t, c)
-		for deadline := time.Now().Add(time.Minute); !slices.Contains(listTools(t, c), "memory__read_graph"); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); !slices.Contains(listTools(t, c), tool); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("replica %d serves no memory__read_graph after a minute\n%s", i, procs[i].output())
+				t.Fatalf("replica %d serves no %s after a minute\n%s", i, tool, procs[i].output())
 			}
 		}
 		c.Close()
@@ -67,7 +69,7 @@ func startReplicas(t testing.TB, n int, shared bool) ([]string, []*proc) {
 // replica; each is answered within the one session.
 func TestSessionAcrossReplicas(t *testing.T) {
 	needNode(t)
-	urls, procs := startReplicas(t, 3, true)
+	urls, procs := startReplicas(t, 3, true, "memory", "memory__read_graph")
 	lb, rr := newRoundRobin(t, urls)
 
 	c := startHTTP(t, lb.URL+"/mcp")
@@ -120,4 +122,93 @@ func outputs(procs []*proc) string {
 		s += p.name + ":\n" + p.output() + "\n"
 	}
 	return s
+}
+
+// kill -9 of the replica serving a streamed tools/call mid-stream loses
+// nothing once the client retries on another (issue 32's acceptance):
+// three replicas sharing one PostgreSQL behind the round-robin proxy; a
+// tools/call with progress (the everything server's long-running
+// operation) streams its progress from one replica, which is killed with
+// SIGKILL after the first progress notification; the client's call fails,
+// and its retry in the same session, on the next replica, runs to the end
+// with every progress step and the result.
+func TestKillMidStreamAcrossReplicas(t *testing.T) {
+	needNode(t)
+	const tool = "everything__trigger-long-running-operation"
+	urls, procs := startReplicas(t, 3, true, "everything", tool)
+	lb, rr := newRoundRobin(t, urls)
+
+	c := startHTTP(t, lb.URL+"/mcp")
+	initialize(t, c)
+	id := c.GetTransport().(*transport.StreamableHTTP).GetSessionId()
+	progress := make(chan float64, 64)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			p, _ := n.Params.AdditionalFields["progress"].(float64)
+			progress <- p
+		}
+	})
+	call := func(token string) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		req.Params.Arguments = map[string]any{"duration": 3, "steps": 6}
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+		return c.CallTool(ctx, req)
+	}
+
+	// The proxy sends the call to the replica after the last one used.
+	victim := int(rr.next.Load()) % len(procs)
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	first := make(chan outcome, 1)
+	go func() {
+		res, err := call("first")
+		first <- outcome{res, err}
+	}()
+	select {
+	case <-progress:
+	case o := <-first:
+		t.Fatalf("the call ended before any progress: %v %v", o.res, o.err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no progress within 30s\n%s", outputs(procs))
+	}
+	if err := procs[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-procs[victim].done
+	if o := <-first; o.err == nil && !o.res.IsError {
+		t.Fatalf("the call on the killed replica %d succeeded: %s", victim, text(o.res))
+	}
+	for len(progress) > 0 {
+		<-progress
+	}
+
+	res, err := call("retry")
+	if err != nil || res.IsError {
+		t.Fatalf("the retry on another replica: %v %v\n%s", err, res, outputs(procs))
+	}
+	if got := upstreamText(res); !strings.Contains(got, "Long running operation completed") {
+		t.Errorf("the retry's result: %q, want the operation's completion", got)
+	}
+	// Progress is delivered beside the result; give the last a moment.
+	var steps []float64
+	for wait := time.After(5 * time.Second); len(steps) < 6; {
+		select {
+		case p := <-progress:
+			steps = append(steps, p)
+			continue
+		case <-wait:
+		}
+		break
+	}
+	if len(steps) != 6 || steps[5] != 6 {
+		t.Errorf("the retry streamed progress %v, want steps 1 to 6", steps)
+	}
+	if got := c.GetTransport().(*transport.StreamableHTTP).GetSessionId(); got != id {
+		t.Errorf("the session id changed from %s to %s: the client had to initialize again", id, got)
+	}
 }
