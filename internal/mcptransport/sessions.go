@@ -236,6 +236,7 @@ func (r *sessionRegistry) track(next http.Handler) http.Handler {
 		}
 		if r.store != nil {
 			r.touch(id, a)
+			r.levels(id, req)
 		}
 		a.inFlight.Add(1)
 		a.last.Store(time.Now().UnixNano())

@@ -3,9 +3,11 @@ package mcptransport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 )
@@ -24,10 +26,12 @@ import (
 // saved by the replica that answered it, through mcp-go with the stored id
 // (adoptKey: the resolver's Generate returns it instead of a new one): the
 // session is rebuilt exactly as its first replica built it, hooks and all.
-// What the replay cannot bring: a log level set later (logging/setLevel)
-// and resource subscriptions, which stay on the replica that took them, and
-// server-to-client streams (GET), which stay on the replica the client
-// connected to.
+// The client's last logging/setLevel is stored too (levels) and replayed
+// after the initialize; a level set once a replica has adopted the session
+// reaches that replica only if it adopts it again. What the replay does
+// not bring: resource subscriptions, which stay on the replica that took
+// them, and server-to-client streams (GET), which stay on the replica the
+// client connected to.
 
 // SessionStore keeps the streamable HTTP sessions replicas share; pgstore
 // implements it. Every method is bounded by its ctx.
@@ -37,8 +41,11 @@ type SessionStore interface {
 	// was made by.
 	SaveSession(ctx context.Context, id, owner string, initialize []byte) error
 	// LoadSession returns a session that has had a request within the
-	// idle timeout (the store's to know); ok is false for any other.
-	LoadSession(ctx context.Context, id string) (owner string, initialize []byte, ok bool, err error)
+	// idle timeout (the store's to know), with its log level ("" for
+	// none); ok is false for any other.
+	LoadSession(ctx context.Context, id string) (owner string, initialize []byte, logLevel string, ok bool, err error)
+	// SetLogLevel records the session's log level (logging/setLevel).
+	SetLogLevel(ctx context.Context, id, level string) error
 	// TouchSession records a request of the session now.
 	TouchSession(ctx context.Context, id string) error
 	// DeleteSession ends the session for every replica.
@@ -123,7 +130,7 @@ func (r *sessionRegistry) adopt(req *http.Request, id string) *sessionActivity {
 
 	ctx, cancel := context.WithTimeout(req.Context(), storeTimeout)
 	defer cancel()
-	owner, initialize, ok, err := r.store.LoadSession(ctx, id)
+	owner, initialize, level, ok, err := r.store.LoadSession(ctx, id)
 	if err != nil {
 		r.log.Warn("looking a client session up in the shared store", zap.String("session_id", id), zap.Error(err))
 		return nil
@@ -131,21 +138,78 @@ func (r *sessionRegistry) adopt(req *http.Request, id string) *sessionActivity {
 	if !ok || owner != ownerOf(req) {
 		return nil
 	}
-	replay, err := http.NewRequestWithContext(context.WithValue(req.Context(), adoptKey{}, id), http.MethodPost, PathStreamable, bytes.NewReader(initialize))
-	if err != nil {
-		return nil // a constant method and path: cannot fail
-	}
-	replay.Header.Set("Content-Type", "application/json")
-	replay.Header.Set("Accept", "application/json, text/event-stream")
-	rec := &recorder{header: http.Header{}}
-	r.replay.ServeHTTP(rec, replay)
+	rec := r.post(context.WithValue(req.Context(), adoptKey{}, id), initialize, nil)
 	if rec.status != http.StatusOK || rec.header.Get(mcpserver.HeaderKeySessionID) != id {
 		r.log.Warn("rebuilding a client session of another replica", zap.String("session_id", id), zap.Int("status", rec.status))
 		_, _ = r.Terminate(id)
 		return nil
 	}
+	if level != "" {
+		r.replayLevel(req, id, level)
+	}
 	r.log.Debug("continuing a client session of another replica", zap.String("session_id", id))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.sessions[id]
+}
+
+// replayLevel sets an adopted session's log level as the client set it on
+// another replica. A failure is logged: the session goes on at mcp-go's
+// default level.
+func (r *sessionRegistry) replayLevel(req *http.Request, id, level string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": string(mcp.MethodSetLogLevel), "params": map[string]string{"level": level}})
+	header := http.Header{}
+	header.Set(mcpserver.HeaderKeySessionID, id)
+	if v := req.Header.Get(mcp.HeaderProtocolVersion); v != "" {
+		header.Set(mcp.HeaderProtocolVersion, v)
+	}
+	rec := r.post(req.Context(), body, header)
+	if rec.status != http.StatusOK || bytes.Contains(rec.body.Bytes(), []byte(`"error"`)) {
+		r.log.Warn("restoring the log level of a client session of another replica", zap.String("session_id", id), zap.String("level", level), zap.Int("status", rec.status))
+	}
+}
+
+// levels records each logging/setLevel a client sends on a stored session
+// (wrapping the streamable handler inside track), so that a replica
+// adopting the session sets it too.
+func (r *sessionRegistry) levels(id string, req *http.Request) {
+	if req.Method != http.MethodPost || req.Body == nil {
+		return
+	}
+	data, err := bodyBytes(req)
+	e, ok := readElement(data)
+	if err != nil || !ok || e.Method != string(mcp.MethodSetLogLevel) {
+		return
+	}
+	var m struct {
+		Params struct {
+			Level string `json:"level"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Params.Level == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := r.store.SetLogLevel(ctx, id, m.Params.Level); err != nil {
+		r.log.Warn("saving a client session's log level in the shared store", zap.String("session_id", id), zap.Error(err))
+	}
+}
+
+// post hands mcp-go's streamable handler a POST of body that the registry
+// makes for itself, with header's fields, and returns its answer.
+func (r *sessionRegistry) post(ctx context.Context, body []byte, header http.Header) *recorder {
+	rec := &recorder{header: http.Header{}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, PathStreamable, bytes.NewReader(body))
+	if err != nil {
+		rec.status = http.StatusInternalServerError // a constant method and path: cannot fail
+		return rec
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	r.replay.ServeHTTP(rec, req)
+	return rec
 }

@@ -42,16 +42,24 @@ func (c *ClientSessions) SaveSession(ctx context.Context, id, owner string, init
 
 // LoadSession returns session id unless it is unknown or idle for longer
 // than the idle timeout.
-func (c *ClientSessions) LoadSession(ctx context.Context, id string) (owner string, initialize []byte, ok bool, err error) {
-	err = c.s.pool.QueryRow(ctx, "SELECT owner, initialize FROM client_sessions WHERE id = $1 AND last_seen >= now() - $2::float8 * interval '1 second'",
-		id, c.idle.Seconds()).Scan(&owner, &initialize)
+func (c *ClientSessions) LoadSession(ctx context.Context, id string) (owner string, initialize []byte, logLevel string, ok bool, err error) {
+	err = c.s.pool.QueryRow(ctx, "SELECT owner, initialize, log_level FROM client_sessions WHERE id = $1 AND last_seen >= now() - $2::float8 * interval '1 second'",
+		id, c.idle.Seconds()).Scan(&owner, &initialize, &logLevel)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, false, nil
+		return "", nil, "", false, nil
 	}
 	if err != nil {
-		return "", nil, false, fmt.Errorf("reading client session %s from %s: %w", id, c.s.where, scrub(err, c.s.dsn))
+		return "", nil, "", false, fmt.Errorf("reading client session %s from %s: %w", id, c.s.where, scrub(err, c.s.dsn))
 	}
-	return owner, initialize, true, nil
+	return owner, initialize, logLevel, true, nil
+}
+
+// SetLogLevel records the session's log level (logging/setLevel).
+func (c *ClientSessions) SetLogLevel(ctx context.Context, id, level string) error {
+	if _, err := c.s.pool.Exec(ctx, "UPDATE client_sessions SET log_level = $2, last_seen = now() WHERE id = $1", id, level); err != nil {
+		return fmt.Errorf("setting client session %s's log level on %s: %w", id, c.s.where, scrub(err, c.s.dsn))
+	}
+	return nil
 }
 
 // TouchSession records a request of session id now.
