@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcproxy/mcproxy/internal/testenv"
 )
@@ -66,7 +67,8 @@ func startReplicas(t testing.TB, n int, shared bool, server, tool string) ([]str
 // replicas sharing one PostgreSQL behind the test's round-robin proxy (no
 // affinity), one mcp-go client that initializes once, then lists tools,
 // reads a resource and calls a tool, its requests landing on every
-// replica; each is answered within the one session.
+// replica; each is answered within the one session. Then the same with
+// the official Go SDK's client.
 func TestSessionAcrossReplicas(t *testing.T) {
 	needNode(t)
 	urls, procs := startReplicas(t, 3, true, "memory", "memory__read_graph")
@@ -106,6 +108,35 @@ func TestSessionAcrossReplicas(t *testing.T) {
 		if n < 3 {
 			t.Errorf("replica %d served %d of the session's requests, want several on each: %v", i, n, served)
 		}
+	}
+
+	// The official Go SDK's client too, with its standalone GET stream
+	// (which stays on the replica it reached).
+	gc := gosdk.NewClient(&gosdk.Implementation{Name: "go-sdk-replicas", Version: "1.0.0"}, nil)
+	cs, err := gc.Connect(ctx, &gosdk.StreamableClientTransport{Endpoint: lb.URL + "/mcp"}, &gosdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connecting the Go SDK client through the proxy: %v\n%s", err, outputs(procs))
+	}
+	defer cs.Close()
+	for round := range 3 {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil || !slices.ContainsFunc(tools.Tools, func(tl *gosdk.Tool) bool { return tl.Name == "memory__read_graph" }) {
+			t.Fatalf("Go SDK round %d: tools/list: %v\n%s", round, err, outputs(procs))
+		}
+		res, err := cs.ListResources(ctx, nil)
+		if err != nil || len(res.Resources) == 0 {
+			t.Fatalf("Go SDK round %d: resources/list: %v", round, err)
+		}
+		if got, err := cs.ReadResource(ctx, &gosdk.ReadResourceParams{URI: res.Resources[0].URI}); err != nil || len(got.Contents) == 0 {
+			t.Fatalf("Go SDK round %d: resources/read: %v", round, err)
+		}
+		call, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: "memory__read_graph", Arguments: map[string]any{}})
+		if err != nil || call.IsError {
+			t.Fatalf("Go SDK round %d: tools/call: %v %v", round, err, call)
+		}
+	}
+	if cs.ID() == "" {
+		t.Error("the Go SDK client's session has no id")
 	}
 }
 
