@@ -30,7 +30,10 @@ import (
 //     disk, and the client initializes a new session (the MCP spec's rule
 //     for 404). Resuming a session across restarts is refused: nothing a
 //     client holds proves it owned the id, so its files are reachable only
-//     through the CLI (`mcproxy sessions`).
+//     through the CLI (`mcproxy sessions`). With a shared store
+//     (HTTPOptions.Sessions, shared.go) an id is also held in the store,
+//     and any replica, a restarted one too, continues it for the identity
+//     it is bound to while it is not idle.
 //   - A session is its initializer's (issue 31): bound to the identity of
 //     the request that made it (ownerOf: the profile and the token's name),
 //     a request of another identity naming it gets the 404 of an unknown

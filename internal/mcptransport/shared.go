@@ -177,8 +177,12 @@ func (r *sessionRegistry) levels(id string, req *http.Request) {
 		return
 	}
 	data, err := bodyBytes(req)
+	// Most posts are calls: only a body naming the method is decoded.
+	if err != nil || !bytes.Contains(data, []byte(mcp.MethodSetLogLevel)) {
+		return
+	}
 	e, ok := readElement(data)
-	if err != nil || !ok || e.Method != string(mcp.MethodSetLogLevel) {
+	if !ok || e.Method != string(mcp.MethodSetLogLevel) {
 		return
 	}
 	var m struct {
