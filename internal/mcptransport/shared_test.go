@@ -30,12 +30,7 @@ func TestSharedSessionKeepsLogLevel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := pgstore.Open(ctx, testenv.Postgres(t), pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	store := st.ClientSessions(time.Minute)
+	store := sharedStore(ctx, t)
 	a, b := sharedReplica(t, store, nil), sharedReplica(t, store, nil)
 
 	c := sharedClient(ctx, t, a)
@@ -62,12 +57,7 @@ func TestSharedSessionAdoptedOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := pgstore.Open(ctx, testenv.Postgres(t), pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	store := st.ClientSessions(time.Minute)
+	store := sharedStore(ctx, t)
 	var inits atomic.Int32
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterInitialize(func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) { inits.Add(1) })
@@ -163,4 +153,16 @@ func postIn(ctx context.Context, t *testing.T, url, id, body string) (int, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// sharedStore is the client sessions of a fresh database on the test's
+// PostgreSQL; the test closes it.
+func sharedStore(ctx context.Context, t *testing.T) SessionStore {
+	t.Helper()
+	st, err := pgstore.Open(ctx, testenv.Postgres(t), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st.ClientSessions(time.Minute)
 }
