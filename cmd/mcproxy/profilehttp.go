@@ -38,6 +38,9 @@ type profileFronts struct {
 	st  *stack
 	cfg *config.Config // the running config (httpOptions)
 	log *zap.Logger
+	// sessions shares the profiles' streamable HTTP sessions with other
+	// replicas; nil keeps them in this process.
+	sessions mcptransport.SessionStore
 	// gateway, when set, takes each reload's profiles too (their
 	// gateway_models); guarded by reload.
 	gateway interface {
@@ -58,9 +61,10 @@ type servedProfile struct {
 
 // newProfileFronts serves the profiles of cfg as views over st. Each is
 // stopped by close. The client tokens are shared's when a shared store is
-// configured.
-func newProfileFronts(st *stack, cfg *config.Config, shared *pgstore.Store, log *zap.Logger) (*profileFronts, error) {
-	pf := &profileFronts{st: st, cfg: cfg, log: log, served: map[string]*servedProfile{}}
+// configured; sessions, when not nil, shares the profiles' streamable HTTP
+// sessions with other replicas.
+func newProfileFronts(st *stack, cfg *config.Config, shared *pgstore.Store, sessions mcptransport.SessionStore, log *zap.Logger) (*profileFronts, error) {
+	pf := &profileFronts{st: st, cfg: cfg, log: log, sessions: sessions, served: map[string]*servedProfile{}}
 	if len(cfg.Profiles) == 0 {
 		return pf, nil
 	}
@@ -134,6 +138,7 @@ func (pf *profileFronts) serve(name string, pc config.ProfileConfig) error {
 	opts := httpOptions(pf.cfg)
 	opts.AuthToken = "" // clientauth has checked the request
 	opts.SSEBasePath = clientauth.SSEProfilePrefix + name
+	opts.Sessions = pf.sessions
 	mux := http.NewServeMux()
 	closeSessions := tr.Routes(mux, opts)
 	pf.mu.Lock()

@@ -233,6 +233,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	} else {
 		opts := httpOptions(cfg)
+		opts.Sessions = clientSessions(shared, cfg)
 		var f faces
 		var closeGateway func()
 		var convs *session.Manager
@@ -242,7 +243,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer closeGateway()
 		var pf *profileFronts
-		if pf, err = newProfileFronts(st, cfg, shared, log); err != nil {
+		if pf, err = newProfileFronts(st, cfg, shared, opts.Sessions, log); err != nil {
 			fmt.Fprintf(stderr, "mcproxy: %v\n", err)
 			return exitError
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcproxy/mcproxy/internal/clienttoken"
 	"github.com/mcproxy/mcproxy/internal/config"
+	"github.com/mcproxy/mcproxy/internal/mcptransport"
 	"github.com/mcproxy/mcproxy/internal/oauth"
 	"github.com/mcproxy/mcproxy/internal/pgstore"
 )
@@ -34,7 +35,7 @@ func openSharedStore(cfg *config.Config, log *zap.Logger) (*pgstore.Store, error
 	if err != nil {
 		return nil, &config.FieldError{Path: "store.postgres", Message: err.Error()}
 	}
-	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, the gateway's conversations and their sessions, client tokens, OAuth tokens of upstreams",
+	log.Info("shared state in PostgreSQL: approvals, learned words, protocol revisions, MCP client sessions, the gateway's conversations and their sessions, client tokens, OAuth tokens of upstreams",
 		zap.String("store", pgstore.Redact(cfg.Store.Postgres)), zap.Ints("migrations_applied", s.Applied()))
 	return s, nil
 }
@@ -72,4 +73,17 @@ func oauthStore(cfg *config.Config, shared *pgstore.Store) (st oauth.Store, wher
 	}
 	dir := oauth.Dir(config.ExpandHome(cfg.DataDir))
 	return oauth.Files{Dir: dir}, func(server string) string { return filepath.Join(dir, server+".json") }
+}
+
+// clientSessions is where the MCP front's streamable HTTP sessions are
+// shared with other replicas: the store's, or nil (this process only).
+func clientSessions(shared *pgstore.Store, cfg *config.Config) mcptransport.SessionStore {
+	if shared == nil {
+		return nil
+	}
+	idle := cfg.SessionIdleTimeout.Std()
+	if idle <= 0 {
+		idle = config.DefaultSessionIdleTimeout
+	}
+	return shared.ClientSessions(idle)
 }

@@ -34,7 +34,7 @@ type roundRobin struct {
 	served  []int // requests per backend
 }
 
-func newRoundRobin(t *testing.T, backends []string) (*httptest.Server, *roundRobin) {
+func newRoundRobin(t testing.TB, backends []string) (*httptest.Server, *roundRobin) {
 	rr := &roundRobin{served: make([]int, len(backends))}
 	for _, b := range backends {
 		u, err := url.Parse(b)

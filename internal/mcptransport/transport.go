@@ -118,6 +118,10 @@ type HTTPOptions struct {
 	// served at /sse/p/<name> announces /sse/p/<name>/message. "" = the
 	// root (/message).
 	SSEBasePath string
+	// Sessions shares streamable HTTP sessions with other replicas
+	// (shared.go; pgstore's with "store": {"postgres": ...}); nil keeps
+	// them in this process.
+	Sessions SessionStore
 }
 
 // ServeStdio serves one client over in/out (the process's stdin/stdout when
@@ -163,16 +167,18 @@ func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Co
 	reg := newSessionRegistry(idle, f.log.Named("sessions"))
 	reg.max = opts.Limits.withDefaults().MaxSessions
 	streamable := mcpserver.NewStreamableHTTPServer(f.mcp,
-		mcpserver.WithSessionIdManager(reg),
+		mcpserver.WithSessionIdManagerResolver(reg),
 		mcpserver.WithStreamableHTTPLogger(slogger),
 		mcpserver.WithDisableLocalhostProtection(true),
 		mcpserver.WithHeartbeatInterval(30*time.Second),
 	)
+	owners := newSSEOwners()
 	sseOpts := []mcpserver.SSEOption{
 		mcpserver.WithSSEEndpoint(PathSSE),
 		mcpserver.WithMessageEndpoint(PathMessage),
 		mcpserver.WithSSEDisableLocalhostProtection(true),
 		mcpserver.WithKeepAliveInterval(30 * time.Second),
+		mcpserver.WithSessionIDGenerator(owners.generate),
 	}
 	if opts.SSEBasePath != "" {
 		sseOpts = append(sseOpts, mcpserver.WithStaticBasePath(opts.SSEBasePath))
@@ -180,11 +186,12 @@ func (f *Front) Routes(mux *http.ServeMux, opts HTTPOptions) func(ctx context.Co
 	sse := mcpserver.NewSSEServer(f.mcp, sseOpts...)
 	batches := f.log.Named("batch")
 	reg.end = endByDelete(streamable)
+	reg.store, reg.replay = opts.Sessions, streamable
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	sweepDone := goroutine.Go(f.log, "session sweep", func() { reg.run(sweepCtx) })
 	mux.Handle(PathStreamable, checkID(batchHTTP(removedSetLevel(reg.track(liftArguments(callStreams(correctAnswers(streamable))))), true, batches)))
-	mux.Handle(PathSSE, correctStream(sse.SSEHandler()))
-	mux.Handle(PathMessage, checkID(batchHTTP(sse.MessageHandler(), false, batches)))
+	mux.Handle(PathSSE, owners.stream(correctStream(sse.SSEHandler())))
+	mux.Handle(PathMessage, checkID(batchHTTP(owners.messages(sse.MessageHandler()), false, batches)))
 	return func(ctx context.Context) {
 		stopSweep()
 		<-sweepDone
