@@ -204,6 +204,9 @@ type ServerConfig struct {
 	// RateLimit bounds the calls mcproxy sends this server, from every
 	// client together (see RateLimitConfig); zero limits nothing.
 	RateLimit RateLimitConfig `json:"rate_limit,omitzero"`
+	// Tags label the server for profiles: a profile whose "tags" holds one
+	// of them includes the whole server (ProfileConfig.Tags).
+	Tags []string `json:"tags,omitempty"`
 }
 
 // ProtocolVersions are the MCP revisions a server's "protocol" may pin,

@@ -129,7 +129,7 @@ func TestParseRoundTrip(t *testing.T) {
 				Enabled: boolPtr(true), AllowedTools: []string{"t"}, DisabledTools: []string{"u"},
 				InitTimeout: Duration(time.Second), CallTimeout: Duration(2 * time.Second), Quarantine: boolPtr(false),
 				Prefix: strPtr(""), Protocol: "2025-11-25",
-				RateLimit: RateLimitConfig{CallsPerSecond: 1.5, Burst: 2, MaxConcurrent: 3},
+				RateLimit: RateLimitConfig{CallsPerSecond: 1.5, Burst: 2, MaxConcurrent: 3}, Tags: []string{"work"},
 				OAuth: &OAuthConfig{
 					ClientID: "c", ClientSecret: "s", TokenEndpointAuthMethod: "client_secret_basic",
 					ClientMetadataURL: "https://m/c.json", Scopes: []string{"read"}, Grant: GrantClientCredentials,
@@ -167,7 +167,7 @@ func TestParseRoundTrip(t *testing.T) {
 		Tracing:  TracingConfig{Endpoint: "http://127.0.0.1:4318"},
 		Store:    StoreConfig{Postgres: "postgres://mcproxy:pw@db.internal:5432/mcproxy"},
 		Profiles: map[string]ProfileConfig{"p": {
-			Servers: []string{"a"}, Tools: []string{"a:get_*"}, Annotations: []string{"readOnlyHint"},
+			Servers: []string{"a"}, Tools: []string{"a:get_*"}, Tags: []string{"work"}, Annotations: []string{"readOnlyHint"},
 			Mode: ModeRetrieve, RetrieveLimit: 2, Noa: boolPtr(false), Gateway: boolPtr(true),
 			RateLimit:     RateLimitConfig{CallsPerSecond: 4, Burst: 5, MaxConcurrent: 6},
 			GatewayModels: map[string]GatewayModel{"claude-sonnet-4-5": {ContextWindow: 100000}},

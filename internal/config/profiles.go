@@ -24,6 +24,11 @@ type ProfileConfig struct {
 	// ("github:get_*", "github:*"). A server named here contributes only
 	// the matching tools, but its prompts and resources too.
 	Tools []string `json:"tools,omitempty"`
+	// Tags include, as whole servers, every server whose own "tags"
+	// (mcpServers.<name>.tags) hold one of them: a server tagged later
+	// joins the profile without editing it. ApplyDefaults adds them to
+	// Servers.
+	Tags []string `json:"tags,omitempty"`
 	// Annotations, when non-empty, narrow the profile to the tools whose
 	// annotations hold each hint named: "readOnlyHint", "idempotentHint",
 	// "destructiveHint" and "openWorldHint" require the hint true, a name
@@ -146,8 +151,15 @@ func (c *Config) validateProfiles() []error {
 		if !validName(name) {
 			add("", "invalid profile name %q: use only letters, digits, _ and - (it is a path segment, /mcp/p/<name>)", name)
 		}
-		if len(p.Servers) == 0 && len(p.Tools) == 0 && len(p.Annotations) == 0 {
-			add("", "includes nothing: give servers, tools (\"server:tool\", globs allowed) or annotations (e.g. [\"readOnlyHint\"])")
+		if len(p.Servers) == 0 && len(p.Tools) == 0 && len(p.Tags) == 0 && len(p.Annotations) == 0 {
+			add("", "includes nothing: give servers, tools (\"server:tool\", globs allowed), tags (of mcpServers.<name>.tags) or annotations (e.g. [\"readOnlyHint\"])")
+		}
+		for i, tag := range p.Tags {
+			// A server set aside for its problems (Broken) may be the one
+			// with the tag: its entry never refuses the file.
+			if len(c.tagged(tag)) == 0 && len(c.Broken) == 0 {
+				add(fmt.Sprintf("tags[%d]", i), "no server in mcpServers has the tag %q: add \"tags\": [%q] to each server the profile should include, or remove it here", tag, tag)
+			}
 		}
 		for i, s := range p.Servers {
 			if msg := c.unknownServer(s); msg != "" {
@@ -212,6 +224,39 @@ func (p ProfileConfig) ContextWindow(g GatewayConfig, model string) (int, Window
 		g.Models = merged
 	}
 	return g.ContextWindow(model)
+}
+
+// tagged is the servers whose tags hold tag, sorted.
+func (c *Config) tagged(tag string) []string {
+	var out []string
+	for name, s := range c.MCPServers {
+		if slices.Contains(s.Tags, tag) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyProfileTags adds to each profile's Servers the servers its Tags
+// name, so everything that reads a profile (its matcher, setup, the
+// gateway) sees them as servers it named.
+func (c *Config) applyProfileTags() {
+	for name, p := range c.Profiles {
+		if len(p.Tags) == 0 {
+			continue
+		}
+		servers := slices.Clone(p.Servers)
+		for _, tag := range p.Tags {
+			for _, s := range c.tagged(tag) {
+				if !slices.Contains(servers, s) {
+					servers = append(servers, s)
+				}
+			}
+		}
+		p.Servers = servers
+		c.Profiles[name] = p
+	}
 }
 
 // unknownServer is why name cannot be a profile's server, or "".

@@ -45,10 +45,11 @@ func TestParseProfiles(t *testing.T) {
 func TestValidateProfiles(t *testing.T) {
 	c := &Config{
 		MCPServers: map[string]ServerConfig{
-			"github": {URL: "https://example.com/mcp", RateLimit: RateLimitConfig{CallsPerSecond: -1, Burst: 2, MaxConcurrent: -3}},
+			"github": {URL: "https://example.com/mcp", RateLimit: RateLimitConfig{CallsPerSecond: -1, Burst: 2, MaxConcurrent: -3}, Tags: []string{"work", " "}},
 		},
 		Profiles: map[string]ProfileConfig{
 			"bad name": {Servers: []string{"github"}},
+			"tagged":   {Tags: []string{"work", "home"}},
 			"empty":    {},
 			"p": {
 				Servers:       []string{"gthub"},
@@ -82,15 +83,43 @@ func TestValidateProfiles(t *testing.T) {
 		`profiles.nogw.gateway_models: has no effect with "gateway": false`,
 		`mcpServers.github.rate_limit.calls_per_second: must be > 0`,
 		`mcpServers.github.rate_limit.max_concurrent: must be > 0`,
+		`mcpServers.github.tags[1]: tag " " is blank`,
+		`profiles.tagged.tags[1]: no server in mcpServers has the tag "home": add "tags": ["home"] to each server`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: got\n%v\nwant a problem containing %q", err, want)
 		}
 	}
-	for _, unwanted := range []string{"tools[3]", "annotations[1]"} {
+	for _, unwanted := range []string{"tools[3]", "annotations[1]", "tags[0]", "profiles.tagged: includes nothing"} {
 		if strings.Contains(err.Error(), unwanted) {
 			t.Errorf("a valid entry was refused (%s): %v", unwanted, err)
 		}
+	}
+}
+
+// A profile's tags include, as whole servers, the servers tagged so, next
+// to those it names; the matcher then treats them as named servers.
+func TestProfileTags(t *testing.T) {
+	data := `{
+	  "mcpServers": {"github": {"url": "https://example.com/mcp", "tags": ["work", "code"]},
+	                 "jira": {"url": "https://example.com/jira", "tags": ["work"]},
+	                 "memory": {"command": "mcp-memory", "tags": ["home"]}},
+	  "profiles": {"work": {"tags": ["work"], "servers": ["github"], "tools": ["memory:read_*"]}}
+	}`
+	c, err := Parse([]byte(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Profile("work")
+	if got := strings.Join(p.Servers, ","); got != "github,jira" {
+		t.Errorf("profile work's servers: got %s, want github,jira (named once, then tagged)", got)
+	}
+	if got := strings.Join(p.Tools, ","); got != "memory:read_*" {
+		t.Errorf("profile work's tools: got %s, want them as written", got)
 	}
 }
 

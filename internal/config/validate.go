@@ -71,6 +71,7 @@ func (c *Config) ApplyDefaults() {
 	c.Embeddings.applyDefaults()
 	c.Gateway.ApplyDefaults()
 	c.applyHardeningDefaults()
+	c.applyProfileTags()
 	for name, s := range c.MCPServers {
 		changed := false
 		if s.InitTimeout == 0 {
@@ -241,6 +242,11 @@ func (s ServerConfig) validate(path string) []error {
 	}
 	errs = append(errs, s.OAuth.validate(joinPath(path, "oauth"), hasURL)...)
 	errs = append(errs, s.RateLimit.validate(joinPath(path, "rate_limit"))...)
+	for i, tag := range s.Tags {
+		if strings.TrimSpace(tag) == "" || tag != strings.TrimSpace(tag) {
+			add(fmt.Sprintf("tags[%d]", i), "tag %q is blank or has surrounding spaces", tag)
+		}
+	}
 	if hasCommand && len(s.Headers) > 0 {
 		add("headers", "only an HTTP server (url) takes headers; pass values to a stdio server with env")
 	}
