@@ -50,17 +50,9 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// freeAddr returns a loopback address with a port that was free a moment
+// ago and that no other test of this binary is handed (testenv.FreeAddr).
+func freeAddr(t testing.TB) string { return testenv.FreeAddr(t) }
 
 // waitListening polls until something accepts connections on addr.
 func waitListening(t testing.TB, addr string, p *proc) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -184,7 +183,7 @@ func startLocalPostgres() (string, error) {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", err
@@ -219,15 +218,6 @@ func startLocalPostgres() (string, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // StopPostgres stops the server Postgres started, if any, and removes its
