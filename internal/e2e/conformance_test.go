@@ -73,7 +73,8 @@ func needNode(t *testing.T) {
 // per scenario, the checks that failed (an empty list: it passed).
 func runConformance(t *testing.T, url string) map[string][]string {
 	t.Helper()
-	return runSuite(t, url, testenv.NodeBin(t, "conformance"), "server", "--url", url)
+	suite := testenv.Conformance(t)
+	return runSuite(t, url, suite[0], append(suite[1:], "server", "--url", url)...)
 }
 
 // runSuite is runConformance for the suite that the command name with
@@ -162,18 +163,46 @@ func checkThrough(t *testing.T, baseline []string, got map[string][]string, skip
 	}
 }
 
+// conformance0116 is the suite's 0.1.16 release, installed beside the
+// pinned 0.1.13 under an npm alias (package.json); it needs Node 22
+// (testenv.Node22). Issue 29: both releases' results stay as they are.
+const (
+	conformance0116Pkg     = "conformance-0116"
+	conformance0116Version = "0.1.16"
+)
+
 func TestConformanceServerScenarios(t *testing.T) {
 	t.Parallel()
 	needNode(t)
 	ref := referenceServer(t)
+	for _, suite := range []struct {
+		version string
+		// run runs the release's server scenarios against url.
+		run func(t *testing.T, url string) map[string][]string
+	}{
+		{testenv.ConformanceVersion, runConformance},
+		{conformance0116Version, func(t *testing.T, url string) map[string][]string {
+			index := filepath.Join(testenv.NodePackage(t, conformance0116Pkg, conformance0116Version), "dist", "index.js")
+			return runSuite(t, url, testenv.Node22(t), index, "server", "--url", url)
+		}},
+	} {
+		t.Run(suite.version, func(t *testing.T) {
+			t.Parallel()
+			testConformanceServerScenarios(t, ref, suite.run)
+		})
+	}
+}
 
+// testConformanceServerScenarios is TestConformanceServerScenarios for one
+// release of the suite, which run runs.
+func testConformanceServerScenarios(t *testing.T, ref string, run func(t *testing.T, url string) map[string][]string) {
 	// The reference alone, over streamable HTTP. -stateless=false keeps the
 	// sessions that server-to-client requests (sampling, elicitation) need,
 	// as the Go SDK's own conformance script does.
 	addr := freeAddr(t)
 	p := startProc(t, "everything-server", exec.Command(ref, "-http="+addr, "-stateless=false"))
 	waitListening(t, addr, p)
-	baseline := passingAlone(t, runConformance(t, "http://"+addr+"/"), 20)
+	baseline := passingAlone(t, run(t, "http://"+addr+"/"), 20)
 
 	dir := t.TempDir()
 	config := writeConfigFile(t, filepath.Join(dir, "config.json"), map[string]any{
@@ -191,7 +220,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 
 	t.Run("direct", func(t *testing.T) {
 		base, _ := serveHTTP(t, config, "--mode", "direct")
-		check(t, runConformance(t, base+"/mcp"))
+		check(t, run(t, base+"/mcp"))
 	})
 
 	t.Run("retrieve", func(t *testing.T) {
@@ -209,7 +238,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 		// requests on the stream, passes through untouched.
 		adapter := httptest.NewServer(callToolAdapter(target, "everything"))
 		t.Cleanup(adapter.Close)
-		check(t, runConformance(t, adapter.URL+"/mcp"))
+		check(t, run(t, adapter.URL+"/mcp"))
 	})
 }
 

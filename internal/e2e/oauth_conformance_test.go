@@ -49,13 +49,13 @@ func TestOAuthConformance(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not on PATH, so the MCP conformance suite (npm @modelcontextprotocol/conformance) cannot run: install Node.js 20 and run npm ci")
 	}
-	conformance := testenv.NodeBin(t, "conformance")
+	conformance := testenv.Conformance(t)
 	helper := oauthClient(t)
 	total := 0
 	for _, suite := range []string{"auth", "backcompat", "extensions"} {
 		out := filepath.Join(t.TempDir(), suite)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		cmd := exec.CommandContext(ctx, conformance, "client", "--suite", suite, "--command", helper, "-o", out)
+		cmd := exec.CommandContext(ctx, conformance[0], append(conformance[1:], "client", "--suite", suite, "--command", helper, "-o", out)...)
 		cmd.Dir = t.TempDir() // the suite writes ./results otherwise
 		cmd.Env = append(os.Environ(), "MCPROXY_BIN="+binary)
 		summary, err := cmd.CombinedOutput()

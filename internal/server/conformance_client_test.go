@@ -150,14 +150,14 @@ func TestConformanceClientScenarios(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not on PATH: the MCP conformance suite (npm @modelcontextprotocol/conformance) runs on Node 20; install Node and run npm ci to run this test")
 	}
-	bin := testenv.NodeBin(t, "conformance")
+	suite := testenv.Conformance(t)
 	for _, scenario := range []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"} {
 		t.Run(scenario, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "client",
+			cmd := exec.CommandContext(ctx, suite[0], append(suite[1:], "client",
 				"--command", os.Args[0]+" -test.run=^$",
-				"--scenario", scenario, "--timeout", "30000")
+				"--scenario", scenario, "--timeout", "30000")...)
 			cmd.Env = append(os.Environ(), conformanceClientEnv+"=1")
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError

@@ -125,6 +125,20 @@ func NodePackage(t testing.TB, name, version string) string {
 	return dir
 }
 
+// ConformanceVersion is the MCP conformance suite's release the tests pin
+// as "the" suite (npm @modelcontextprotocol/conformance); newer releases
+// sit beside it under npm aliases (conformance-0116, conformance-next).
+const ConformanceVersion = "0.1.13"
+
+// Conformance is the command (name, then arguments to put first) that runs
+// the pinned conformance suite with the node on PATH: its package's own
+// script, not node_modules/.bin/conformance, which every aliased release
+// also claims and npm links to one of them.
+func Conformance(t testing.TB) []string {
+	t.Helper()
+	return []string{Node(t), filepath.Join(NodePackage(t, "@modelcontextprotocol/conformance", ConformanceVersion), "dist", "index.js")}
+}
+
 // Node is the path of the node executable on PATH.
 func Node(t testing.TB) string {
 	t.Helper()
