@@ -23,9 +23,9 @@ import (
 // A session continued on another replica keeps the log level its client
 // set on the first (issue 32): two fronts share one real PostgreSQL; the
 // client initializes and sets level info on A; a tools/call sent to B,
-// which never saw the session, streams the tool's info message. Without
-// the stored level B would rebuild the session at mcp-go's default level
-// (error) and drop it.
+// which never saw the session, finds the session at level info there.
+// Without the stored level B would rebuild the session at mcp-go's
+// default level and drop the tool's info messages.
 func TestSharedSessionKeepsLogLevel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -42,11 +42,15 @@ func TestSharedSessionKeepsLogLevel(t *testing.T) {
 	id := c.GetTransport().(*transport.StreamableHTTP).GetSessionId()
 
 	status, body := postIn(ctx, t, b, id, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"say","arguments":{}}}`)
-	if status != http.StatusOK || !strings.Contains(body, `"said"`) {
+	if status != http.StatusOK || !strings.Contains(body, `"said at level `) {
 		t.Fatalf("tools/call on the other replica: %d %s", status, body)
 	}
-	if !strings.Contains(body, "hello at info") {
-		t.Errorf("the other replica dropped the info message the client asked for with logging/setLevel on the first: %s", body)
+	// The session's level on B, not whether the info message made it into
+	// this answer: mcp-go queues a session's notifications on one channel
+	// that the answer may beat (the message then waits for another
+	// stream), so only the level is certain.
+	if !strings.Contains(body, "said at level info") {
+		t.Errorf("the other replica holds the session at another level than the info its client set with logging/setLevel on the first: %s", body)
 	}
 }
 
@@ -98,7 +102,15 @@ func sharedReplica(t *testing.T, store SessionStore, hooks *mcpserver.Hooks) str
 		if err := s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "replica", "hello at info")); err != nil {
 			return nil, err
 		}
-		return mcp.NewToolResultText("said"), nil
+		// The session's level as this replica holds it: the message
+		// above goes through mcp-go's one notification queue of the
+		// session, which may reach the client after the answer, so
+		// the answer says the level too.
+		level := "unknown"
+		if ls, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging); ok {
+			level = string(ls.GetLogLevel())
+		}
+		return mcp.NewToolResultText("said at level " + level), nil
 	})
 	f, err := New(Deps{MCP: s}, Options{})
 	if err != nil {
